@@ -1,0 +1,37 @@
+"""``python -m trainer_core worker RUN_DIR``: the training process itself, as launchers start it.
+
+Launchers (``grpo-tui train``, ``launch``, ``accelerate launch``) create the run folder and its
+config.yaml first, then start this entry point on every rank. It never imports Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainer_core", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    worker = sub.add_parser("worker", help="run the training described by RUN_DIR/config.yaml")
+    worker.add_argument("run_dir", type=Path)
+    worker.add_argument("--echo", action="store_true", help="print a line per logged step")
+    args = parser.parse_args(argv)
+
+    from .config import ConfigError, RunConfig
+    from .run_folder import RunFolder
+    from .runner import run_in_folder
+
+    folder = RunFolder(args.run_dir)
+    try:
+        config = RunConfig.load(folder.config_file)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    result = run_in_folder(config, folder, echo=args.echo)
+    return {"completed": 0, "stopped": 3}.get(result.status, 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The TrainerCallback that turns a TRL run into the run folder's event stream, and decides stops.
+
+Metrics are copied verbatim from ``on_log`` (the keys TRL logs are the vocabulary every viewer speaks).
+A stop — a signal, or the stop-request file — is decided at a step end; with several processes the
+decision is all-reduced so every rank leaves the loop in the same step (a rank that kept going would hang
+in the next collective), and the Trainer then saves a checkpoint before returning.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from transformers import TrainerCallback
+
+from .events import format_metrics_line
+
+if TYPE_CHECKING:
+    from .events import EventWriter
+    from .stopping import StopController
+
+
+class EventStreamCallback(TrainerCallback):
+    def __init__(self, writer: "EventWriter | None", stopper: "StopController", echo: bool = False, on_step=None):
+        self.writer = writer
+        self.stopper = stopper
+        self.echo = echo
+        self.on_step = on_step
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.stopper.training_started(state.global_step)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or self.writer is None or not logs:
+            return
+        if "train_runtime" in logs:
+            self.writer.emit("summary", step=state.global_step, **logs)
+            return
+        self.writer.emit("metrics", step=state.global_step, **logs)
+        if self.echo:
+            print(format_metrics_line(state.global_step, state.max_steps, logs), file=sys.stdout, flush=True)
+
+    def on_save(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero or self.writer is None:
+            return
+        self.writer.emit("checkpoint", step=state.global_step, path=f"checkpoints/checkpoint-{state.global_step}")
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.on_step is not None:
+            self.on_step(state.global_step)
+        if self.stopper.agreed_stop():
+            control.should_training_stop = True
+            control.should_save = True
+            self.stopper.stopped_at(state.global_step)

@@ -1,0 +1,309 @@
+"""RunConfig: every parameter of a GRPO run, with its help text and its validation.
+
+Stdlib only, on purpose: the app builds its forms from these fields, the CLI builds ``--help`` from them,
+and both must be able to reject a bad config before torch or TRL is imported (that import takes seconds;
+an error should not). Field names, flags and defaults follow the aitraining GRPO interface.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
+VLLM_MODES = ("colocate", "server")
+MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
+TRAINERS = ("grpo",)
+
+
+class ConfigError(ValueError):
+    """A config value that cannot run; the message names the field, the value and the fix."""
+
+    def __init__(self, field_name: str, message: str):
+        super().__init__(message)
+        self.field = field_name
+
+
+def _f(default: Any, help: str, group: str, *, choices: tuple | None = None, flag: str | None = None, **extra):
+    meta = {"help": help, "group": group}
+    if choices:
+        meta["choices"] = choices
+    if flag:
+        meta["flag"] = flag
+    meta.update(extra)
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class RunConfig:
+    """A GRPO fine-tuning run. Every field has a CLI flag (``--field-name``) and a help text."""
+
+    # -- model & environment ---------------------------------------------------------------------------
+    model: str | None = _f(None, "Model to fine-tune: a local folder or a Hub id (required).", "model")
+    project_name: str = _f("grpo-run", "Name of the project; shown in run lists and stored in the run folder.", "model")
+    trainer: str = _f("grpo", "Trainer type. Only 'grpo' is supported.", "model", choices=TRAINERS)
+    rl_env_module: str | None = _f(
+        None, "Environment module: a dotted module path (e.g. my_envs.hotel) or a .py file path (required).", "model"
+    )
+    rl_env_class: str | None = _f(None, "Name of the environment class inside --rl-env-module (required).", "model")
+    rl_env_config: dict | None = _f(
+        None, "JSON object passed to the environment class as constructor keyword arguments.", "model"
+    )
+
+    # -- GRPO -------------------------------------------------------------------------------------------
+    rl_num_generations: int = _f(4, "Completions sampled per prompt (the GRPO group size); at least 2.", "grpo")
+    rl_loss_type: str = _f("grpo", "Loss formulation.", "grpo", choices=LOSS_TYPES)
+    rl_mask_truncated_completions: bool = _f(
+        False, "Exclude completions cut at --rl-max-new-tokens from the loss (recommended by DAPO).", "grpo"
+    )
+    rl_kl_coef: float = _f(0.1, "KL penalty coefficient (GRPOConfig.beta). 0 disables the reference model and KL logging.", "grpo")
+    rl_clip_range: float = _f(0.2, "Clipping range of the policy ratio (GRPOConfig.epsilon).", "grpo")
+
+    # -- generation -------------------------------------------------------------------------------------
+    rl_max_new_tokens: int = _f(128, "Maximum tokens per completion (GRPOConfig.max_completion_length).", "generation")
+    rl_top_k: int = _f(50, "Sample only from the k most likely tokens; 0 disables top-k.", "generation")
+    rl_top_p: float = _f(1.0, "Nucleus sampling: keep the smallest token set with this total probability, in (0, 1].", "generation")
+    rl_temperature: float = _f(1.0, "Sampling temperature (> 0). Higher gives more diverse completions.", "generation")
+    max_prompt_length: int | None = _f(
+        None, "Drop dataset rows whose rendered prompt is longer than this many tokens (default: keep all).", "generation"
+    )
+
+    # -- vLLM -------------------------------------------------------------------------------------------
+    use_vllm: bool = _f(False, "Generate completions with vLLM (install the 'vllm' extra).", "vllm")
+    vllm_mode: str = _f("colocate", "Where vLLM runs: inside the training processes, or as a separate server.", "vllm", choices=VLLM_MODES)
+    vllm_gpu_memory_utilization: float = _f(0.3, "GPU memory fraction vLLM may use in colocate mode, in (0, 1].", "vllm")
+    vllm_server_url: str | None = _f(None, "URL of a running vLLM server (server mode). Default: start one for the run.", "vllm")
+    vllm_tensor_parallel_size: int = _f(1, "Tensor-parallel size of vLLM.", "vllm")
+    vllm_server_gpus: int = _f(1, "GPUs reserved for the vLLM server the run starts in server mode.", "vllm")
+
+    # -- LoRA -------------------------------------------------------------------------------------------
+    peft: bool = _f(False, "Train LoRA adapters instead of all weights.", "lora")
+    lora_r: int = _f(16, "LoRA rank.", "lora")
+    lora_alpha: int = _f(32, "LoRA alpha (scaling).", "lora")
+    lora_dropout: float = _f(0.05, "LoRA dropout probability.", "lora")
+    target_modules: str = _f("all-linear", "Modules to adapt: 'all-linear' or a comma-separated list of names.", "lora")
+
+    # -- optimisation -----------------------------------------------------------------------------------
+    epochs: float = _f(1, "Passes over the dataset (ignored when --max-steps is set).", "optimisation")
+    batch_size: int = _f(4, "Completions per device per optimiser micro-step (per_device_train_batch_size).", "optimisation")
+    lr: float = _f(1e-5, "Learning rate.", "optimisation")
+    gradient_accumulation: int = _f(1, "Micro-steps accumulated per optimiser step.", "optimisation")
+    max_steps: int = _f(-1, "Stop after this many optimiser steps (-1: run --epochs).", "optimisation")
+    warmup_ratio: float = _f(0.0, "Fraction of steps spent warming the learning rate up.", "optimisation")
+    scheduler: str = _f("linear", "Learning-rate schedule (any transformers scheduler name).", "optimisation")
+    seed: int = _f(42, "Random seed for sampling, initialisation and data order.", "optimisation")
+
+    # -- hardware & output ------------------------------------------------------------------------------
+    mixed_precision: str = _f(
+        "auto", "Mixed precision: auto (bf16 on a GPU that supports it, off on CPU), bf16, fp16 or no.", "hardware", choices=MIXED_PRECISION
+    )
+    gradient_checkpointing: bool = _f(False, "Recompute activations in the backward pass to save memory.", "hardware")
+    logging_steps: int = _f(1, "Write a metrics event every N optimiser steps.", "hardware")
+    save_steps: int = _f(50, "Save a checkpoint every N optimiser steps (the safety net for crashes).", "hardware")
+    save_total_limit: int | None = _f(None, "Keep at most this many checkpoints (oldest deleted first).", "hardware")
+    samples_per_step: int = _f(8, "Scored completions kept per step in samples.jsonl (0 keeps none).", "hardware")
+    report_to: str = _f("none", "Also report to a tracker: none, trackio, wandb or tensorboard.", "hardware")
+    grpo_args: dict = _f(
+        {}, "Any other GRPOConfig field, as a mapping (CLI: --grpo-arg KEY=VALUE, repeatable).", "hardware", flag="--grpo-arg"
+    )
+
+    # ------------------------------------------------------------------------------------------------
+    def validate(self, world_size: int = 1) -> "RunConfig":
+        """Raise ConfigError for the first value that cannot run; return self so calls can chain."""
+        for problem in iter_problems(self, world_size):
+            raise problem
+        return self
+
+    def problems(self, world_size: int = 1) -> list[ConfigError]:
+        """Every validation problem at once (the app's form shows them all)."""
+        return list(iter_problems(self, world_size))
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict, *, source: str = "config") -> "RunConfig":
+        data = dict(data)
+        _check_keys(data, source)
+        if isinstance(data.get("rl_env_config"), str):
+            data["rl_env_config"] = parse_env_config(data["rl_env_config"])
+        return cls(**data)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the config as YAML (``.yaml``/``.yml``) or JSON (anything else)."""
+        path = Path(path)
+        data = self.to_dict()
+        if path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            text = yaml.safe_dump(data, sort_keys=False)
+        else:
+            text = json.dumps(data, indent=2) + "\n"
+        path.write_text(text)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "RunConfig":
+        return cls.from_dict(load_file(path), source=str(path))
+
+
+def config_fields() -> list[dataclasses.Field]:
+    return list(dataclasses.fields(RunConfig))
+
+
+def flag_for(f: dataclasses.Field) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def load_file(path: str | Path) -> dict:
+    """Read a YAML or JSON config file into a mapping, with a clear error for anything else."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError("config", f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        if path.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except ValueError as exc:  # json.JSONDecodeError and yaml.YAMLError both derive from it or Exception
+        raise ConfigError("config", f"config file {path} is not valid: {exc}") from None
+    except Exception as exc:
+        raise ConfigError("config", f"config file {path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError("config", f"config file {path} must hold a mapping of field: value, got {type(data).__name__}")
+    return data
+
+
+def parse_env_config(value: Any) -> dict | None:
+    """Turn --rl-env-config (a JSON string or a mapping) into constructor kwargs."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                "rl_env_config",
+                f"rl_env_config must be a JSON object, got {value!r} ({exc.msg} at position {exc.pos}). "
+                'Example: --rl-env-config \'{"max_turns": 3}\'',
+            ) from None
+    if not isinstance(value, dict):
+        raise ConfigError(
+            "rl_env_config",
+            f"rl_env_config must be a JSON object (keyword arguments for the environment class), got "
+            f"{type(value).__name__} {json.dumps(value)}. Example: --rl-env-config '{{\"max_turns\": 3}}'",
+        )
+    return value
+
+
+def _check_keys(data: dict, source: str) -> None:
+    names = [f.name for f in dataclasses.fields(RunConfig)]
+    for key in data:
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+            hint = f" Did you mean '{close[0]}'?" if close else " Other GRPOConfig fields go under 'grpo_args'."
+            raise ConfigError(key, f"unknown key '{key}' in {source}.{hint}")
+
+
+def _num(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def iter_problems(c: RunConfig, world_size: int = 1):
+    """Yield a ConfigError for every value that cannot run, in field order."""
+    if not c.rl_env_module or not c.rl_env_class:
+        missing = [n for n in ("rl_env_module", "rl_env_class") if not getattr(c, n)]
+        yield ConfigError(
+            missing[0],
+            f"GRPO requires --rl-env-module and --rl-env-class (missing: {', '.join(missing)}). "
+            "Point them at a module and the environment class in it, e.g. "
+            "--rl-env-module examples/math_env.py --rl-env-class MathEnv",
+        )
+    if not c.model:
+        yield ConfigError("model", "model is required: pass --model with a local folder or a Hub model id.")
+    if c.trainer not in TRAINERS:
+        yield ConfigError("trainer", f"trainer must be 'grpo', got {c.trainer!r}.")
+    try:
+        parse_env_config(c.rl_env_config)
+    except ConfigError as exc:
+        yield exc
+    for name, choices in (("rl_loss_type", LOSS_TYPES), ("vllm_mode", VLLM_MODES), ("mixed_precision", MIXED_PRECISION)):
+        value = getattr(c, name)
+        if value not in choices:
+            yield ConfigError(name, f"{name} must be one of {', '.join(choices)}; got {value!r}.")
+    ints = {
+        "rl_num_generations": 2, "rl_max_new_tokens": 1, "batch_size": 1, "gradient_accumulation": 1,
+        "lora_r": 1, "lora_alpha": 1, "logging_steps": 1, "save_steps": 1, "vllm_tensor_parallel_size": 1,
+        "vllm_server_gpus": 0, "rl_top_k": 0, "samples_per_step": 0,
+    }
+    for name, low in ints.items():
+        value = getattr(c, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            fix = {
+                "rl_num_generations": "GRPO compares completions within a group; use at least 2 (4-16 is typical).",
+            }.get(name, f"use an integer >= {low}.")
+            yield ConfigError(name, f"{name} must be an integer >= {low}, got {value!r}. {fix}")
+    if not isinstance(c.max_steps, int) or isinstance(c.max_steps, bool) or (c.max_steps < 1 and c.max_steps != -1):
+        yield ConfigError("max_steps", f"max_steps must be a positive integer or -1 (use epochs), got {c.max_steps!r}.")
+    if c.max_prompt_length is not None and (not isinstance(c.max_prompt_length, int) or c.max_prompt_length < 1):
+        yield ConfigError("max_prompt_length", f"max_prompt_length must be a positive integer, got {c.max_prompt_length!r}.")
+    if c.save_total_limit is not None and (not isinstance(c.save_total_limit, int) or c.save_total_limit < 1):
+        yield ConfigError("save_total_limit", f"save_total_limit must be a positive integer, got {c.save_total_limit!r}.")
+    ranges = [
+        ("rl_temperature", lambda v: v > 0, "> 0 (1.0 samples the model's distribution as is)"),
+        ("rl_top_p", lambda v: 0 < v <= 1, "in (0, 1] (1.0 disables nucleus sampling)"),
+        ("vllm_gpu_memory_utilization", lambda v: 0 < v <= 1, "in (0, 1]"),
+        ("rl_kl_coef", lambda v: v >= 0, ">= 0 (0 disables the KL penalty)"),
+        ("rl_clip_range", lambda v: v > 0, "> 0 (0.2 is typical)"),
+        ("lr", lambda v: v > 0, "> 0 (1e-6 to 1e-5 is typical for full fine-tuning)"),
+        ("epochs", lambda v: v > 0, "> 0"),
+        ("lora_dropout", lambda v: 0 <= v < 1, "in [0, 1)"),
+        ("warmup_ratio", lambda v: 0 <= v < 1, "in [0, 1)"),
+    ]
+    for name, ok, rule in ranges:
+        value = getattr(c, name)
+        if not _num(value) or not ok(value):
+            yield ConfigError(name, f"{name} must be {rule}; got {value!r}.")
+    if c.use_vllm and c.vllm_mode == "server" and not c.vllm_server_url and not c.vllm_server_gpus:
+        yield ConfigError(
+            "vllm_server_url",
+            "vllm_mode 'server' needs either --vllm-server-url (a running server) or --vllm-server-gpus >= 1 "
+            "(GPUs for a server the run starts); got neither.",
+        )
+    if isinstance(c.batch_size, int) and isinstance(c.gradient_accumulation, int) and isinstance(c.rl_num_generations, int):
+        generation_batch = c.batch_size * world_size * max(c.gradient_accumulation, 1)
+        if c.rl_num_generations >= 2 and generation_batch % c.rl_num_generations:
+            yield ConfigError(
+                "batch_size",
+                f"batch_size ({c.batch_size}) x processes ({world_size}) x gradient_accumulation "
+                f"({c.gradient_accumulation}) = {generation_batch} completions per generation batch, which must be "
+                f"divisible by rl_num_generations ({c.rl_num_generations}) so every prompt gets a full group. "
+                f"Set --batch-size to a multiple of {c.rl_num_generations} or change --rl-num-generations.",
+            )
+    if c.report_to not in ("none", "trackio", "wandb", "tensorboard"):
+        yield ConfigError("report_to", f"report_to must be one of none, trackio, wandb, tensorboard; got {c.report_to!r}.")
+    if not isinstance(c.grpo_args, dict):
+        yield ConfigError("grpo_args", f"grpo_args must be a mapping of GRPOConfig field: value, got {c.grpo_args!r}.")
+    else:
+        owned = {
+            "beta": "rl_kl_coef", "epsilon": "rl_clip_range", "max_completion_length": "rl_max_new_tokens",
+            "num_generations": "rl_num_generations", "loss_type": "rl_loss_type", "learning_rate": "lr",
+            "per_device_train_batch_size": "batch_size", "num_train_epochs": "epochs", "output_dir": "the run folder",
+            "temperature": "rl_temperature", "top_p": "rl_top_p", "top_k": "rl_top_k",
+        }
+        for key in c.grpo_args:
+            if key in owned:
+                yield ConfigError("grpo_args", f"grpo_args sets '{key}', which this tool controls through {owned[key]}; set that instead.")

@@ -1,0 +1,210 @@
+"""Environment modules: load the user's class, check it, and turn it into TRL reward functions.
+
+The user writes ``score_episode(model, tokenizer, completion, **row_columns) -> float in [0, 1]``; TRL
+wants batched ``f(prompts, completions, **columns) -> list[float]``. The adapter bridges the two, hands the
+*live* model to every call, records scored samples, and refuses bad scores loudly: an exception, a NaN or a
+value outside [0, 1] stops the run with the environment's own traceback and the case that caused it,
+because a silently clamped reward trains the wrong thing cleanly.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import math
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+REQUIRED_METHODS = ("build_dataset", "score_episode")
+_COMPLETION_PREVIEW = 200
+
+
+class EnvironmentError_(RuntimeError):
+    """A problem in the user's environment. ``case`` and ``user_traceback`` say where and on what."""
+
+    def __init__(self, message: str, *, case: dict | None = None, user_traceback: str | None = None):
+        super().__init__(message)
+        self.case = case
+        self.user_traceback = user_traceback
+
+
+EnvError = EnvironmentError_
+
+
+def _import_module(spec: str):
+    looks_like_file = spec.endswith(".py") or os.sep in spec or "/" in spec
+    if looks_like_file:
+        path = Path(spec).expanduser().resolve()
+        if not path.is_file():
+            raise EnvError(f"environment module file not found: {spec} (looked at {path}). Check --rl-env-module.")
+        name = f"grpo_env_{path.stem}"
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        if str(path.parent) not in sys.path:
+            sys.path.insert(0, str(path.parent))
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as exc:
+            raise EnvError(
+                f"importing environment module {spec} raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
+            ) from exc
+        return module
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as exc:
+        if exc.name and spec.startswith(exc.name):
+            raise EnvError(
+                f"environment module '{spec}' not found (no module named '{exc.name}' on the path; the current "
+                f"directory {cwd} is searched). Pass a dotted module path or a .py file path to --rl-env-module."
+            ) from None
+        raise EnvError(
+            f"importing environment module '{spec}' raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
+        ) from exc
+    except Exception as exc:
+        raise EnvError(
+            f"importing environment module '{spec}' raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
+        ) from exc
+
+
+def load_environment(module: str, class_name: str, kwargs: dict | None = None):
+    """Import ``module``, instantiate ``class_name(**kwargs)`` and check it has the required methods."""
+    mod = _import_module(module)
+    cls = getattr(mod, class_name, None)
+    if cls is None or not inspect.isclass(cls):
+        classes = sorted(n for n, v in vars(mod).items() if inspect.isclass(v) and v.__module__ == mod.__name__)
+        listing = ", ".join(classes) if classes else "none"
+        raise EnvError(f"class '{class_name}' not found in environment module '{module}'. Classes defined there: {listing}.")
+    missing = [m for m in REQUIRED_METHODS if not callable(getattr(cls, m, None))]
+    if missing:
+        raise EnvError(
+            f"environment class {class_name} is missing {', '.join(missing)}. An environment needs "
+            "build_dataset(tokenizer) and score_episode(model, tokenizer, completion, **row_columns); "
+            "get_tools() and get_reward_functions() are optional."
+        )
+    try:
+        return cls(**(kwargs or {}))
+    except Exception as exc:
+        raise EnvError(
+            f"{class_name}(**{kwargs or {}}) raised {type(exc).__name__}: {exc}. Check --rl-env-config.",
+            user_traceback=traceback.format_exc(),
+        ) from exc
+
+
+def completion_text(completion: Any) -> str:
+    """TRL passes plain strings or a list of chat messages; the environment always gets text."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        return "".join(m.get("content") or "" for m in completion if isinstance(m, dict))
+    return str(completion)
+
+
+def _prompt_preview(prompt: Any) -> str:
+    if isinstance(prompt, list):
+        return "\n".join(f"{m.get('role')}: {m.get('content')}" for m in prompt if isinstance(m, dict))
+    return str(prompt)
+
+
+class ScoreEpisodeReward:
+    """TRL reward function over ``env.score_episode``. ``model`` is bound once the trainer exists."""
+
+    __name__ = "score_episode"
+
+    def __init__(self, env, tokenizer, on_samples: Callable[[list[dict]], None] | None = None):
+        self.env = env
+        self.tokenizer = tokenizer
+        self.model = None
+        self.on_samples = on_samples
+
+    def __call__(self, prompts, completions, **kwargs) -> list[float]:
+        columns = {k: v for k, v in kwargs.items() if k not in _TRL_KWARGS}
+        scores, samples = [], []
+        for i, (prompt, completion) in enumerate(zip(prompts, completions)):
+            text = completion_text(completion)
+            row = {k: v[i] for k, v in columns.items()}
+            score = self._score_one(text, row)
+            scores.append(score)
+            samples.append({"prompt": _prompt_preview(prompt), "completion": text, "reward": score, "columns": row})
+        if self.on_samples is not None:
+            state = kwargs.get("trainer_state")
+            self.on_samples(samples, getattr(state, "global_step", None))
+        return scores
+
+    def _score_one(self, text: str, row: dict) -> float:
+        case = {"columns": row, "completion_start": text[:_COMPLETION_PREVIEW]}
+        try:
+            value = self.env.score_episode(model=self.model, tokenizer=self.tokenizer, completion=text, **row)
+        except Exception as exc:
+            raise EnvError(
+                f"score_episode raised {type(exc).__name__}: {exc}\n  case columns: {row!r}\n"
+                f"  completion starts: {text[:_COMPLETION_PREVIEW]!r}",
+                case=case,
+                user_traceback=traceback.format_exc(),
+            ) from exc
+        try:
+            score = float(value)
+        except (TypeError, ValueError):
+            raise EnvError(
+                f"score_episode returned {value!r} ({type(value).__name__}); it must return a float in [0, 1].\n"
+                f"  case columns: {row!r}\n  completion starts: {text[:_COMPLETION_PREVIEW]!r}",
+                case={**case, "score": repr(value)},
+            ) from None
+        if not math.isfinite(score) or not 0.0 <= score <= 1.0:
+            raise EnvError(
+                f"score_episode returned {score!r}, outside [0, 1]; scores are never clamped. Fix the environment "
+                f"so every score is a finite float in [0, 1].\n  case columns: {row!r}\n"
+                f"  completion starts: {text[:_COMPLETION_PREVIEW]!r}",
+                case={**case, "score": repr(score)},
+            )
+        return score
+
+
+_TRL_KWARGS = {"trainer_state", "log_extra", "log_metric", "environments", "completion_ids", "completion"}
+
+
+def extra_reward_functions(env) -> tuple[list[Callable], list[float]]:
+    """The environment's optional TRL-style reward functions and their weights."""
+    getter = getattr(env, "get_reward_functions", None)
+    if getter is None:
+        return [], []
+    funcs, weights = [], []
+    for item in getter() or []:
+        func, weight = (item if isinstance(item, tuple) else (item, 1.0))
+        if not callable(func):
+            raise EnvError(f"get_reward_functions() returned {func!r}, which is not callable.")
+        funcs.append(_guarded(func))
+        weights.append(float(weight))
+    return funcs, weights
+
+
+def _guarded(func: Callable) -> Callable:
+    """Wrap a user reward function so an exception carries the user's traceback and the batch case."""
+    name = getattr(func, "__name__", type(func).__name__)
+
+    def reward(prompts, completions, **kwargs):
+        try:
+            return func(prompts=prompts, completions=completions, **kwargs)
+        except Exception as exc:
+            first = completion_text(completions[0]) if completions else ""
+            raise EnvError(
+                f"reward function {name} raised {type(exc).__name__}: {exc}\n  first completion starts: {first[:_COMPLETION_PREVIEW]!r}",
+                case={"completion_start": first[:_COMPLETION_PREVIEW]},
+                user_traceback=traceback.format_exc(),
+            ) from exc
+
+    reward.__name__ = name
+    return reward
+
+
+def get_tools(env) -> list[dict] | None:
+    getter = getattr(env, "get_tools", None)
+    tools = getter() if getter else None
+    return list(tools) if tools else None

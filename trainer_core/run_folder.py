@@ -1,0 +1,147 @@
+"""Run folder layout, atomic state, and process identity.
+
+The run folder is the only interface between a trainer and everything that watches it (see
+docs/run-format.md). This module owns its paths, creates it private to the user, replaces ``state.json``
+atomically so a reader never sees half a file, and records the trainer's pid together with its start time,
+because a pid alone can be reused by an unrelated process after the trainer dies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+FORMAT_VERSION = 1
+STATUSES = ("starting", "running", "stopping", "completed", "stopped", "failed")
+FINAL_STATUSES = ("completed", "stopped", "failed")
+RUNS_DIR_ENV = "GRPO_TUI_RUNS_DIR"
+
+
+def resolve_runs_dir(runs_dir: str | os.PathLike | None = None) -> Path:
+    """--runs-dir, else $GRPO_TUI_RUNS_DIR, else ./runs."""
+    if runs_dir:
+        return Path(runs_dir)
+    env = os.environ.get(RUNS_DIR_ENV)
+    return Path(env) if env else Path("runs")
+
+
+def new_run_id(now: float | None = None) -> str:
+    """Sortable by start time (UTC, to the second), unique thanks to a random suffix."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now if now is not None else time.time()))
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def process_start_time(pid: int) -> float | None:
+    """The process's start time (seconds since the epoch) or None when it does not exist."""
+    try:
+        import psutil
+
+        return round(psutil.Process(pid).create_time(), 2)
+    except Exception:  # NoSuchProcess, AccessDenied, ZombieProcess
+        return None
+
+
+def process_matches(pid: int | None, start_time: float | None) -> bool:
+    """True only if ``pid`` is alive *and* is the same process that was recorded (start time matches)."""
+    if not pid or start_time is None:
+        return False
+    actual = process_start_time(pid)
+    if actual is None:
+        return False
+    try:
+        import psutil
+
+        if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return False
+    except Exception:
+        return False
+    return abs(actual - start_time) < 1.0
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, allow_nan=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    path: Path
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    config_file = property(lambda self: self.path / "config.yaml")
+    state_file = property(lambda self: self.path / "state.json")
+    events_file = property(lambda self: self.path / "events.jsonl")
+    samples_file = property(lambda self: self.path / "samples.jsonl")
+    log_file = property(lambda self: self.path / "trainer.log")
+    checkpoints_dir = property(lambda self: self.path / "checkpoints")
+    stop_file = property(lambda self: self.path / "stop_request")
+
+    @classmethod
+    def create(cls, runs_dir: str | os.PathLike | None = None, run_id: str | None = None) -> "RunFolder":
+        base = resolve_runs_dir(runs_dir)
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            if not os.access(base, os.W_OK | os.X_OK):
+                raise PermissionError(13, "Permission denied")
+            path = base / (run_id or new_run_id())
+            path.mkdir(mode=0o700)
+        except OSError as exc:
+            raise OSError(
+                exc.errno, f"cannot create a run folder in {base}: {exc.strerror}. Pass --runs-dir with a writable folder "
+                f"or set ${RUNS_DIR_ENV}."
+            ) from None
+        os.chmod(path, 0o700)
+        return cls(path)
+
+    def read_state(self) -> dict:
+        try:
+            return json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def write_state(self, **changes) -> dict:
+        state = self.read_state()
+        state.update(changes)
+        state.setdefault("format_version", FORMAT_VERSION)
+        state["updated"] = round(time.time(), 3)
+        write_json_atomic(self.state_file, state)
+        return state
+
+    def initial_state(self, pid: int | None = None) -> dict:
+        pid = pid or os.getpid()
+        return self.write_state(
+            format_version=FORMAT_VERSION, run_id=self.run_id, status="starting", pid=pid,
+            pid_start_time=process_start_time(pid), host=socket.gethostname(), started=round(time.time(), 3),
+            ended=None, exit_reason=None,
+        )
+
+    def request_stop(self, reason: str = "user request") -> None:
+        """Ask the trainer to stop gracefully at the end of the current step."""
+        self.stop_file.write_text(json.dumps({"reason": reason, "time": round(time.time(), 3)}) + "\n")
+
+    def checkpoints(self) -> list[Path]:
+        if not self.checkpoints_dir.exists():
+            return []
+        found = [p for p in self.checkpoints_dir.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+        return sorted(found, key=lambda p: int(p.name.split("-")[-1]))

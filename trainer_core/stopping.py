@@ -1,0 +1,98 @@
+"""Graceful stop from outside: SIGTERM/SIGINT or a stop-request file, then a second signal forces.
+
+First request: finish the current step, save a checkpoint, record ``stop_requested`` and end as
+``stopped``. Before training has started there is no step to finish, so the run ends at once. A second
+signal means "now": the run is recorded as stopped (forced) and the process exits without waiting.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import Callable
+
+
+class StopBeforeTraining(Exception):
+    """A stop arrived while the model was still loading."""
+
+
+class StopController:
+    def __init__(self, stop_file, on_request: Callable[[str], None], on_force: Callable[[str], None]):
+        self.stop_file = stop_file
+        self.on_request = on_request
+        self.on_force = on_force
+        self.reason: str | None = None
+        self.stop_step: int | None = None
+        self._signals = 0
+        self._training = False
+        self._lock = threading.Lock()
+        self._dist = None
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+
+    def uninstall(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, signal.SIG_DFL)
+
+    def _handle(self, signum, frame):
+        name = signal.Signals(signum).name
+        self._signals += 1
+        if self._signals > 1:
+            self.on_force(f"{name} received twice: forced exit")
+            os._exit(128 + signum)
+        self.request(f"{name} received")
+        if not self._training:
+            raise StopBeforeTraining(self.reason)
+
+    def request(self, reason: str) -> None:
+        with self._lock:
+            if self.reason is not None:
+                return
+            self.reason = reason
+        self.on_request(reason)
+
+    def training_started(self, step: int) -> None:
+        self._training = True
+        try:
+            import torch.distributed as dist
+
+            if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+                self._dist = dist
+        except ImportError:
+            pass
+
+    def _local_stop(self) -> bool:
+        if self.reason is None and os.path.exists(self.stop_file):
+            try:
+                import json
+
+                reason = json.loads(open(self.stop_file).read()).get("reason", "stop requested")
+            except (OSError, ValueError):
+                reason = "stop requested"
+            self.request(f"stop file: {reason}")
+        return self.reason is not None
+
+    def agreed_stop(self) -> bool:
+        """True on every rank as soon as any rank wants to stop (one all-reduce per step)."""
+        local = self._local_stop()
+        if self._dist is None:
+            return local
+        import torch
+
+        backend = self._dist.get_backend()
+        device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else torch.device("cpu")
+        flag = torch.tensor([1 if local else 0], device=device)
+        self._dist.all_reduce(flag, op=self._dist.ReduceOp.MAX)
+        if flag.item() and self.reason is None:
+            self.reason = "stop requested on another rank"
+        return bool(flag.item())
+
+    def stopped_at(self, step: int) -> None:
+        if self.stop_step is None:
+            self.stop_step = step

@@ -1,0 +1,208 @@
+"""Maps a RunConfig onto TRL: tokenizer, environment dataset, reward functions, GRPOConfig, GRPOTrainer.
+
+Kept apart from runner.py so the run lifecycle reads without the TRL details, and so the bench can build
+the same trainer a plain TRL script would.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .config import RunConfig
+from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, get_tools, load_environment
+from .events import JsonlWriter
+
+if TYPE_CHECKING:
+    from .runner import _Run
+
+
+def load_tokenizer(model: str):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def mixed_precision_flags(setting: str) -> dict:
+    if setting == "auto":
+        import torch
+
+        use_bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+        return {"bf16": use_bf16, "fp16": False}
+    return {"bf16": setting == "bf16", "fp16": setting == "fp16"}
+
+
+def grpo_config_kwargs(config: RunConfig, output_dir: str) -> dict:
+    """The GRPOConfig arguments for a RunConfig (pure mapping; no TRL import)."""
+    kwargs = dict(
+        output_dir=output_dir,
+        num_generations=config.rl_num_generations,
+        loss_type=config.rl_loss_type,
+        mask_truncated_completions=config.rl_mask_truncated_completions,
+        beta=config.rl_kl_coef,
+        epsilon=config.rl_clip_range,
+        max_completion_length=config.rl_max_new_tokens,
+        top_k=config.rl_top_k,
+        top_p=config.rl_top_p,
+        temperature=config.rl_temperature,
+        num_train_epochs=config.epochs,
+        per_device_train_batch_size=config.batch_size,
+        learning_rate=config.lr,
+        gradient_accumulation_steps=config.gradient_accumulation,
+        max_steps=config.max_steps,
+        warmup_steps=config.warmup_ratio,  # transformers 5: a value < 1 is a fraction of the steps
+        lr_scheduler_type=config.scheduler,
+        seed=config.seed,
+        logging_steps=config.logging_steps,
+        save_steps=config.save_steps,
+        save_strategy="steps",
+        save_total_limit=config.save_total_limit,
+        report_to=[] if config.report_to == "none" else [config.report_to],
+        use_vllm=config.use_vllm,
+        disable_tqdm=True,
+    )
+    if config.use_vllm:
+        kwargs.update(vllm_mode=config.vllm_mode)
+        if config.vllm_mode == "colocate":
+            kwargs.update(
+                vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+                vllm_tensor_parallel_size=config.vllm_tensor_parallel_size,
+            )
+        elif config.vllm_server_url:
+            kwargs.update(vllm_server_base_url=config.vllm_server_url)
+    # transformers 5 renamed it; setting both keeps TRL's default (True) from overriding ours silently
+    kwargs["gradient_checkpointing"] = kwargs["activation_checkpointing"] = config.gradient_checkpointing
+    kwargs.update(config.grpo_args)
+    return kwargs
+
+
+def build_grpo_config(config: RunConfig, output_dir: str):
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    kwargs = grpo_config_kwargs(config, output_dir)
+    kwargs.update(mixed_precision_flags(config.mixed_precision))
+    known = {f.name for f in dataclasses.fields(GRPOConfig)}
+    unknown = sorted(set(config.grpo_args) - known)
+    if unknown:
+        import difflib
+
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hints.append(f"'{key}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+        raise ValueError(f"grpo_args has keys that are not GRPOConfig fields: {', '.join(hints)}.")
+    return GRPOConfig(**kwargs)
+
+
+def prepare_dataset(env, tokenizer, config: RunConfig, run: "_Run"):
+    """Call build_dataset, check it, render tool schemas into the prompts and apply max_prompt_length."""
+    import datasets
+
+    try:
+        dataset = env.build_dataset(tokenizer)
+    except Exception as exc:
+        import traceback
+
+        raise EnvError(f"build_dataset raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()) from exc
+    if not isinstance(dataset, (datasets.Dataset, datasets.IterableDataset)):
+        raise EnvError(
+            f"build_dataset must return a datasets.Dataset, got {type(dataset).__name__}. "
+            "Build one with datasets.Dataset.from_list([...]) or Dataset.from_dict({...})."
+        )
+    columns = dataset.column_names or []
+    if "prompt" not in columns:
+        raise EnvError(
+            f"the dataset from build_dataset has no 'prompt' column (columns: {', '.join(columns) or 'none'}). "
+            "Add a 'prompt' column of strings or chat message lists."
+        )
+    if isinstance(dataset, datasets.Dataset) and len(dataset) == 0:
+        raise EnvError("build_dataset returned an empty dataset; it needs at least one prompt.")
+    tools = get_tools(env)
+    if tools:
+        def render(row):
+            prompt = row["prompt"]
+            messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+            row["prompt"] = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+            return row
+
+        dataset = dataset.map(render)
+    if config.max_prompt_length:
+        before = len(dataset)
+
+        def short_enough(row):
+            prompt = row["prompt"]
+            if isinstance(prompt, list):
+                text = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+            else:
+                text = prompt
+            return len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= config.max_prompt_length
+
+        dataset = dataset.filter(short_enough)
+        dropped = before - len(dataset)
+        if dropped:
+            run.emit(
+                "warning", rule="prompt_too_long", severity="warn" if len(dataset) else "critical", step=0,
+                message=f"{dropped} of {before} prompts are longer than max_prompt_length ({config.max_prompt_length}) tokens and were dropped.",
+                advice="Raise --max-prompt-length or shorten the prompts.", evidence={"dropped": dropped, "kept": len(dataset)},
+            )
+        if not len(dataset):
+            raise EnvError(f"every prompt is longer than max_prompt_length ({config.max_prompt_length}); nothing to train on.")
+    return dataset
+
+
+def _sample_recorder(config: RunConfig, run: "_Run"):
+    if not run.main or config.samples_per_step == 0:
+        return None
+    run.samples = JsonlWriter(run.folder.samples_file)
+    counts: dict[int, int] = {}
+
+    def record(samples: list[dict], global_step):
+        step = (global_step or 0) + 1
+        room = config.samples_per_step - counts.get(step, 0)
+        for sample in samples[: max(room, 0)]:
+            run.samples.write({"step": step, **sample})
+        counts[step] = counts.get(step, 0) + min(len(samples), max(room, 0))
+        for old in [s for s in counts if s < step - 1]:
+            del counts[old]
+
+    return record
+
+
+def build_trainer(config: RunConfig, run: "_Run"):
+    from trl import GRPOTrainer
+
+    from .callbacks import EventStreamCallback
+
+    tokenizer = load_tokenizer(config.model)
+    env = load_environment(config.rl_env_module, config.rl_env_class, config.rl_env_config)
+    dataset = prepare_dataset(env, tokenizer, config, run)
+    score = ScoreEpisodeReward(env, tokenizer, on_samples=_sample_recorder(config, run))
+    extra_funcs, extra_weights = extra_reward_functions(env)
+    args = build_grpo_config(config, str(run.folder.checkpoints_dir))
+    if extra_funcs:
+        args.reward_weights = [1.0, *extra_weights]
+    peft_config = None
+    if config.peft:
+        from peft import LoraConfig
+
+        targets = config.target_modules
+        peft_config = LoraConfig(
+            r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout, task_type="CAUSAL_LM",
+            target_modules=targets if targets == "all-linear" else [t.strip() for t in targets.split(",") if t.strip()],
+        )
+    callback = EventStreamCallback(run.writer, run.stopper, echo=run.echo, on_step=lambda s: setattr(run, "last_step", s))
+    trainer = GRPOTrainer(
+        model=config.model, reward_funcs=[score, *extra_funcs], args=args, train_dataset=dataset,
+        processing_class=tokenizer, peft_config=peft_config, callbacks=[callback],
+    )
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    score.model = trainer.model
+    return trainer
