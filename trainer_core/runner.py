@@ -12,6 +12,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,10 +57,11 @@ def prepare_folder(config: RunConfig, runs_dir=None, run_id: str | None = None, 
             save_config_yaml(config, folder)
         return folder
     if _world_size() > 1 and not run_id:
-        from accelerate import PartialState
+        import torch
         import torch.distributed as dist
+        from accelerate import PartialState
 
-        PartialState()
+        PartialState(cpu=not torch.cuda.is_available())
         box = [None]
         if _rank() == 0:
             box[0] = str(RunFolder.create(runs_dir).path)
@@ -162,6 +164,7 @@ def _train(config: RunConfig, run: _Run) -> tuple[str, str | None]:
     from .trl_setup import build_trainer
 
     hf_logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
     trainer = build_trainer(config, run)
     if run.main:
         run.folder.write_state(status="running", max_steps=trainer.args.max_steps)

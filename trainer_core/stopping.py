@@ -28,17 +28,19 @@ class StopController:
         self._training = False
         self._lock = threading.Lock()
         self._dist = None
+        self._previous: dict = {}
 
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._handle)
+            self._previous[sig] = signal.signal(sig, self._handle)
 
     def uninstall(self) -> None:
         if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, signal.SIG_DFL)
+            for sig, handler in self._previous.items():
+                signal.signal(sig, handler)
+            self._previous.clear()
 
     def _handle(self, signum, frame):
         name = signal.Signals(signum).name

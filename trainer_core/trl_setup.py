@@ -35,6 +35,14 @@ def mixed_precision_flags(setting: str) -> dict:
     return {"bf16": setting == "bf16", "fp16": setting == "fp16"}
 
 
+def device_flags() -> dict:
+    import torch
+
+    cuda = torch.cuda.is_available()
+    # use_cpu is what makes several CPU processes join one gloo process group
+    return {"dataloader_pin_memory": cuda, "use_cpu": not cuda}
+
+
 def grpo_config_kwargs(config: RunConfig, output_dir: str) -> dict:
     """The GRPOConfig arguments for a RunConfig (pure mapping; no TRL import)."""
     kwargs = dict(
@@ -86,6 +94,8 @@ def build_grpo_config(config: RunConfig, output_dir: str):
 
     kwargs = grpo_config_kwargs(config, output_dir)
     kwargs.update(mixed_precision_flags(config.mixed_precision))
+    kwargs.update(device_flags())
+    kwargs.update(config.grpo_args)
     known = {f.name for f in dataclasses.fields(GRPOConfig)}
     unknown = sorted(set(config.grpo_args) - known)
     if unknown:

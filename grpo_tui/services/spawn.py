@@ -1,24 +1,17 @@
 """Build the trainer's command line and start it with its output going to the run folder's trainer.log.
 
 Argument lists only, never shell strings. One process runs ``python -m trainer_core worker RUN_DIR``;
-several go through ``accelerate launch`` (on a machine without a GPU, with ``--cpu``: gloo). The child's
+several go through ``accelerate launch`` (its torchrun launcher; without a GPU the ranks use gloo). The child's
 output goes straight to a file, not a pipe, so it can never block on a full pipe or die with its parent.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
-
-
-def has_gpu() -> bool:
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
-        return False
-    return shutil.which("nvidia-smi") is not None
 
 
 def free_port() -> int:
@@ -27,7 +20,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def worker_command(run_dir: Path, num_processes: int = 1, *, python: str | None = None, gpu: bool | None = None,
+def worker_command(run_dir: Path, num_processes: int = 1, *, python: str | None = None,
                    accelerate_config: str | None = None, port: int | None = None) -> list[str]:
     python = python or sys.executable
     worker = ["-m", "trainer_core", "worker", str(run_dir)]
@@ -37,9 +30,9 @@ def worker_command(run_dir: Path, num_processes: int = 1, *, python: str | None 
     if accelerate_config:
         cmd += ["--config_file", accelerate_config]
     cmd += ["--num_processes", str(num_processes), "--main_process_port", str(port or free_port())]
-    if gpu is None:
-        gpu = has_gpu()
-    cmd += ["--multi_gpu"] if gpu and num_processes > 1 else ["--cpu"] if not gpu else []
+    if num_processes > 1 and not accelerate_config:
+        # accelerate's torchrun-based launcher; on a machine without GPUs the ranks join a gloo group
+        cmd.append("--multi_gpu")
     return [*cmd, *worker]
 
 

@@ -1,0 +1,133 @@
+"""Does grpo-tui cost training speed? Steps per second of ``grpo-tui train`` against a plain TRL script.
+
+grpo-tui wraps TRL's GRPOTrainer with an event stream, a stop controller, sample recording and a
+foreground viewer tailing the run folder; all of that should be close to free. This runs the same tiny
+model with the same settings both ways (bench/plain_trl_grpo.py is the plain side), alternating
+grpo-tui, plain, grpo-tui, plain ... so drift in the machine's speed hits both alike, and prints the ratio
+of the median steps per second (target >= 0.98).
+
+Both sides are child processes with the same environment (set OMP_NUM_THREADS and the like before
+running to pin threads). Steps per second come from the per-step ``on_log`` timestamps, first to last,
+so process start, model loading and the final save are not counted.
+
+    .venv/bin/python bench/train_vs_trl.py [--steps 40] [--rounds 3] [--work-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from trainer_core.tiny_model import build_tiny_model  # noqa: E402
+
+TARGET = 0.98
+
+
+def child_env() -> dict:
+    env = dict(os.environ)
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def run_child(cmd: list[str], log: Path) -> float:
+    """Run ``cmd`` with its output in ``log``; return its wall time, or exit showing the log on failure."""
+    start = time.perf_counter()
+    with open(log, "w", encoding="utf-8") as out:
+        code = subprocess.call(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=child_env(), cwd=ROOT)
+    if code != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
+        sys.exit(f"{cmd[1:4]} exited with {code}; last lines of {log}:\n" + "\n".join(tail))
+    return time.perf_counter() - start
+
+
+def steps_per_second(points: list[tuple[int, float]]) -> float:
+    points = sorted(points)
+    if len(points) < 2 or points[-1][1] <= points[0][1]:
+        raise ValueError(f"need two timed steps at least, got {points}")
+    (first_step, first_time), (last_step, last_time) = points[0], points[-1]
+    return (last_step - first_step) / (last_time - first_time)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def run_grpo_tui(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[float, float]:
+    runs = work / f"{tag}-runs"
+    wall = run_child(
+        [
+            sys.executable, "-m", "grpo_tui", "train", "--model", str(model_dir),
+            "--rl-env-module", str(ROOT / "examples" / "pattern_env.py"), "--rl-env-class", "PatternEnv",
+            "--rl-num-generations", "4", "--batch-size", "8", "--rl-max-new-tokens", "16", "--lr", "0.002",
+            "--max-steps", str(steps), "--save-steps", "1000000", "--mixed-precision", "no", "--runs-dir", str(runs),
+        ],
+        work / f"{tag}.log",
+    )
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    events = read_jsonl(run_dir / "events.jsonl")
+    return steps_per_second([(e["step"], e["time"]) for e in events if e.get("type") == "metrics"]), wall
+
+
+def run_plain(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[float, float]:
+    times = work / f"{tag}-times.jsonl"
+    wall = run_child(
+        [sys.executable, str(ROOT / "bench" / "plain_trl_grpo.py"), str(model_dir), str(steps), str(times),
+         "--output-dir", str(work / f"{tag}-output")],
+        work / f"{tag}.log",
+    )
+    return steps_per_second([(p["step"], p["time"]) for p in read_jsonl(times)]), wall
+
+
+def bench(model_dir: Path, steps: int, rounds: int, work: Path) -> None:
+    build_tiny_model(model_dir)
+    threads = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ}
+    print(f"{rounds} rounds x {steps} steps, {os.cpu_count()} CPUs, threads env {threads or 'unset'}; logs in {work}", flush=True)
+    print(f"{'round':>5}  {'side':<8}  {'steps/s':>8}  {'wall s':>7}", flush=True)
+    results: dict[str, list[float]] = {"grpo-tui": [], "plain": []}
+    for r in range(1, rounds + 1):
+        for side, runner in (("grpo-tui", run_grpo_tui), ("plain", run_plain)):
+            rate, wall = runner(model_dir, steps, work, f"{side}-{r}")
+            results[side].append(rate)
+            print(f"{r:>5}  {side:<8}  {rate:>8.3f}  {wall:>7.1f}", flush=True)
+
+    medians = {side: statistics.median(rates) for side, rates in results.items()}
+    print()
+    print(f"{'side':<8}  {'median':>8}  individual steps/s")
+    for side, rates in results.items():
+        print(f"{side:<8}  {medians[side]:>8.3f}  " + "  ".join(f"{v:.3f}" for v in rates))
+    print(f"ratio grpo-tui/plain: {medians['grpo-tui'] / medians['plain']:.3f} (target >= {TARGET})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=40, help="optimizer steps per training run (default: 40)")
+    parser.add_argument("--rounds", type=int, default=3, help="grpo-tui/plain pairs to run (default: 3)")
+    parser.add_argument("--model-dir", type=Path, default=None, help="tiny model folder, built if missing (default: in the work dir)")
+    parser.add_argument("--work-dir", type=Path, default=None, help="keep run folders and logs in a new folder under DIR (default: a temporary folder)")
+    args = parser.parse_args()
+    if args.steps < 2 or args.rounds < 1:
+        parser.error("--steps must be >= 2 and --rounds >= 1")
+
+    if args.work_dir is not None:
+        args.work_dir.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="bench-", dir=args.work_dir)).resolve()
+        bench(args.model_dir or args.work_dir / "tiny-model", args.steps, args.rounds, work)
+        return
+    with tempfile.TemporaryDirectory(prefix="grpo-tui-bench-") as tmp:
+        bench(args.model_dir or Path(tmp) / "tiny-model", args.steps, args.rounds, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""Shared fixtures: one tiny offline model per test session, private runs dirs, the CLI as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ENVS = Path(__file__).resolve().parent / "envs"
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> str:
+    from trainer_core.tiny_model import build_tiny_model
+
+    return str(build_tiny_model(tmp_path_factory.mktemp("tiny-model")))
+
+
+@pytest.fixture
+def runs_dir(tmp_path) -> Path:
+    return tmp_path / "runs"
+
+
+def cli(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    """Run ``grpo-tui ARGS`` in a child process and capture its output."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **kwargs.pop("env", {})}
+    return subprocess.run([sys.executable, "-m", "grpo_tui", *args], capture_output=True, text=True, env=env,
+                          cwd=kwargs.pop("cwd", ROOT), timeout=kwargs.pop("timeout", 300), **kwargs)
+
+
+def pattern_args(model: str, runs_dir: Path, *extra: str) -> list[str]:
+    """Flags for a quick, learnable run of the pattern environment."""
+    return ["train", "--model", model, "--rl-env-module", str(EXAMPLES / "pattern_env.py"), "--rl-env-class",
+            "PatternEnv", "--rl-num-generations", "4", "--batch-size", "8", "--rl-max-new-tokens", "12",
+            "--lr", "0.002", "--runs-dir", str(runs_dir), *extra]
+
+
+def only_run(runs_dir: Path) -> Path:
+    runs = [p for p in runs_dir.iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def events_of(run: Path) -> list[dict]:
+    lines = (run / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def wait_for(predicate, timeout: float = 120, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")
