@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -41,15 +42,36 @@ def child_env() -> dict:
     return env
 
 
-def run_child(cmd: list[str], log: Path) -> float:
-    """Run ``cmd`` with its output in ``log``; return its wall time, or exit showing the log on failure."""
-    start = time.perf_counter()
+def machine_busy_seconds() -> float | None:
+    """CPU seconds the whole machine has spent busy (including time stolen by a hypervisor), or None off Linux."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_child(cmd: list[str], log: Path) -> tuple[float, float | None]:
+    """Run ``cmd`` with its output in ``log``; exit showing the log if it fails.
+
+    Returns its wall time and the CPU seconds other processes took meanwhile: on a shared machine that is
+    what makes one run slower than its neighbours, so the table shows it next to every rate.
+    """
+    start, busy, own = time.perf_counter(), machine_busy_seconds(), children_cpu_seconds()
     with open(log, "w", encoding="utf-8") as out:
         code = subprocess.call(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=child_env(), cwd=ROOT)
     if code != 0:
         tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
         sys.exit(f"{cmd[1:4]} exited with {code}; last lines of {log}:\n" + "\n".join(tail))
-    return time.perf_counter() - start
+    wall, busy_after = time.perf_counter() - start, machine_busy_seconds()
+    others = None if busy is None or busy_after is None else max(0.0, busy_after - busy - (children_cpu_seconds() - own))
+    return wall, others
 
 
 def steps_per_second(points: list[tuple[int, float]]) -> float:
@@ -64,9 +86,9 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def run_grpo_tui(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[float, float]:
+def run_grpo_tui(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[float, float, float | None]:
     runs = work / f"{tag}-runs"
-    wall = run_child(
+    wall, others = run_child(
         [
             sys.executable, "-m", "grpo_tui", "train", "--model", str(model_dir),
             "--rl-env-module", str(ROOT / "examples" / "pattern_env.py"), "--rl-env-class", "PatternEnv",
@@ -77,30 +99,31 @@ def run_grpo_tui(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[flo
     )
     (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
     events = read_jsonl(run_dir / "events.jsonl")
-    return steps_per_second([(e["step"], e["time"]) for e in events if e.get("type") == "metrics"]), wall
+    return steps_per_second([(e["step"], e["time"]) for e in events if e.get("type") == "metrics"]), wall, others
 
 
-def run_plain(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[float, float]:
+def run_plain(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[float, float, float | None]:
     times = work / f"{tag}-times.jsonl"
-    wall = run_child(
+    wall, others = run_child(
         [sys.executable, str(ROOT / "bench" / "plain_trl_grpo.py"), str(model_dir), str(steps), str(times),
          "--output-dir", str(work / f"{tag}-output")],
         work / f"{tag}.log",
     )
-    return steps_per_second([(p["step"], p["time"]) for p in read_jsonl(times)]), wall
+    return steps_per_second([(p["step"], p["time"]) for p in read_jsonl(times)]), wall, others
 
 
 def bench(model_dir: Path, steps: int, rounds: int, work: Path) -> None:
     build_tiny_model(model_dir)
     threads = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ}
     print(f"{rounds} rounds x {steps} steps, {os.cpu_count()} CPUs, threads env {threads or 'unset'}; logs in {work}", flush=True)
-    print(f"{'round':>5}  {'side':<8}  {'steps/s':>8}  {'wall s':>7}", flush=True)
+    print(f"{'round':>5}  {'side':<8}  {'steps/s':>8}  {'wall s':>7}  {'other CPU s':>11}", flush=True)
     results: dict[str, list[float]] = {"grpo-tui": [], "plain": []}
     for r in range(1, rounds + 1):
         for side, runner in (("grpo-tui", run_grpo_tui), ("plain", run_plain)):
-            rate, wall = runner(model_dir, steps, work, f"{side}-{r}")
+            rate, wall, others = runner(model_dir, steps, work, f"{side}-{r}")
             results[side].append(rate)
-            print(f"{r:>5}  {side:<8}  {rate:>8.3f}  {wall:>7.1f}", flush=True)
+            shown = "?" if others is None else f"{others:.1f}"
+            print(f"{r:>5}  {side:<8}  {rate:>8.3f}  {wall:>7.1f}  {shown:>11}", flush=True)
 
     medians = {side: statistics.median(rates) for side, rates in results.items()}
     print()

@@ -168,3 +168,12 @@ def test_cli_missing_env_message():
     result = cli("train", "--model", "m")
     assert result.returncode == 2
     assert "GRPO requires --rl-env-module and --rl-env-class" in result.stderr
+
+
+def test_configuration_reference_is_current():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_ref", ROOT / "docs" / "make_config_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (ROOT / "docs" / "configuration.md").read_text() == module.render(), "run python docs/make_config_reference.py"

@@ -1,0 +1,16 @@
+"""trainer_core: the headless GRPO runner that writes run folders.
+
+``RunConfig`` and the run-folder readers are stdlib only; ``train`` imports torch, transformers and TRL
+when it is called, not when this package is imported.
+"""
+
+from .config import ConfigError, RunConfig
+
+__all__ = ["ConfigError", "RunConfig", "train"]
+
+
+def train(config, runs_dir=None, **kwargs):
+    """Run GRPO in this process; see ``trainer_core.runner.train``."""
+    from .runner import train as _train
+
+    return _train(config, runs_dir, **kwargs)
