@@ -32,6 +32,9 @@ sys.path.insert(0, str(ROOT))
 from trainer_core.tiny_model import build_tiny_model  # noqa: E402
 
 TARGET = 0.98
+# A run during which other processes took more than this share of one CPU is flagged as disturbed: with
+# torch's threads on every core, even a little outside work can slow a step many times over.
+DISTURBED_SHARE = 0.1
 
 
 def child_env() -> dict:
@@ -97,8 +100,10 @@ def run_grpo_tui(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[flo
         ],
         work / f"{tag}.log",
     )
-    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
-    events = read_jsonl(run_dir / "events.jsonl")
+    found = sorted(runs.rglob("events.jsonl"))
+    if len(found) != 1:
+        sys.exit(f"expected one events.jsonl under {runs}, found {len(found)}")
+    events = read_jsonl(found[0])
     return steps_per_second([(e["step"], e["time"]) for e in events if e.get("type") == "metrics"]), wall, others
 
 
@@ -116,20 +121,26 @@ def bench(model_dir: Path, steps: int, rounds: int, work: Path) -> None:
     build_tiny_model(model_dir)
     threads = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ}
     print(f"{rounds} rounds x {steps} steps, {os.cpu_count()} CPUs, threads env {threads or 'unset'}; logs in {work}", flush=True)
-    print(f"{'round':>5}  {'side':<8}  {'steps/s':>8}  {'wall s':>7}  {'other CPU s':>11}", flush=True)
+    print(f"{'round':>5}  {'side':<8}  {'steps/s':>8}  {'wall s':>7}  {'other CPU s':>13}", flush=True)
     results: dict[str, list[float]] = {"grpo-tui": [], "plain": []}
+    disturbed = 0
     for r in range(1, rounds + 1):
         for side, runner in (("grpo-tui", run_grpo_tui), ("plain", run_plain)):
             rate, wall, others = runner(model_dir, steps, work, f"{side}-{r}")
             results[side].append(rate)
-            shown = "?" if others is None else f"{others:.1f}"
-            print(f"{r:>5}  {side:<8}  {rate:>8.3f}  {wall:>7.1f}  {shown:>11}", flush=True)
+            flag = others is not None and others > DISTURBED_SHARE * wall
+            disturbed += flag
+            shown = "?" if others is None else f"{others:.1f}" + (" !" if flag else "  ")
+            print(f"{r:>5}  {side:<8}  {rate:>8.3f}  {wall:>7.1f}  {shown:>13}", flush=True)
 
     medians = {side: statistics.median(rates) for side, rates in results.items()}
     print()
     print(f"{'side':<8}  {'median':>8}  individual steps/s")
     for side, rates in results.items():
         print(f"{side:<8}  {medians[side]:>8.3f}  " + "  ".join(f"{v:.3f}" for v in rates))
+    if disturbed:
+        print(f"note: {disturbed} run(s) marked ! shared the CPUs with other work; their rates say little. "
+              "Rerun on a quiet machine (OMP_NUM_THREADS=1 makes the runs less sensitive to it).")
     print(f"ratio grpo-tui/plain: {medians['grpo-tui'] / medians['plain']:.3f} (target >= {TARGET})")
 
 

@@ -1,21 +1,25 @@
 """The ``grpo-tui`` command line.
 
-Each subcommand imports only what it needs: ``train`` and ``demo`` never import Textual here (the trainer
-runs in a child process), and nothing in this process imports torch, transformers or TRL.
+Each subcommand imports only what it needs. Nothing in this process imports torch, transformers, TRL,
+datasets or peft: training happens in the run's own processes, and everything here reads run folders and
+sends signals.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
 
 from trainer_core.cli_args import add_run_config_arguments, config_from_args
 from trainer_core.config import ConfigError, RunConfig
-from trainer_core.run_folder import RUNS_DIR_ENV, RunFolder
+from trainer_core.placement import parse_gpus
+from trainer_core.run_folder import RUNS_DIR_ENV
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+EXIT_BAD_INPUT = 2
 
 
 def _cache_dir() -> Path:
@@ -24,29 +28,66 @@ def _cache_dir() -> Path:
 
 
 def _add_runs_dir(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--runs-dir", metavar="DIR", default=None,
-        help=f"folder holding run folders (default: ${RUNS_DIR_ENV}, else ./runs)",
-    )
+    parser.add_argument("--runs-dir", metavar="DIR", default=None,
+                        help=f"folder holding run folders (default: ${RUNS_DIR_ENV}, else ./runs)")
+
+
+def _add_placement(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("placement")
+    group.add_argument("--gpus", metavar="0,1,...", default=None,
+                       help="GPU indices for the run (default: every visible GPU; none on a machine without GPUs)")
+    group.add_argument("--num-processes", type=int, default=None, metavar="N",
+                       help="training processes; more than 1 goes through accelerate launch (gloo on CPU) "
+                            "(default: one per training GPU, else 1)")
+    group.add_argument("--accelerate-config", metavar="FILE", default=None,
+                       help="accelerate config file for DeepSpeed/FSDP/multi-node setups")
+    group.add_argument("--vllm-port", type=int, default=None, metavar="PORT",
+                       help="port for the vLLM server a server-mode run starts on 127.0.0.1 (default: a free one)")
+    group.add_argument("--vllm-timeout", type=float, default=None, metavar="S",
+                       help="seconds to wait for that server to become healthy (default: 600)")
+
+
+def _add_run_ref(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", metavar="RUN", help="run id, a unique prefix of one, 'latest', or a run folder path")
+    _add_runs_dir(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="grpo-tui", description="Configure, launch and watch GRPO fine-tuning runs.",
-    )
+    parser = argparse.ArgumentParser(prog="grpo-tui", description="Configure, launch, watch and stop GRPO fine-tuning runs.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     train = sub.add_parser(
-        "train", help="run a GRPO training in the foreground, writing a run folder",
-        description="Run GRPO in the foreground. Ctrl-C (or SIGTERM) stops after the current step with a "
-        "checkpoint; a second Ctrl-C stops at once. Exit code: 0 completed, 3 stopped, 1 failed, 2 bad config.",
+        "train", help="run a GRPO training and print its metrics until it ends",
+        description="Run GRPO and print one line per step until it ends. Ctrl-C (or SIGTERM) stops after the current "
+        "step with a checkpoint; a second Ctrl-C stops at once. Exit code: 0 completed, 3 stopped, 1 failed, 2 bad input.",
     )
-    add_run_config_arguments(train)
-    _add_runs_dir(train)
-    train.add_argument("--num-processes", type=int, default=1, metavar="N",
-                       help="training processes (more than 1 goes through accelerate launch; gloo on CPU) (default: 1)")
-    train.add_argument("--accelerate-config", metavar="FILE", default=None,
-                       help="accelerate config file for DeepSpeed/FSDP/multi-node setups")
+    launch = sub.add_parser(
+        "launch", help="start a GRPO training detached from this terminal and return",
+        description="Start a run in its own session (immune to hang-ups, closed terminals and the death of this "
+        "command), print its id and folder, and return. Watch it with 'grpo-tui watch RUN', stop it with 'grpo-tui stop RUN'.",
+    )
+    for p in (train, launch):
+        add_run_config_arguments(p)
+        _add_runs_dir(p)
+        _add_placement(p)
+    launch.add_argument("--json", action="store_true", help="print the run id and folder as JSON")
+
+    runs = sub.add_parser("runs", help="list runs: status, step, last reward, warnings")
+    _add_runs_dir(runs)
+    runs.add_argument("--json", action="store_true", help="print the list as JSON")
+
+    stop = sub.add_parser("stop", help="stop a run: graceful with a checkpoint, then TERM/KILL of every process it started")
+    _add_run_ref(stop)
+    stop.add_argument("--force", action="store_true", help="skip the graceful stage")
+    stop.add_argument("--timeout", type=float, default=300.0, metavar="S",
+                      help="seconds to wait for the graceful stop (a step plus a checkpoint save) (default: 300)")
+
+    logs = sub.add_parser("logs", help="print a run's trainer.log")
+    _add_run_ref(logs)
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the run ends")
+
+    watch = sub.add_parser("watch", help="live view of a run's metrics, warnings and state")
+    _add_run_ref(watch)
 
     tiny = sub.add_parser("tiny-model", help="write a tiny random causal LM and tokenizer (no network needed)")
     tiny.add_argument("output_dir", type=Path)
@@ -57,47 +98,163 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+COMMANDS = {}
+
+
+def command(name):
+    def register(func):
+        COMMANDS[name] = func
+        return func
+    return register
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0
-    return {"train": cmd_train, "tiny-model": cmd_tiny_model, "demo": cmd_demo}[args.command](args)
+    return COMMANDS[args.command](args)
 
 
-def _config_error(exc: ConfigError) -> int:
-    print(f"error: {exc}", file=sys.stderr)
-    return 2
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
-def start_foreground(config: RunConfig, runs_dir, num_processes: int = 1, accelerate_config: str | None = None) -> int:
+def _create(config: RunConfig, args):
+    """Validate config and placement, create the folder; returns (folder, placement) or an exit code."""
+    from .services.supervisor import create_run
+
+    try:
+        return create_run(config, args.runs_dir, gpus=parse_gpus(args.gpus), num_processes=args.num_processes,
+                          vllm_port=args.vllm_port)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(exc.strerror or str(exc))
+
+
+def _config(args) -> RunConfig | int:
+    try:
+        return config_from_args(args)
+    except ConfigError as exc:
+        return _fail(str(exc))
+
+
+@command("train")
+def cmd_train(args) -> int:
+    config = _config(args)
+    if isinstance(config, int):
+        return config
+    return _train_foreground(config, args)
+
+
+def _train_foreground(config: RunConfig, args) -> int:
     from .services.foreground import run_foreground
 
+    created = _create(config, args)
+    if isinstance(created, int):
+        return created
+    folder, placement = created
+    return run_foreground(folder, placement, _options(args))
+
+
+def _options(args):
+    from .services.supervisor import LaunchOptions
+
+    return LaunchOptions(args.accelerate_config, args.vllm_port, args.vllm_timeout)
+
+
+@command("launch")
+def cmd_launch(args) -> int:
+    from .services.supervisor import start_root
+
+    config = _config(args)
+    if isinstance(config, int):
+        return config
+    created = _create(config, args)
+    if isinstance(created, int):
+        return created
+    folder, placement = created
+    proc = start_root(folder, placement, _options(args))
+    if args.json:
+        print(json.dumps({"run_id": folder.run_id, "path": str(folder.path), "pid": proc.pid}))
+    else:
+        print(f"launched run {folder.run_id}\n  folder: {folder.path}\n  watch:  grpo-tui watch {folder.run_id}"
+              f"\n  stop:   grpo-tui stop {folder.run_id}")
+        for note in placement.notes:
+            print(f"  note:   {note}")
+    return 0
+
+
+def _resolve(args):
+    from .services.registry import UnknownRunError, resolve_run
+
     try:
-        config.validate(world_size=num_processes)
-        folder = RunFolder.create(runs_dir)
-    except ConfigError as exc:
-        return _config_error(exc)
-    except OSError as exc:
-        print(f"error: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    config.save(folder.config_file)
-    os.chmod(folder.config_file, 0o600)
-    return run_foreground(folder, num_processes, accelerate_config=accelerate_config)
+        return resolve_run(args.runs_dir, args.run)
+    except UnknownRunError as exc:
+        return _fail(str(exc))
 
 
-def cmd_train(args) -> int:
+@command("runs")
+def cmd_runs(args) -> int:
+    from rich.console import Console
+
+    from .services.registry import format_table, list_runs
+
+    runs = list_runs(args.runs_dir)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in runs], indent=2))
+        return 0
+    if not runs:
+        print(f"no runs in {args.runs_dir or os.environ.get(RUNS_DIR_ENV) or './runs'}")
+        return 0
+    Console().print(format_table(runs))
+    return 0
+
+
+@command("stop")
+def cmd_stop(args) -> int:
+    from .services.supervisor import stop_run
+
+    folder = _resolve(args)
+    if isinstance(folder, int):
+        return folder
+    if not args.force:
+        print(f"stopping run {folder.run_id}: finishing the current step and saving a checkpoint "
+              f"(up to {args.timeout:.0f}s, then forced) ...", flush=True)
+    report = stop_run(folder, force=args.force, timeout=args.timeout)
+    print(report.describe())
+    return 1 if report.left else 0
+
+
+@command("logs")
+def cmd_logs(args) -> int:
+    from .services.live_view import follow_log
+
+    folder = _resolve(args)
+    if isinstance(folder, int):
+        return folder
+    follow_log(folder, follow=args.follow)
+    return 0
+
+
+@command("watch")
+def cmd_watch(args) -> int:
+    from .services.live_view import watch
+
+    folder = _resolve(args)
+    if isinstance(folder, int):
+        return folder
     try:
-        config = config_from_args(args)
-    except ConfigError as exc:
-        return _config_error(exc)
-    if args.num_processes < 1:
-        print(f"error: --num-processes must be >= 1, got {args.num_processes}", file=sys.stderr)
-        return 2
-    return start_foreground(config, args.runs_dir, args.num_processes, args.accelerate_config)
+        watch(folder)
+    except KeyboardInterrupt:
+        pass
+    return 0
 
 
+@command("tiny-model")
 def cmd_tiny_model(args) -> int:
     import subprocess
 
@@ -125,6 +282,8 @@ def demo_config(model_dir: Path, max_steps: int) -> RunConfig:
     return config
 
 
+@command("demo")
 def cmd_demo(args) -> int:
     config = demo_config(tiny_model_dir(), args.max_steps)
-    return start_foreground(config, args.runs_dir)
+    args.gpus = args.num_processes = args.accelerate_config = args.vllm_port = args.vllm_timeout = None
+    return _train_foreground(config, args)

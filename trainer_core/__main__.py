@@ -1,4 +1,4 @@
-"""``python -m trainer_core worker RUN_DIR``: the training process itself, as launchers start it.
+"""``python -m trainer_core worker|run RUN_DIR``: the training process, and the run's root process.
 
 Launchers (``grpo-tui train``, ``launch``, ``accelerate launch``) create the run folder and its
 config.yaml first, then start this entry point on every rank. It never imports Textual.
@@ -17,7 +17,14 @@ def main(argv: list[str] | None = None) -> int:
     worker = sub.add_parser("worker", help="run the training described by RUN_DIR/config.yaml")
     worker.add_argument("run_dir", type=Path)
     worker.add_argument("--echo", action="store_true", help="print a line per logged step")
+    run = sub.add_parser("run", help="the root process of a run (placement, vLLM server, trainer, final record)",
+                         add_help=False)
+    run.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
+    if args.command == "run":
+        from .run_root import main as run_main
+
+        return run_main(args.rest)
 
     from .config import ConfigError, RunConfig
     from .run_folder import RunFolder

@@ -58,6 +58,12 @@ class JsonlWriter:
         if not self._fh.closed:
             self._fh.close()
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 class EventWriter(JsonlWriter):
     """Writes typed, timestamped events."""

@@ -6,6 +6,7 @@ the same trainer a plain TRL script would.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from .config import RunConfig
@@ -79,8 +80,11 @@ def grpo_config_kwargs(config: RunConfig, output_dir: str) -> dict:
                 vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
                 vllm_tensor_parallel_size=config.vllm_tensor_parallel_size,
             )
-        elif config.vllm_server_url:
-            kwargs.update(vllm_server_base_url=config.vllm_server_url)
+        else:
+            # a server the run started for itself is announced by its root process
+            url = config.vllm_server_url or os.environ.get("GRPO_TUI_VLLM_SERVER_URL")
+            if url:
+                kwargs.update(vllm_server_base_url=url)
     # transformers 5 renamed it; setting both keeps TRL's default (True) from overriding ours silently
     kwargs["gradient_checkpointing"] = kwargs["activation_checkpointing"] = config.gradient_checkpointing
     kwargs.update(config.grpo_args)

@@ -1,28 +1,29 @@
-"""Run a training in the foreground: start the worker, print each event as it lands, pass stops on.
+"""Run a training in the foreground: start the run, print each event as it lands, pass stops on.
 
-This is ``grpo-tui train`` and the console demo. It reads the run folder exactly as any other viewer does
-(by tailing events.jsonl), so what it prints is what a reattaching viewer would see. A first Ctrl-C or
-SIGTERM asks for a graceful stop through the stop-request file; a second one forces the trainer out.
+This is ``grpo-tui train`` and the console demo. The run itself is started detached exactly like
+``grpo-tui launch`` (so closing this terminal does not kill it; reattach with ``grpo-tui watch``); this
+process only reads the run folder, as any viewer does, and forwards Ctrl-C: the first asks for a graceful
+stop, a second one forces the trainer out.
 """
 
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 
 from rich.console import Console
 
 from trainer_core.events import EventTail, format_metrics_line
-from trainer_core.run_folder import RunFolder
+from trainer_core.placement import Placement
+from trainer_core.run_folder import FINAL_STATUSES, RunFolder
 
-from .spawn import start_worker, worker_command
+from .supervisor import LaunchOptions, start_root
 
 EXIT_CODES = {"completed": 0, "stopped": 3}
 
 
 class EventPrinter:
-    """Prints events as short lines; used by the foreground runner and by ``logs``/``watch`` fallbacks."""
+    """Prints events as short lines, the way ``train`` and ``logs --events`` show a run."""
 
     def __init__(self, console: Console, folder: RunFolder):
         self.console = console
@@ -57,22 +58,14 @@ class EventPrinter:
             self.console.print(f"[{style}]run {event.get('status')}[/] at step {event.get('step')}{reason}")
 
 
-def run_foreground(folder: RunFolder, num_processes: int = 1, console: Console | None = None,
-                   accelerate_config: str | None = None, poll_interval: float = 0.2) -> int:
+def run_foreground(folder: RunFolder, placement: Placement, options: LaunchOptions | None = None,
+                   console: Console | None = None, poll_interval: float = 0.2) -> int:
     console = console or Console(highlight=False, soft_wrap=True)
     printer = EventPrinter(console, folder)
-    cmd = worker_command(folder.path, num_processes, accelerate_config=accelerate_config)
-    proc = start_worker(cmd, folder.log_file, detached=False)
-    folder.write_state(root_pid=proc.pid, command=cmd)
-    requests = 0
+    proc = start_root(folder, placement, options)
 
     def on_signal(signum, frame):
-        nonlocal requests
-        requests += 1
-        if requests == 1:
-            folder.request_stop(f"{signal.Signals(signum).name} received")
-        else:
-            proc.send_signal(signal.SIGTERM)
+        if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -90,13 +83,8 @@ def run_foreground(folder: RunFolder, num_processes: int = 1, console: Console |
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     status = folder.read_state().get("status")
-    if status not in ("completed", "stopped", "failed"):
-        console.print(f"[bold red]trainer exited with code {proc.returncode} before finishing[/]; see {folder.log_file}")
-        folder.write_state(status="failed", exit_reason=f"trainer exited with code {proc.returncode}", ended=round(time.time(), 3))
+    if status not in FINAL_STATUSES:
+        console.print(f"[bold red]the run's root process exited with code {proc.returncode}[/]; see {folder.log_file}")
         return 1
     console.print(f"run folder: {folder.path}  (log: {folder.log_file.name})", highlight=False)
     return EXIT_CODES.get(status, 1)
-
-
-def wait(proc: subprocess.Popen) -> int:
-    return proc.wait()

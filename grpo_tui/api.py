@@ -1,0 +1,68 @@
+"""Python API for runs that outlive the caller: ``launch(config) -> RunHandle``.
+
+The handle holds nothing but the run folder, so it can be rebuilt later (``RunHandle.open``) from any
+process, on the same terms as the CLI and the app.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainer_core.config import RunConfig
+from trainer_core.events import read_events
+from trainer_core.run_folder import FINAL_STATUSES, RunFolder
+
+from .services.supervisor import DEFAULT_STOP_TIMEOUT, LaunchOptions, StopReport, create_run, start_root, stop_run
+
+
+@dataclass(frozen=True)
+class RunHandle:
+    folder: RunFolder
+
+    @classmethod
+    def open(cls, run: str, runs_dir=None) -> "RunHandle":
+        from .services.registry import resolve_run
+
+        return cls(resolve_run(runs_dir, run))
+
+    @property
+    def run_id(self) -> str:
+        return self.folder.run_id
+
+    @property
+    def path(self) -> Path:
+        return self.folder.path
+
+    def status(self) -> str:
+        from .services.registry import live_status
+
+        return live_status(self.folder)
+
+    def events(self, type: str | None = None) -> list[dict]:
+        events = read_events(self.folder.events_file)
+        return [e for e in events if type is None or e.get("type") == type]
+
+    def stop(self, *, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT) -> StopReport:
+        return stop_run(self.folder, force=force, timeout=timeout)
+
+    def wait(self, timeout: float | None = None, poll: float = 0.5) -> str:
+        """Block until the run ends (or ``timeout`` s pass); return its status."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self.status()
+            if status in (*FINAL_STATUSES, "lost"):
+                return status
+            if deadline is not None and time.monotonic() > deadline:
+                return status
+            time.sleep(poll)
+
+
+def launch(config: RunConfig, runs_dir=None, *, gpus: list[int] | None = None, num_processes: int | None = None,
+           options: LaunchOptions | None = None) -> RunHandle:
+    """Validate, create the run folder and start the run detached; return at once."""
+    options = options or LaunchOptions()
+    folder, placement = create_run(config, runs_dir, gpus=gpus, num_processes=num_processes, vllm_port=options.vllm_port)
+    start_root(folder, placement, options)
+    return RunHandle(folder)

@@ -1,0 +1,148 @@
+"""Start runs detached, stop them completely, and never touch a process that is not theirs.
+
+A run's root process (``python -m trainer_core run``) is started in a session of its own with stdin from
+/dev/null and its output in the run folder, so a closed terminal, an SSH hang-up or the death of whoever
+launched it cannot reach it. Stopping is graceful first (the trainer finishes the step and saves a
+checkpoint), then TERM and KILL to everything the run started, collected before the first signal, and
+finally a check that nothing is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from trainer_core.config import RunConfig
+from trainer_core.events import EventWriter
+from trainer_core.placement import Placement, plan
+from trainer_core.proctree import alive, collect, terminate, verified
+from trainer_core.run_folder import FINAL_STATUSES, RunFolder
+from trainer_core.run_root import last_step, run_env
+
+from .gpus import visible_indices
+
+DEFAULT_STOP_TIMEOUT = 300.0
+
+
+def create_run(config: RunConfig, runs_dir=None, *, gpus: list[int] | None = None, num_processes: int | None = None,
+               vllm_port: int | None = None) -> tuple[RunFolder, Placement]:
+    """Validate everything, then create the run folder. Raises ConfigError / OSError before anything starts."""
+    placement = plan(config, visible_indices(), gpus, num_processes)
+    config.validate(world_size=placement.num_processes)
+    if vllm_port is not None and placement.starts_server:
+        from trainer_core.vllm_server import check_port
+
+        check_port(vllm_port)
+    folder = RunFolder.create(runs_dir)
+    config.save(folder.config_file)
+    os.chmod(folder.config_file, 0o600)
+    folder.write_state(run_id=folder.run_id, status="starting", started=round(time.time(), 3))
+    return folder, placement
+
+
+@dataclass
+class LaunchOptions:
+    """How the root process runs the trainer, beyond the RunConfig and the placement."""
+
+    accelerate_config: str | None = None
+    vllm_port: int | None = None
+    vllm_timeout: float | None = None
+
+
+def root_command(folder: RunFolder, placement: Placement, options: LaunchOptions | None = None) -> list[str]:
+    options = options or LaunchOptions()
+    cmd = [sys.executable, "-m", "trainer_core", "run", str(folder.path), "--placement", json.dumps(placement.to_dict())]
+    if options.accelerate_config:
+        cmd += ["--accelerate-config", str(Path(options.accelerate_config).resolve())]
+    if options.vllm_port:
+        cmd += ["--vllm-port", str(options.vllm_port)]
+    if options.vllm_timeout:
+        cmd += ["--vllm-timeout", str(options.vllm_timeout)]
+    return cmd
+
+
+def start_root(folder: RunFolder, placement: Placement, options: LaunchOptions | None = None) -> subprocess.Popen:
+    cmd = root_command(folder, placement, options)
+    fd = os.open(folder.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
+                                env=run_env(folder), start_new_session=True, close_fds=True)
+    finally:
+        os.close(fd)
+    folder.write_state(root_pid=proc.pid, root_start_time=round(psutil.Process(proc.pid).create_time(), 2))
+    return proc
+
+
+def run_processes(folder: RunFolder) -> list[psutil.Process]:
+    """Every live process of the run, identity-checked: the recorded roots, their trees, marked strays."""
+    state = folder.read_state()
+    roots = [p for p in (verified(state.get("root_pid"), state.get("root_start_time")),
+                         verified(state.get("pid"), state.get("pid_start_time"))) if p]
+    return collect(folder.path, roots)
+
+
+@dataclass
+class StopReport:
+    run_id: str
+    was_running: bool
+    graceful: bool = False
+    forced: list[int] = field(default_factory=list)
+    left: list[int] = field(default_factory=list)
+    status: str | None = None
+
+    def describe(self) -> str:
+        if not self.was_running:
+            return f"run {self.run_id} is not running (status: {self.status}); nothing to stop."
+        if self.left:
+            return (f"run {self.run_id}: processes {', '.join(map(str, self.left))} are still alive after KILL "
+                    "(uninterruptible I/O?); check them with ps.")
+        how = "stopped gracefully" if self.graceful else f"forced to stop ({len(self.forced)} process(es) signalled)"
+        return f"run {self.run_id} {how}; status {self.status}; no process of the run is left."
+
+
+def stop_run(folder: RunFolder, *, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT,
+             grace: float = 10.0, on_wait=None) -> StopReport:
+    """Stop a run: graceful (unless ``force``) for up to ``timeout`` s, then TERM+KILL everything left."""
+    procs = run_processes(folder)
+    report = StopReport(folder.run_id, was_running=bool(procs))
+    if not procs:
+        report.status = folder.read_state().get("status")
+        return report
+    if not force:
+        folder.request_stop("grpo-tui stop")
+        target = procs[0]
+        try:
+            target.send_signal(signal.SIGTERM)
+        except psutil.NoSuchProcess:
+            pass
+        deadline = time.monotonic() + timeout
+        while alive(procs) and time.monotonic() < deadline:
+            if on_wait:
+                on_wait(deadline - time.monotonic())
+            psutil.wait_procs(alive(procs), timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
+        report.graceful = not alive(procs)
+    if not report.graceful:
+        procs = list({p.pid: p for p in [*procs, *run_processes(folder)]}.values())
+        report.forced = [p.pid for p in alive(procs)]
+        report.left = [p.pid for p in terminate(procs, grace=grace)]
+        _record_forced_end(folder)
+    report.status = folder.read_state().get("status")
+    return report
+
+
+def _record_forced_end(folder: RunFolder) -> None:
+    state = folder.read_state()
+    if state.get("status") in FINAL_STATUSES:
+        return
+    reason = "killed by grpo-tui stop after the graceful stop did not finish"
+    with EventWriter(folder.events_file) as writer:
+        writer.emit("run_finished", status="stopped", reason=reason, step=last_step(folder))
+    folder.write_state(status="stopped", exit_reason=reason, ended=round(time.time(), 3), last_step=last_step(folder))

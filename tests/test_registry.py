@@ -1,0 +1,417 @@
+"""Run listing, live status, run references, and the log/dashboard views, on hand-built run folders.
+
+Every folder here is written the way the trainer writes one (RunFolder state, EventWriter events), and
+every process is a real one: the test's own, a killed ``sleep``, a live ``sleep`` under a wrong start time.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from grpo_tui.services import registry
+from grpo_tui.services.live_view import follow_log, render, RunView, watch
+from grpo_tui.services.registry import (
+    BLOCK_SIZE, BackwardLines, UnknownRunError, format_table, list_runs, live_status, resolve_run, run_info,
+    scan_events, tail_events,
+)
+from trainer_core.config import RunConfig
+from trainer_core.events import EventWriter, read_events
+from trainer_core.run_folder import RunFolder, process_start_time
+
+from .conftest import ROOT, wait_for
+
+IDS = ["20260101-090000-aaaaaa", "20260102-090000-bbbbbb", "20260102-091500-bbbccc", "20260103-120000-cccccc"]
+
+
+def make_run(runs_dir: Path, run_id: str, status: str = "completed", pid: int | None = None, **config) -> RunFolder:
+    folder = RunFolder.create(runs_dir, run_id)
+    settings = {"model": "org/Qwen2.5-0.5B-Instruct", "rl_env_module": "env.py", "rl_env_class": "Env",
+                "project_name": "demo", "max_steps": 10, **config}
+    RunConfig(**settings).save(folder.config_file)
+    folder.initial_state(pid or os.getpid())
+    if status == "running":
+        folder.write_state(status="running", max_steps=settings["max_steps"])
+    elif status in ("completed", "stopped", "failed"):
+        folder.write_state(status=status, ended=round(time.time() + 5, 3), last_step=3,
+                           exit_reason=None if status == "completed" else f"{status} for a reason")
+    return folder
+
+
+def emit_steps(folder: RunFolder, steps: range, **extra) -> None:
+    writer = EventWriter(folder.events_file)
+    for step in steps:
+        writer.emit("metrics", step=step, loss=0.01 * step, reward=step / 10, reward_std=0.2, entropy=1.5,
+                    **{"completions/mean_length": 11.0, "completions/clipped_ratio": 0.0,
+                       "rewards/score_episode/mean": step / 10, "rewards/score_episode/std": 0.1}, **extra)
+    writer.close()
+
+
+def emit(folder: RunFolder, type: str, **fields) -> None:
+    writer = EventWriter(folder.events_file)
+    writer.emit(type, **fields)
+    writer.close()
+
+
+@pytest.fixture
+def sleeper():
+    procs = []
+
+    def start() -> subprocess.Popen:
+        proc = subprocess.Popen(["sleep", "60"])
+        procs.append(proc)
+        wait_for(lambda: process_start_time(proc.pid) is not None, timeout=10)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+# -- status ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", ["completed", "stopped", "failed"])
+def test_a_final_status_is_read_from_the_state(runs_dir, status):
+    folder = make_run(runs_dir, IDS[0], status)
+    assert live_status(folder) == status
+    assert run_info(folder).exit_reason == (None if status == "completed" else f"{status} for a reason")
+
+
+def test_a_running_state_whose_process_is_this_one_is_running(runs_dir):
+    folder = make_run(runs_dir, IDS[0], "running")
+    assert folder.read_state()["pid"] == os.getpid()
+    assert live_status(folder) == "running"
+
+
+def test_the_launcher_process_alone_keeps_a_run_live(runs_dir, sleeper):
+    proc = sleeper()
+    folder = make_run(runs_dir, IDS[0], "running", pid=proc.pid)
+    proc.kill()
+    proc.wait()
+    folder.write_state(root_pid=os.getpid(), root_start_time=process_start_time(os.getpid()))
+    assert live_status(folder) == "running"
+
+
+def test_a_running_state_whose_process_died_is_lost(runs_dir, sleeper):
+    proc = sleeper()
+    folder = make_run(runs_dir, IDS[0], "running", pid=proc.pid)
+    assert live_status(folder) == "running"
+    proc.kill()
+    proc.wait()
+    assert live_status(folder) == "lost"
+    assert run_info(folder).status == "lost"
+
+
+def test_a_pid_reused_by_an_unrelated_process_is_lost(runs_dir, sleeper):
+    proc = sleeper()
+    folder = make_run(runs_dir, IDS[0], "running")
+    folder.write_state(pid=proc.pid, pid_start_time=process_start_time(proc.pid) - 3600)
+    assert proc.poll() is None
+    assert live_status(folder) == "lost"
+
+
+def test_a_folder_without_state_is_starting_briefly_then_lost(runs_dir):
+    folder = RunFolder.create(runs_dir, IDS[0])
+    RunConfig(model="m", rl_env_module="e", rl_env_class="E").save(folder.config_file)
+    assert live_status(folder) == "starting"
+    old = time.time() - 60
+    os.utime(folder.path, (old, old))
+    assert live_status(folder) == "lost"
+
+
+# -- reading the events file ----------------------------------------------------------------------------
+
+
+def test_last_metrics_come_from_the_end_of_a_large_file_with_a_torn_line(runs_dir):
+    folder = make_run(runs_dir, IDS[0], "completed")
+    emit_steps(folder, range(1, 50_001), grad_norm=1.0, learning_rate=1e-5, frac_reward_zero_std=0.0, step_time=0.3)
+    emit(folder, "checkpoint", step=50_000, path="checkpoints/checkpoint-50000")
+    with open(folder.events_file, "a") as fh:
+        fh.write("not json at all\n[1, 2]\n")
+        fh.write('{"type":"metrics","step":50001,"reward":99')
+    size = folder.events_file.stat().st_size
+    assert size > 15_000_000
+
+    lines = BackwardLines(folder.events_file)
+    last_event, metrics = tail_events(lines)
+    assert (metrics["step"], metrics["reward"]) == (50_000, 5_000.0)
+    assert last_event["type"] == "checkpoint"
+    assert lines.bytes_read <= BLOCK_SIZE < size / 200
+
+    run_info(make_run(runs_dir, IDS[1]))  # first-call imports out of the timing below
+    started = time.perf_counter()
+    info = run_info(folder)
+    quick = time.perf_counter() - started
+    started = time.perf_counter()
+    assert read_events(folder.events_file)[-1]["type"] == "checkpoint"
+    full = time.perf_counter() - started
+    assert (info.step, info.last_reward, info.total) == (50_000, 5_000.0, 10)
+    assert quick < full / 2, (quick, full)
+
+
+def test_backward_lines_match_the_forward_read_for_any_block_size(tmp_path):
+    path = tmp_path / "events.jsonl"
+    lines = [json.dumps({"type": "x", "n": n, "pad": "y" * (n * 7 % 50)}) for n in range(200)]
+    path.write_text("\n".join(lines) + "\n\n" + '{"type":"x","n":200,"torn' + "z" * 300)
+    for block in (1, 7, 64, 4096):
+        assert [line.decode() for line in BackwardLines(path, block_size=block)] == lines[::-1]
+    assert list(BackwardLines(tmp_path / "missing.jsonl")) == []
+    path.write_text('{"type":"x"}')
+    assert list(BackwardLines(path, block_size=4)) == []
+
+
+def test_scan_events_stops_at_the_last_complete_line(tmp_path):
+    path = tmp_path / "events.jsonl"
+    done = '{"type":"warning","rule":"a"}\n{"type":"metrics","step":1}\n{"type":"error","message":"boom"}\n'
+    path.write_text(done + '{"type":"warning","rule":"torn"')
+    events, end = scan_events(path, ("warning", "error"))
+    assert [e["type"] for e in events] == ["warning", "error"] and end == len(done)
+    assert scan_events(path, ("warning",), start=end) == ([], end)
+
+
+def test_warnings_count_warn_and_critical_and_follow_appends(runs_dir):
+    folder = make_run(runs_dir, IDS[0], "running")
+    emit_steps(folder, range(1, 4))
+    emit(folder, "warning", rule="reward_flat", severity="warn", step=3, message="m", advice="a", evidence={})
+    emit(folder, "warning", rule="just_saying", severity="info", step=3, message="m", advice="a", evidence={})
+    info = run_info(folder)
+    assert (info.warnings, info.last_warning, info.step) == (1, "reward_flat", 3)
+    emit(folder, "warning", rule="kl_exploding", severity="critical", step=4, message="m", advice="a", evidence={})
+    assert (run_info(folder).warnings, run_info(folder).last_warning) == (2, "kl_exploding")
+
+
+def test_run_info_fields_and_json(runs_dir):
+    folder = make_run(runs_dir, IDS[0], "running", max_steps=-1, epochs=1)
+    assert run_info(folder).total is None and run_info(folder).step is None
+    folder.write_state(max_steps=40)
+    emit_steps(folder, range(1, 6))
+    data = json.loads(json.dumps(run_info(folder).to_dict()))
+    assert data["run_id"] == IDS[0] and data["path"] == str(folder.path)
+    assert (data["project"], data["model"], data["status"]) == ("demo", "org/Qwen2.5-0.5B-Instruct", "running")
+    assert (data["step"], data["total"], data["last_reward"], data["ended"]) == (5, 40, 0.5, None)
+    assert data["duration"] >= 0
+
+
+# -- listing and resolving ------------------------------------------------------------------------------
+
+
+def test_list_runs_is_newest_first_and_skips_other_entries(runs_dir):
+    for run_id in IDS:
+        make_run(runs_dir, run_id)
+    (runs_dir / "notes").mkdir()
+    (runs_dir / "readme.txt").write_text("hi")
+    assert [r.run_id for r in list_runs(runs_dir)] == IDS[::-1]
+    assert list_runs(runs_dir / "nowhere") == []
+
+
+@pytest.fixture
+def four_runs(runs_dir):
+    for run_id in IDS:
+        make_run(runs_dir, run_id)
+    return runs_dir
+
+
+def test_resolve_by_id_prefix_path_and_latest(four_runs):
+    assert resolve_run(four_runs, IDS[1]).run_id == IDS[1]
+    assert resolve_run(four_runs, "20260101").run_id == IDS[0]
+    assert resolve_run(four_runs, "20260102-0915").run_id == IDS[2]
+    assert resolve_run(four_runs, "latest").run_id == IDS[3]
+    assert resolve_run(four_runs, str(four_runs / IDS[0])).path == four_runs / IDS[0]
+
+
+def test_an_ambiguous_prefix_lists_the_matches(four_runs):
+    with pytest.raises(UnknownRunError) as err:
+        resolve_run(four_runs, "20260102")
+    assert IDS[1] in str(err.value) and IDS[2] in str(err.value) and "2 runs" in str(err.value)
+
+
+def test_a_typo_suggests_the_closest_id_and_names_the_runs_dir(four_runs):
+    with pytest.raises(LookupError) as err:
+        resolve_run(four_runs, "20260103-120000-ccccce")
+    assert "did you mean 20260103-120000-cccccc" in str(err.value)
+    assert str(four_runs) in str(err.value)
+
+
+def test_latest_in_an_empty_or_missing_runs_dir_says_where_it_looked(tmp_path):
+    with pytest.raises(UnknownRunError) as err:
+        resolve_run(tmp_path / "nowhere", "latest")
+    assert str(tmp_path / "nowhere") in str(err.value) and "--runs-dir" in str(err.value)
+
+
+# -- table ----------------------------------------------------------------------------------------------
+
+
+def test_the_table_renders_every_status(runs_dir, sleeper):
+    dead = sleeper()
+    make_run(runs_dir, IDS[0], "completed")
+    make_run(runs_dir, IDS[1], "stopped")
+    make_run(runs_dir, IDS[2], "failed")
+    make_run(runs_dir, IDS[3], "running", pid=dead.pid)
+    dead.kill()
+    dead.wait()
+    running = make_run(runs_dir, "20260104-000000-dddddd", "running")
+    emit_steps(running, range(1, 4))
+    emit(running, "warning", rule="reward_flat", severity="warn", step=3, message="m", advice="a", evidence={})
+    console = Console(record=True, width=200, file=io.StringIO())
+    console.print(format_table(list_runs(runs_dir)))
+    text = console.export_text()
+    for word in ("completed", "stopped", "failed", "lost", "running", "Qwen2.5-0.5B-Instruct", "3/10", "0.300",
+                 "1 (reward_flat)", "demo"):
+        assert word in text, word
+    assert "org/" not in text
+    assert registry.format_duration(3723) == "1:02:03"
+
+
+def test_started_times_are_local_and_short_this_year():
+    now = time.time()
+    old = now - 2 * 366 * 86400
+    assert registry.format_time(now, now) == time.strftime("%m-%d %H:%M", time.localtime(now))
+    assert registry.format_time(old, now) == time.strftime("%Y-%m-%d", time.localtime(old))
+    assert registry.format_time(None) == "-"
+
+
+# -- live views -----------------------------------------------------------------------------------------
+
+
+def frame(folder: RunFolder) -> str:
+    console = Console(record=True, width=100, file=io.StringIO())
+    watch(folder, console, once=True)
+    return console.export_text()
+
+
+def test_watch_shows_metrics_and_says_kl_is_not_measured_without_a_kl_penalty(runs_dir):
+    folder = make_run(runs_dir, IDS[0], "running", rl_kl_coef=0.0)
+    emit(folder, "run_started", run_id=folder.run_id, pid=os.getpid(), host="h", world_size=1, project_name="demo",
+         model="m", max_steps=10)
+    emit_steps(folder, range(1, 5))
+    text = frame(folder)
+    assert IDS[0] in text and "running" in text and "step 4/10" in text
+    assert "reward" in text and "0.4000" in text and "rewards/score_episode/mean" in text
+    assert "not measured (rl_kl_coef = 0)" in text
+
+
+def test_watch_shows_kl_when_measured_and_a_warnings_advice_and_the_error(runs_dir):
+    folder = make_run(runs_dir, IDS[0], "failed", rl_kl_coef=0.1)
+    emit_steps(folder, range(1, 3), kl=0.0123)
+    emit(folder, "warning", rule="reward_flat", severity="warn", step=2, message="Every completion scores 0.",
+         advice="Check score_episode on a few rows by hand.", evidence={})
+    emit(folder, "error", kind="exception", message="RuntimeError: out of memory", traceback="Traceback ...", step=2)
+    emit(folder, "run_finished", status="failed", reason="RuntimeError: out of memory", step=2)
+    text = frame(folder)
+    assert "0.0123" in text and "not measured" not in text
+    assert "reward_flat" in text and "advice: Check score_episode on a few rows by hand." in text
+    assert "out of memory" in text and "failed" in text
+
+
+def test_watch_says_why_a_run_ended_without_its_final_event(runs_dir, sleeper):
+    failed = make_run(runs_dir, IDS[0], "failed")
+    assert "run failed: failed for a reason" in frame(failed)
+    proc = sleeper()
+    lost = make_run(runs_dir, IDS[1], "running", pid=proc.pid)
+    emit_steps(lost, range(1, 3))
+    proc.kill()
+    proc.wait()
+    text = frame(lost)
+    assert "lost" in text and "gone without finishing" in text and "step 2/10" in text
+
+
+def test_watch_returns_the_final_status_of_a_finished_run(runs_dir):
+    folder = make_run(runs_dir, IDS[0], "stopped")
+    emit_steps(folder, range(1, 3))
+    console = Console(file=io.StringIO(), width=100)
+    assert watch(folder, console, refresh=0.01) == "stopped"
+
+
+def test_watch_follows_a_live_run_until_its_process_finishes_it(runs_dir):
+    folder = make_run(runs_dir, IDS[0], "running")
+    emit_steps(folder, range(1, 3))
+    trainer = (
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "from trainer_core.events import EventWriter\n"
+        "from trainer_core.run_folder import RunFolder, process_start_time\n"
+        "folder = RunFolder(Path(sys.argv[1])); writer = EventWriter(folder.events_file)\n"
+        "folder.write_state(pid=os.getpid(), pid_start_time=process_start_time(os.getpid()))\n"
+        "time.sleep(0.5)\n"
+        "for step in (3, 4):\n"
+        "    writer.emit('metrics', step=step, reward=step / 10, loss=0.1); time.sleep(0.3)\n"
+        "writer.emit('run_finished', status='completed', reason=None, step=4)\n"
+        "folder.write_state(status='completed', ended=time.time(), last_step=4)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", trainer, str(folder.path)], cwd=ROOT)
+    try:
+        wait_for(lambda: folder.read_state()["pid"] == proc.pid, timeout=30)
+        console = Console(record=True, width=100, file=io.StringIO())
+        assert watch(folder, console, refresh=0.05) == "completed"
+    finally:
+        proc.wait(timeout=30)
+    text = console.export_text()
+    assert "step 2/10" in text and "step 4/10  reward 0.4000" in text and "run completed at step 4" in text
+
+
+def test_the_dashboard_tails_new_events_after_catching_up(runs_dir):
+    folder = make_run(runs_dir, IDS[0], "running")
+    emit_steps(folder, range(1, 3))
+    view = RunView(folder)
+    assert view.snapshot().step == 2
+    emit_steps(folder, range(3, 6))
+    emit(folder, "stop_requested", reason="SIGTERM received", step=5)
+    assert [e["type"] for e in view.update()] == ["metrics"] * 3 + ["stop_requested"]
+    assert view.status == "running"
+    snap = view.snapshot()
+    assert snap.step == 5 and snap.stop_reason == "SIGTERM received"
+    assert snap.steps_per_s is None or snap.steps_per_s > 0
+    console = Console(record=True, width=100, file=io.StringIO())
+    console.print(render(snap))
+    assert "stop requested" in console.export_text()
+
+
+def test_logs_print_the_log_once_or_follow_it_until_the_process_ends(runs_dir):
+    folder = RunFolder.create(runs_dir, IDS[0])
+    script = (
+        "import sys, time\n"
+        "for n in range(3):\n"
+        "    with open(sys.argv[1], 'a') as fh: fh.write(f'line {n} ✓\\n')\n"
+        "    time.sleep(0.4)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script, str(folder.log_file)], cwd=ROOT)
+    try:
+        folder.write_state(status="running", pid=proc.pid, pid_start_time=process_start_time(proc.pid),
+                           started=time.time())
+        wait_for(lambda: folder.log_file.exists(), timeout=20)
+        once = io.StringIO()
+        assert follow_log(folder, once) == "running"
+        assert once.getvalue().startswith("line 0 ✓\n")
+
+        out = io.StringIO()
+        assert follow_log(folder, out, follow=True, poll=0.05) == "lost"
+        assert out.getvalue() == "line 0 ✓\nline 1 ✓\nline 2 ✓\n"
+        assert proc.poll() is not None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_logs_of_a_run_without_a_log_print_nothing(runs_dir):
+    folder = make_run(runs_dir, IDS[0], "completed")
+    out = io.StringIO()
+    assert follow_log(folder, out, follow=True) == "completed" and out.getvalue() == ""
+
+
+def test_the_views_never_import_the_training_stack_or_textual():
+    code = ("import sys, grpo_tui.services.registry, grpo_tui.services.live_view\n"
+            "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                                check=True).stdout.split())
+    assert not loaded & {"torch", "transformers", "trl", "datasets", "peft", "textual"}

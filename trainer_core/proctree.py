@@ -1,0 +1,100 @@
+"""Finding and ending every process of a run, and never one that is not.
+
+A run is a tree: the root process, ``accelerate launch`` and its ranks, a vLLM server, anything the user's
+environment started — some of it possibly in a session of its own, or re-parented to init after its
+parent died. Every process a run starts carries ``GRPO_TUI_RUN_DIR`` in its environment, so the tree is
+collected from the recorded pids (checked against their start times: pids are reused) *and* from that
+marker, before any signal is sent. psutil re-checks each process's identity before signalling it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import psutil
+
+RUN_MARKER = "GRPO_TUI_RUN_DIR"
+
+
+def verified(pid: int | None, start_time: float | None) -> psutil.Process | None:
+    """The process ``pid`` if it is alive and started at ``start_time``; otherwise None."""
+    if not pid or start_time is None:
+        return None
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - start_time) >= 1.0 or proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return proc
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def marked(run_dir: Path) -> list[psutil.Process]:
+    """Processes whose environment names this run folder."""
+    target = str(Path(run_dir).resolve())
+    found = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid"]):
+        if proc.pid == me:
+            continue
+        try:
+            if proc.environ().get(RUN_MARKER) == target:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            continue
+    return found
+
+
+def collect(run_dir: Path, roots: list[psutil.Process]) -> list[psutil.Process]:
+    """Roots, all their descendants, and every marked process: the run, as it is right now."""
+    seen: dict[int, psutil.Process] = {}
+    for proc in [*roots, *marked(run_dir)]:
+        for p in [proc, *_children(proc)]:
+            if p.pid != os.getpid():
+                seen.setdefault(p.pid, p)
+    return list(seen.values())
+
+
+def _children(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return proc.children(recursive=True)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return []
+
+
+def alive(procs: list[psutil.Process]) -> list[psutil.Process]:
+    out = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return out
+
+
+def signal_all(procs: list[psutil.Process], sig: int) -> None:
+    """Signal each process and each process group they lead (psutil refuses a reused pid)."""
+    own_group = os.getpgrp()
+    for p in procs:
+        try:
+            p.send_signal(sig)
+            if os.getpgid(p.pid) == p.pid and p.pid != own_group:
+                os.killpg(p.pid, sig)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError, PermissionError):
+            continue
+
+
+def terminate(procs: list[psutil.Process], grace: float = 10.0) -> list[psutil.Process]:
+    """TERM, wait ``grace`` seconds, KILL what is left; return the processes still alive after that."""
+    procs = alive(procs)
+    if not procs:
+        return []
+    signal_all(procs, signal.SIGTERM)
+    _, remaining = psutil.wait_procs(procs, timeout=grace)
+    if remaining:
+        signal_all(remaining, signal.SIGKILL)
+        _, remaining = psutil.wait_procs(remaining, timeout=5)
+    return alive(remaining)

@@ -1,0 +1,188 @@
+"""The root process of a run: places it, starts what it needs, and always records how it ended.
+
+``python -m trainer_core run RUN_DIR --placement JSON`` is what ``grpo-tui launch`` detaches and what
+``grpo-tui train`` runs in the foreground. It stays light (no torch): it starts the vLLM server when the
+run owns one, starts the trainer (one worker, or ``accelerate launch``) on the training GPUs, passes stop
+requests on, stops the server when training ends, and — if the trainer died without writing its end
+(killed, out of memory, a crash in native code) — writes the ``error`` and ``run_finished`` events itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .config import RunConfig
+from .events import EventWriter, read_events
+from .placement import Placement
+from .proctree import RUN_MARKER, collect, terminate
+from .run_folder import FINAL_STATUSES, RunFolder, process_start_time
+from . import vllm_server
+
+SERVER_URL_ENV = "GRPO_TUI_VLLM_SERVER_URL"
+DEFAULT_SERVER_TIMEOUT = 600.0
+
+
+def worker_command(run_dir: Path, num_processes: int = 1, accelerate_config: str | None = None,
+                   port: int | None = None, python: str | None = None) -> list[str]:
+    python = python or sys.executable
+    worker = ["-m", "trainer_core", "worker", str(run_dir)]
+    if num_processes <= 1 and not accelerate_config:
+        return [python, *worker]
+    cmd = [python, "-m", "accelerate.commands.launch"]
+    if accelerate_config:
+        cmd += ["--config_file", accelerate_config]
+    cmd += ["--num_processes", str(num_processes), "--main_process_port", str(port or vllm_server.free_port())]
+    if num_processes > 1 and not accelerate_config:
+        # accelerate's torchrun-based launcher; on a machine without GPUs the ranks join a gloo group
+        cmd.append("--multi_gpu")
+    return [*cmd, *worker]
+
+
+def run_env(folder: RunFolder, extra: dict | None = None) -> dict:
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env[RUN_MARKER] = str(folder.path.resolve())
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env.update(extra or {})
+    return env
+
+
+def _spawn(cmd: list[str], log: Path, env: dict) -> subprocess.Popen:
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT, env=env)
+    finally:
+        os.close(fd)
+
+
+class RunRoot:
+    def __init__(self, folder: RunFolder, placement: Placement, accelerate_config: str | None = None,
+                 server_port: int | None = None, server_timeout: float = DEFAULT_SERVER_TIMEOUT):
+        self.folder = folder
+        self.placement = placement
+        self.accelerate_config = accelerate_config
+        self.server_port = server_port
+        self.server_timeout = server_timeout
+        self.worker: subprocess.Popen | None = None
+        self.server: vllm_server.RunningServer | None = None
+        self.signals = 0
+
+    def on_signal(self, signum, frame) -> None:
+        self.signals += 1
+        if self.signals == 1:
+            self.folder.request_stop(f"{signal.Signals(signum).name} received")
+        if self.worker is None:
+            raise KeyboardInterrupt
+        # torchrun answers SIGTERM by killing its ranks after a short wait, which could cut a checkpoint
+        # in half: several ranks learn of a first request from the stop file, at their next step end
+        distributed = self.placement.num_processes > 1 or self.accelerate_config
+        if self.worker.poll() is None and (self.signals > 1 or not distributed):
+            self.worker.send_signal(signal.SIGTERM)
+
+    def run(self) -> int:
+        pid = os.getpid()
+        self.folder.write_state(root_pid=pid, root_start_time=process_start_time(pid), placement=self.placement.to_dict())
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self.on_signal)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        config = RunConfig.load(self.folder.config_file)
+        extra = dict(self.placement.train_env())
+        try:
+            if self.placement.starts_server:
+                extra[SERVER_URL_ENV] = self._start_server(config)
+            cmd = worker_command(self.folder.path, self.placement.num_processes, self.accelerate_config)
+            self.folder.write_state(command=cmd)
+            self.worker = _spawn(cmd, self.folder.log_file, run_env(self.folder, extra))
+            code = self._wait_worker()
+        except vllm_server.ServerError as exc:
+            self._record_failure("vllm_server", str(exc))
+            code = 1
+        except KeyboardInterrupt:
+            self._record_end("stopped", "stop requested before training started")
+            code = 3
+        finally:
+            self._stop_server()
+        if self.folder.read_state().get("status") not in FINAL_STATUSES:
+            if self.signals or self.folder.stop_file.exists():
+                self._record_end("stopped", f"forced: {_describe_exit(code)}")
+            else:
+                self._record_failure("trainer_exit", _describe_exit(code))
+        return code
+
+    def _wait_worker(self) -> int:
+        while True:
+            try:
+                return self.worker.wait()
+            except InterruptedError:
+                continue
+
+    def _start_server(self, config: RunConfig) -> str:
+        port = self.server_port or vllm_server.free_port()
+        vllm_server.check_port(port)
+        cmd = vllm_server.server_command(config, port)
+        self.folder.write_state(vllm_server={"command": cmd, "port": port, "gpus": self.placement.server_gpus})
+        log = self.folder.path / "vllm_server.log"
+        self.server = vllm_server.start(cmd, run_env(self.folder, self.placement.server_env()), log, port)
+        self.folder.write_state(vllm_server={"command": cmd, "port": port, "gpus": self.placement.server_gpus,
+                                             "pid": self.server.process.pid})
+        vllm_server.wait_healthy(self.server, self.server_timeout)
+        return self.server.url
+
+    def _stop_server(self) -> None:
+        if self.server is None:
+            return
+        import psutil
+
+        try:
+            procs = collect(self.folder.path, [psutil.Process(self.server.process.pid)])
+        except psutil.NoSuchProcess:
+            procs = []
+        terminate(procs, grace=15)
+        self.server.process.poll()
+
+    def _record_failure(self, kind: str, message: str) -> None:
+        with EventWriter(self.folder.events_file) as writer:
+            writer.emit("error", kind=kind, message=message, step=last_step(self.folder))
+        self._record_end("failed", message.splitlines()[0])
+
+    def _record_end(self, status: str, reason: str) -> None:
+        step = last_step(self.folder)
+        with EventWriter(self.folder.events_file) as writer:
+            writer.emit("run_finished", status=status, reason=reason, step=step)
+        self.folder.write_state(status=status, exit_reason=reason, ended=round(time.time(), 3), last_step=step)
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        name = signal.Signals(-code).name
+        hint = " (the kernel's out-of-memory killer sends SIGKILL)" if -code == signal.SIGKILL else ""
+        return f"the trainer was killed by {name}{hint} before it could record its end"
+    return f"the trainer exited with code {code} before it could record its end; see trainer.log"
+
+
+def last_step(folder: RunFolder) -> int:
+    steps = [e.get("step", 0) for e in read_events(folder.events_file) if e.get("type") == "metrics"]
+    return steps[-1] if steps else 0
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m trainer_core run")
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--placement", default="{}", help="JSON: train_gpus, server_gpus, num_processes")
+    parser.add_argument("--accelerate-config", default=None)
+    parser.add_argument("--vllm-port", type=int, default=None)
+    parser.add_argument("--vllm-timeout", type=float, default=DEFAULT_SERVER_TIMEOUT)
+    args = parser.parse_args(argv)
+    placement = Placement(**json.loads(args.placement))
+    root = RunRoot(RunFolder(args.run_dir), placement, args.accelerate_config, args.vllm_port, args.vllm_timeout)
+    return root.run()
