@@ -17,15 +17,19 @@ from .events import format_metrics_line
 
 if TYPE_CHECKING:
     from .events import EventWriter
+    from .health import HealthMonitor
     from .stopping import StopController
 
 
 class EventStreamCallback(TrainerCallback):
-    def __init__(self, writer: "EventWriter | None", stopper: "StopController", echo: bool = False, on_step=None):
+    def __init__(self, writer: "EventWriter | None", stopper: "StopController", echo: bool = False, on_step=None,
+                 monitor: "HealthMonitor | None" = None, stop_on: tuple[str, ...] = ()):
         self.writer = writer
         self.stopper = stopper
         self.echo = echo
         self.on_step = on_step
+        self.monitor = monitor
+        self.stop_on = stop_on
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.stopper.training_started(state.global_step)
@@ -39,6 +43,11 @@ class EventStreamCallback(TrainerCallback):
         self.writer.emit("metrics", step=state.global_step, **logs)
         if self.echo:
             print(format_metrics_line(state.global_step, state.max_steps, logs), file=sys.stdout, flush=True)
+        for warning in self.monitor.feed(state.global_step, logs) if self.monitor else []:
+            self.writer.emit("warning", **warning.to_event())
+            if warning.rule in self.stop_on and warning.severity in ("warn", "critical"):
+                # every rank leaves at the next step end (the stop is all-reduced there), with a checkpoint
+                self.stopper.request(f"auto-stop: {warning.rule} at step {state.global_step}")
 
     def on_save(self, args, state, control, **kwargs):
         if not state.is_world_process_zero or self.writer is None:

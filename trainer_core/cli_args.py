@@ -13,6 +13,8 @@ from typing import Any
 
 from .config import ConfigError, RunConfig, config_fields, flag_for, load_file
 
+MAPPING_FIELDS = ("grpo_args", "health")
+
 GROUP_TITLES = {
     "model": "model & environment",
     "grpo": "GRPO",
@@ -21,6 +23,7 @@ GROUP_TITLES = {
     "lora": "LoRA",
     "optimisation": "optimisation",
     "hardware": "hardware & output",
+    "health": "health",
 }
 
 
@@ -70,7 +73,7 @@ def add_run_config_arguments(parser: argparse.ArgumentParser) -> None:
         choices = f" One of: {', '.join(f.metadata['choices'])}." if "choices" in f.metadata else ""
         help_text = f"{f.metadata['help']}{choices} (default: {shown})"
         kwargs: dict[str, Any] = {"dest": f.name, "default": argparse.SUPPRESS, "help": help_text}
-        if f.name == "grpo_args":
+        if f.name in MAPPING_FIELDS:
             group.add_argument(flag_for(f), type=_key_value, action="append", metavar="KEY=VALUE", **kwargs)
         elif f.name == "rl_env_config":
             group.add_argument(flag_for(f), metavar="JSON", **kwargs)
@@ -92,8 +95,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     for name in names:
         if hasattr(args, name):
             value = getattr(args, name)
-            if name == "grpo_args":
-                value = {**data.get("grpo_args", {}), **dict(value)}
+            if name in MAPPING_FIELDS:
+                value = {**data.get(name, {}), **dict(value)}
             data[name] = value
     return RunConfig.from_dict(data, source=source)
 
@@ -107,7 +110,7 @@ def config_to_argv(config: RunConfig) -> list[str]:
         if value == getattr(defaults, f.name):
             continue
         flag = flag_for(f)
-        if f.name == "grpo_args":
+        if f.name in MAPPING_FIELDS:
             for key, item in value.items():
                 argv += [flag, f"{key}={json.dumps(item)}"]
         elif f.name == "rl_env_config":

@@ -114,6 +114,16 @@ class RunConfig:
         {}, "Any other GRPOConfig field, as a mapping (CLI: --grpo-arg KEY=VALUE, repeatable).", "hardware", flag="--grpo-arg"
     )
 
+    # -- health -----------------------------------------------------------------------------------------
+    stop_on: str = _f(
+        "", "Stop the run gracefully (with a checkpoint) when one of these health rules fires at warn or critical, "
+        "comma-separated, e.g. kl_explosion,non_finite.", "health"
+    )
+    health: dict = _f(
+        {}, "Health-rule thresholds to change, as a mapping (CLI: --health KEY=VALUE, repeatable), e.g. kl_high=1.0.",
+        "health", flag="--health"
+    )
+
     # ------------------------------------------------------------------------------------------------
     def validate(self, world_size: int = 1) -> "RunConfig":
         """Raise ConfigError for the first value that cannot run; return self so calls can chain."""
@@ -295,6 +305,7 @@ def iter_problems(c: RunConfig, world_size: int = 1):
             )
     if c.report_to not in ("none", "trackio", "wandb", "tensorboard"):
         yield ConfigError("report_to", f"report_to must be one of none, trackio, wandb, tensorboard; got {c.report_to!r}.")
+    yield from _health_problems(c)
     if not isinstance(c.grpo_args, dict):
         yield ConfigError("grpo_args", f"grpo_args must be a mapping of GRPOConfig field: value, got {c.grpo_args!r}.")
     else:
@@ -307,3 +318,29 @@ def iter_problems(c: RunConfig, world_size: int = 1):
         for key in c.grpo_args:
             if key in owned:
                 yield ConfigError("grpo_args", f"grpo_args sets '{key}', which this tool controls through {owned[key]}; set that instead.")
+
+
+def stop_on_rules(c: RunConfig) -> list[str]:
+    return [r.strip() for r in (c.stop_on or "").split(",") if r.strip()]
+
+
+def _health_problems(c: RunConfig):
+    from .health import STOPPABLE_RULES, threshold_names
+
+    for rule in stop_on_rules(c):
+        if rule not in STOPPABLE_RULES:
+            close = difflib.get_close_matches(rule, STOPPABLE_RULES, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            yield ConfigError("stop_on", f"stop_on names unknown rule '{rule}'.{hint} Rules that can stop a run: "
+                              f"{', '.join(STOPPABLE_RULES)}.")
+    if not isinstance(c.health, dict):
+        yield ConfigError("health", f"health must be a mapping of threshold: value, got {c.health!r}.")
+        return
+    names = threshold_names()
+    for key, value in c.health.items():
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else f" Known thresholds: {', '.join(names)}."
+            yield ConfigError("health", f"health sets unknown threshold '{key}'.{hint}")
+        elif not _num(value) or value <= 0:
+            yield ConfigError("health", f"health threshold {key} must be a positive number, got {value!r}.")

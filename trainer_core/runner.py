@@ -130,6 +130,10 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
             "run_started", run_id=folder.run_id, pid=state["pid"], host=state["host"], world_size=_world_size(),
             project_name=config.project_name, model=config.model, max_steps=config.max_steps,
         )
+        from .health import config_warnings
+
+        for warning in config_warnings(config.rl_kl_coef, config.rl_num_generations):
+            run.emit("warning", **warning.to_event())
     run.stopper.install()
     status, reason = "failed", None
     try:

@@ -209,7 +209,13 @@ def build_trainer(config: RunConfig, run: "_Run"):
             r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout, task_type="CAUSAL_LM",
             target_modules=targets if targets == "all-linear" else [t.strip() for t in targets.split(",") if t.strip()],
         )
-    callback = EventStreamCallback(run.writer, run.stopper, echo=run.echo, on_step=lambda s: setattr(run, "last_step", s))
+    from .config import stop_on_rules
+    from .health import HealthMonitor, Thresholds
+
+    callback = EventStreamCallback(
+        run.writer, run.stopper, echo=run.echo, on_step=lambda s: setattr(run, "last_step", s),
+        monitor=HealthMonitor(Thresholds.from_mapping(config.health)), stop_on=tuple(stop_on_rules(config)),
+    )
     trainer = GRPOTrainer(
         model=config.model, reward_funcs=[score, *extra_funcs], args=args, train_dataset=dataset,
         processing_class=tokenizer, peft_config=peft_config, callbacks=[callback],

@@ -1,0 +1,150 @@
+"""Every health rule on recorded metric sequences, including one-step spikes that must not fire."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainer_core.health import HealthMonitor, Thresholds, config_warnings, replay
+from trainer_core.watch_rules import classify_crash, stall_warning
+
+
+def stream(n, **series):
+    """Metrics events for n steps; each series is a list, a constant, or a function of the step."""
+    out = []
+    for i in range(n):
+        event = {"step": i + 1}
+        for key, values in series.items():
+            event[key.replace("__", "/")] = values(i) if callable(values) else values[i] if isinstance(values, list) else values
+        out.append(event)
+    return out
+
+
+HEALTHY = dict(reward=lambda i: 0.2 + 0.01 * i, reward_std=0.3, frac_reward_zero_std=0.1, kl=0.02, entropy=6.0,
+               loss=0.01, grad_norm=1.0, completions__clipped_ratio=0.1)
+
+
+def rules(events, **thresholds):
+    return [(w.rule, w.severity, w.step) for w in replay(events, Thresholds(**thresholds))]
+
+
+def test_a_healthy_run_raises_nothing():
+    assert rules(stream(80, **HEALTHY)) == []
+
+
+def test_kl_explosion_fires_within_three_steps_of_crossing():
+    kl = [0.02] * 10 + [0.3, 0.45, 0.6, 0.8, 1.1, 2.5]
+    fired = rules(stream(len(kl), **{**HEALTHY, "kl": kl}))
+    first = [f for f in fired if f[0] == "kl_explosion"]
+    assert first[0][2] - 13 <= 3 and first[0][1] == "warn"
+    assert ("kl_explosion", "critical", 16) in fired
+
+
+def test_a_one_step_kl_spike_does_not_fire():
+    kl = [0.02] * 10 + [3.0] + [0.02] * 10
+    assert rules(stream(len(kl), **{**HEALTHY, "kl": kl})) == []
+
+
+def test_kl_growing_fast_fires_before_the_threshold():
+    kl = [0.02] * 10 + [0.06, 0.12, 0.3]
+    assert rules(stream(len(kl), **{**HEALTHY, "kl": kl}))[0][0] == "kl_explosion"
+
+
+def test_kl_fires_once_until_it_recovers_then_again():
+    kl = [0.9] * 10 + [0.05] * 6 + [0.9] * 3
+    fired = [f for f in rules(stream(len(kl), **{**HEALTHY, "kl": kl})) if f[0] == "kl_explosion"]
+    assert [f[2] for f in fired] == [2, 18]
+
+
+def test_mode_collapse_needs_flat_rewards_and_falling_entropy():
+    n = 20
+    entropy = [6.0] * 5 + [6.0 - 0.4 * i for i in range(1, n - 4)]
+    std = [0.3] * 8 + [0.02] * (n - 8)
+    fired = rules(stream(n, **{**HEALTHY, "entropy": entropy, "reward_std": std, "frac_reward_zero_std": 0.95}))
+    assert "mode_collapse" in [f[0] for f in fired]
+    assert "entropy_collapse" in [f[0] for f in fired]
+    assert "no_learning_signal" not in [f[0] for f in fired]
+
+
+def test_constant_rewards_are_no_learning_signal_within_five_steps():
+    fired = rules(stream(6, **{**HEALTHY, "reward": 0.5, "reward_std": 0.0, "frac_reward_zero_std": 1.0}))
+    assert fired[0][0] == "no_learning_signal" and fired[0][2] <= 5
+    saturated = replay(stream(4, **{**HEALTHY, "reward": 1.0, "reward_std": 0.0, "frac_reward_zero_std": 1.0}))
+    assert "saturated" in saturated[0].message
+    never = replay(stream(4, **{**HEALTHY, "reward": 0.0, "reward_std": 0.0, "frac_reward_zero_std": 1.0}))
+    assert "nothing succeeds" in never[0].message
+
+
+def test_one_flat_step_is_not_no_learning_signal():
+    zero = [0.1] * 5 + [1.0] + [0.1] * 5
+    assert rules(stream(len(zero), **{**HEALTHY, "frac_reward_zero_std": zero})) == []
+
+
+def test_entropy_collapse_ignores_a_single_dip():
+    entropy = [6.0] * 10 + [1.0] + [6.0] * 10
+    assert rules(stream(len(entropy), **{**HEALTHY, "entropy": entropy})) == []
+
+
+def test_reward_plateau_after_a_long_flat_window():
+    fired = rules(stream(70, **{**HEALTHY, "reward": lambda i: 0.3 + (0.01 if i % 2 else -0.01)}), plateau_window=60)
+    assert fired == [("reward_plateau", "info", 60)]
+
+
+@pytest.mark.parametrize("key", ["loss", "grad_norm", "reward"])
+@pytest.mark.parametrize("bad", [None, float("nan"), float("inf")])
+def test_non_finite_fires_at_once(key, bad):
+    events = stream(5, **HEALTHY)
+    events[3][key] = bad
+    warnings = replay(events)
+    assert [(w.rule, w.severity, w.step) for w in warnings] == [("non_finite", "critical", 4)]
+    assert key in warnings[0].evidence
+
+
+def test_truncation_sustained_not_single():
+    single = [0.1] * 5 + [1.0] + [0.1] * 5
+    assert rules(stream(len(single), **{**HEALTHY, "completions__clipped_ratio": single})) == []
+    fired = rules(stream(8, **{**HEALTHY, "completions__clipped_ratio": 0.8}))
+    assert fired == [("truncation", "warn", 5)]
+
+
+def test_every_warning_has_message_advice_and_evidence():
+    events = stream(6, **{**HEALTHY, "kl": 5.0, "completions__clipped_ratio": 0.9})
+    for warning in HealthMonitor().feed(1, events[0]) + replay(events):
+        event = warning.to_event()
+        assert event["message"] and event["advice"] and event["evidence"]
+
+
+def test_thresholds_are_configurable():
+    events = stream(6, **{**HEALTHY, "kl": 0.3})
+    assert rules(events) == [] and rules(events, kl_high=0.2)[0][0] == "kl_explosion"
+
+
+def test_config_warnings():
+    assert [w.rule for w in config_warnings(0.0, 8)] == ["kl_not_measured"]
+    assert [w.rule for w in config_warnings(0.1, 2)] == ["small_groups"]
+
+
+def test_stall_uses_the_median_step_time():
+    times = [100.0 + i for i in range(20)]
+    assert stall_warning(times, 20, now=times[-1] + 30, process_alive=True) is None
+    fired = stall_warning(times, 20, now=times[-1] + 90, process_alive=True)
+    assert fired.rule == "stall" and fired.severity == "warn" and fired.step == 20
+    assert stall_warning(times, 20, now=times[-1] + 90, process_alive=False) is None
+    assert stall_warning(times, 20, now=times[-1] + 400, process_alive=True).severity == "critical"
+
+
+@pytest.mark.parametrize("line,rule", [
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "crash_oom"),
+    ("RuntimeError: probability tensor contains either `inf`, `nan` or element < 0", "crash_nan_probabilities"),
+    ("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE)", "crash_nccl_timeout"),
+])
+def test_crash_classification_from_the_log(line, rule):
+    warning = classify_crash(f"step 3\n{line}\nmore\n", [], {"step": 3})
+    assert warning.rule == rule and warning.severity == "critical" and line[:40] in warning.evidence["log_line"]
+
+
+def test_crash_classification_from_error_events():
+    env_error = {"type": "error", "kind": "environment", "message": "score_episode raised KeyError: 'x'", "case": {"a": 1}}
+    assert classify_crash("", [env_error], None).rule == "crash_environment"
+    killed = {"type": "error", "kind": "trainer_exit", "message": "the trainer was killed by SIGKILL"}
+    assert classify_crash("", [killed], None).rule == "crash_killed"
+    assert classify_crash("all fine", [], None) is None

@@ -1,0 +1,82 @@
+"""Health rules only a watcher can judge: a stalled trainer, and why a run crashed.
+
+A hung process cannot report its own hang, and a process killed by the kernel writes nothing, so these
+run on the viewing side (``grpo-tui runs``/``watch``, the app) over the run folder: the metrics
+timestamps, whether the process is alive, the error events and the end of trainer.log.
+"""
+
+from __future__ import annotations
+
+import re
+from statistics import median
+
+from .health import HealthWarning, Thresholds
+
+CRASH_PATTERNS = [
+    ("crash_oom", re.compile(r"CUDA out of memory|OutOfMemoryError|torch\.OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED"),
+     "The GPU ran out of memory.",
+     "Lower --rl-num-generations or --batch-size (raise --gradient-accumulation to keep the batch), turn on "
+     "--gradient-checkpointing, use --peft, or lower --vllm-gpu-memory-utilization."),
+    ("crash_nan_probabilities", re.compile(r"probability tensor contains either `inf`, `nan` or element < 0"),
+     "Sampling failed: the model's probabilities contain NaN or inf, so the weights have diverged.",
+     "Lower --lr, try --mixed-precision no (or bf16 instead of fp16), raise --rl-kl-coef, and resume from an "
+     "earlier checkpoint."),
+    ("crash_nccl_timeout", re.compile(r"Watchdog caught collective operation timeout|NCCL.*[Tt]imeout|ProcessGroupNCCL.*timed out"),
+     "A collective operation between training processes timed out: one rank stopped answering.",
+     "Look for the rank that failed first in trainer.log (often out of memory or an exception in the environment); "
+     "a long single-rank step such as reward scoring can also exceed the timeout (raise it with "
+     "--grpo-arg ddp_timeout=3600)."),
+]
+
+
+def stall_warning(step_times: list[float], last_step: int, now: float, process_alive: bool,
+                  thresholds: Thresholds | None = None) -> HealthWarning | None:
+    """``stall`` when no step has landed for k x the median step time while the trainer is alive."""
+    t = thresholds or Thresholds()
+    if not process_alive or len(step_times) < 3:
+        return None
+    deltas = [b - a for a, b in zip(step_times, step_times[1:]) if b >= a]
+    typical = median(deltas[-20:]) if deltas else 0.0
+    limit = max(t.stall_factor * typical, t.stall_min_seconds)
+    waited = now - step_times[-1]
+    if waited <= limit:
+        return None
+    severity = "critical" if waited > 3 * limit else "warn"
+    return HealthWarning(
+        "stall", severity, last_step,
+        f"No new step for {waited:.0f}s after step {last_step}; a step usually takes {typical:.1f}s.",
+        "Check trainer.log and the GPU panel: a hung reward function or tool call, a deadlocked collective, or a "
+        "stopped process (SIGSTOP) look like this. py-spy dump --pid PID shows where it is stuck.",
+        {"seconds_since_last_step": round(waited, 1), "median_step_seconds": round(typical, 3), "limit_seconds": round(limit, 1)},
+    )
+
+
+def classify_crash(log_tail: str, error_events: list[dict], finished: dict | None) -> HealthWarning | None:
+    """Why a failed run failed, from its error events and the end of its log."""
+    step = (finished or {}).get("step") or (error_events[-1].get("step") if error_events else 0) or 0
+    text = log_tail + "\n" + "\n".join(e.get("message", "") + "\n" + (e.get("traceback") or "") for e in error_events)
+    for rule, pattern, message, advice in CRASH_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            line = next((ln for ln in text.splitlines() if pattern.search(ln)), match.group(0))
+            return HealthWarning(rule, "critical", step, message, advice, {"log_line": line.strip()[:300]})
+    env_errors = [e for e in error_events if e.get("kind") == "environment"]
+    if env_errors:
+        error = env_errors[-1]
+        return HealthWarning(
+            "crash_environment", "critical", step, f"The environment raised: {error.get('message', '').splitlines()[0]}",
+            "Fix the environment for this case (its traceback and columns are in the error), then resume or restart.",
+            {"case": error.get("case")},
+        )
+    killed = [e for e in error_events if "killed by" in (e.get("message") or "")]
+    if killed:
+        return HealthWarning(
+            "crash_killed", "critical", step, killed[-1]["message"],
+            "SIGKILL with no message usually means the kernel's out-of-memory killer: check `dmesg`, lower host memory "
+            "use (smaller --batch-size, fewer dataloader workers), or find who sent the signal.",
+            {"message": killed[-1]["message"]},
+        )
+    if error_events:
+        return HealthWarning("crash", "critical", step, error_events[-1].get("message", "").splitlines()[0],
+                             "Read the traceback in the error event and trainer.log.", {})
+    return None
