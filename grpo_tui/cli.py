@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     watch = sub.add_parser("watch", help="live view of a run's metrics, warnings and state")
     _add_run_ref(watch)
+    watch.add_argument("--once", action="store_true", help="print the current view once and exit")
 
     tiny = sub.add_parser("tiny-model", help="write a tiny random causal LM and tokenizer (no network needed)")
     tiny.add_argument("output_dir", type=Path)
@@ -253,7 +254,7 @@ def cmd_watch(args) -> int:
     if isinstance(folder, int):
         return folder
     try:
-        watch(folder)
+        watch(folder, once=args.once)
     except KeyboardInterrupt:
         pass
     return 0

@@ -146,6 +146,11 @@ class RunView:
             self.add(event)
         return events
 
+    def _alerts(self, now: float | None) -> list[dict]:
+        from .run_health import watcher_warnings
+
+        return [{"type": "warning", **w.to_event()} for w in watcher_warnings(self.folder, self.status, now)]
+
     def snapshot(self, now: float | None = None) -> Snapshot:
         state = self.folder.read_state()
         last = self.recent[-1] if self.recent else {}
@@ -156,7 +161,7 @@ class RunView:
             total=run_total(state, self.config), elapsed=_elapsed(state, self.status, now),
             steps_per_s=_rate(list(self.recent)),
             metrics={k: v for k, v in last.items() if k not in ("type", "time")},
-            kl_coef=self.config.get("rl_kl_coef"), warnings=list(self.warnings), error=self.error,
+            kl_coef=self.config.get("rl_kl_coef"), warnings=[*self.warnings, *self._alerts(now)], error=self.error,
             stop_reason=self.stop_reason, finished=self.finished, exit_reason=state.get("exit_reason"),
         )
 

@@ -14,7 +14,7 @@ import difflib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -63,6 +63,7 @@ class RunInfo:
     warnings: int
     last_warning: str | None
     exit_reason: str | None
+    alerts: list[dict] = field(default_factory=list)  # watcher-side warnings: stall, crash cause
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -274,13 +275,18 @@ def run_info(folder: RunFolder, now: float | None = None) -> RunInfo:
     status = live_status(folder, state)
     last_event, last = tail_events(folder.events_file)
     warnings, last_warning = warning_summary(folder.events_file)
+    from .run_health import watcher_warnings
+
+    alerts = [w.to_event() for w in watcher_warnings(folder, status, now)]
+    if alerts:
+        warnings, last_warning = warnings + len(alerts), alerts[-1]["rule"]
     started, ended = state.get("started"), state.get("ended")
     return RunInfo(
         run_id=folder.run_id, path=folder.path, project=config.get("project_name"), model=config.get("model"),
         status=status, step=last.get("step"), total=run_total(state, config), last_reward=last.get("reward"),
         started=started, ended=ended,
         duration=_duration(status, started, ended, now, state, last_event), warnings=warnings,
-        last_warning=last_warning, exit_reason=state.get("exit_reason"),
+        last_warning=last_warning, exit_reason=state.get("exit_reason"), alerts=alerts,
     )
 
 

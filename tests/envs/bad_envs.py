@@ -78,3 +78,12 @@ class RaisesLater(Good):
         if RaisesLater.calls > 8 * 3:
             raise RuntimeError(f"reward service unavailable for {city}")
         return 0.25
+
+
+class OutOfMemory(Good):
+    """Fails the way a reward model on a full GPU does."""
+
+    def score_episode(self, model, tokenizer, completion, city, idx):
+        import torch
+
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0; 79.11 GiB total capacity)")
