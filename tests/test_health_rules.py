@@ -148,3 +148,13 @@ def test_crash_classification_from_error_events():
     killed = {"type": "error", "kind": "trainer_exit", "message": "the trainer was killed by SIGKILL"}
     assert classify_crash("", [killed], None).rule == "crash_killed"
     assert classify_crash("all fine", [], None) is None
+
+
+def test_the_health_page_documents_every_rule_and_threshold():
+    from pathlib import Path
+
+    from trainer_core.health import RULES, threshold_names
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "health.md").read_text()
+    for name in [*RULES, *threshold_names()]:
+        assert f"`{name}`" in page, name
