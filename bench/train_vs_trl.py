@@ -140,13 +140,13 @@ def bench(model_dir: Path, steps: int, rounds: int, work: Path) -> None:
         print(f"{side:<8}  {medians[side]:>8.3f}  " + "  ".join(f"{v:.3f}" for v in rates))
     if disturbed:
         print(f"note: {disturbed} run(s) marked ! shared the CPUs with other work; their rates say little. "
-              "Rerun on a quiet machine (OMP_NUM_THREADS=1 makes the runs less sensitive to it).")
+              "Rerun on a quiet machine.")
     print(f"ratio grpo-tui/plain: {medians['grpo-tui'] / medians['plain']:.3f} (target >= {TARGET})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=40, help="optimizer steps per training run (default: 40)")
+    parser.add_argument("--steps", type=int, default=200, help="optimizer steps per training run (default: 200)")
     parser.add_argument("--rounds", type=int, default=3, help="grpo-tui/plain pairs to run (default: 3)")
     parser.add_argument("--model-dir", type=Path, default=None, help="tiny model folder, built if missing (default: in the work dir)")
     parser.add_argument("--work-dir", type=Path, default=None, help="keep run folders and logs in a new folder under DIR (default: a temporary folder)")

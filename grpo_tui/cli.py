@@ -47,13 +47,23 @@ def _add_placement(parser: argparse.ArgumentParser) -> None:
                        help="seconds to wait for that server to become healthy (default: 600)")
 
 
+def _add_theme(parser: argparse.ArgumentParser, dest: str = "theme") -> None:
+    parser.add_argument("--theme", dest=dest, default=None, metavar="NAME",
+                        help="app theme: grpo-dark (default), grpo-light, grpo-high-contrast, or any Textual theme")
+
+
 def _add_run_ref(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", metavar="RUN", help="run id, a unique prefix of one, 'latest', or a run folder path")
     _add_runs_dir(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="grpo-tui", description="Configure, launch, watch and stop GRPO fine-tuning runs.")
+    parser = argparse.ArgumentParser(
+        prog="grpo-tui", description="Configure, launch, watch and stop GRPO fine-tuning runs. "
+        "Without a command, opens the app on the list of runs.")
+    parser.add_argument("--runs-dir", dest="root_runs_dir", metavar="DIR", default=None,
+                        help=f"folder holding run folders (default: ${RUNS_DIR_ENV}, else ./runs)")
+    _add_theme(parser, dest="root_theme")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     train = sub.add_parser(
@@ -88,14 +98,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     watch = sub.add_parser("watch", help="live view of a run's metrics, warnings and state")
     _add_run_ref(watch)
-    watch.add_argument("--once", action="store_true", help="print the current view once and exit")
+    watch.add_argument("--once", action="store_true", help="print the current view once (plain text) and exit")
+    _add_theme(watch)
 
     tiny = sub.add_parser("tiny-model", help="write a tiny random causal LM and tokenizer (no network needed)")
     tiny.add_argument("output_dir", type=Path)
 
     demo = sub.add_parser("demo", help="train the tiny model on an example environment and print live metrics")
     _add_runs_dir(demo)
-    demo.add_argument("--max-steps", type=int, default=30, help="steps to train (default: 30)")
+    demo.add_argument("--max-steps", type=int, default=200, help="steps to train (default: 200)")
+    _add_theme(demo)
     return parser
 
 
@@ -113,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help()
-        return 0
+        return _run_app(args.root_runs_dir, args.root_theme)
     try:
         return COMMANDS[args.command](args)
     except BrokenPipeError:
@@ -246,13 +257,26 @@ def cmd_logs(args) -> int:
     return 0
 
 
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _run_app(runs_dir, theme, **kwargs) -> int:
+    from .app import make_app
+
+    make_app(runs_dir, theme=theme, **kwargs).run()
+    return 0
+
+
 @command("watch")
 def cmd_watch(args) -> int:
-    from .services.live_view import watch
-
     folder = _resolve(args)
     if isinstance(folder, int):
         return folder
+    if _interactive() and not args.once:
+        return _run_app(args.runs_dir, args.theme, watch=folder.path, start="watch")
+    from .services.live_view import watch
+
     try:
         watch(folder, once=args.once)
     except KeyboardInterrupt:
@@ -290,6 +314,18 @@ def demo_config(model_dir: Path, max_steps: int) -> RunConfig:
 
 @command("demo")
 def cmd_demo(args) -> int:
+    """In a terminal: launch the demo run detached and open its monitor. Piped: print its metrics."""
     config = demo_config(tiny_model_dir(), args.max_steps)
     args.gpus = args.num_processes = args.accelerate_config = args.vllm_port = args.vllm_timeout = None
-    return _train_foreground(config, args)
+    if not _interactive():
+        return _train_foreground(config, args)
+    from .services.supervisor import start_root
+
+    created = _create(config, args)
+    if isinstance(created, int):
+        return created
+    folder, placement = created
+    start_root(folder, placement, _options(args))
+    code = _run_app(args.runs_dir, args.theme, watch=folder.path, start="watch")
+    print(f"the demo run {folder.run_id} goes on in the background; stop it with: grpo-tui stop {folder.run_id}")
+    return code

@@ -21,6 +21,8 @@ def test_the_app_side_never_imports_the_training_stack():
         "import grpo_tui, grpo_tui.cli, grpo_tui.services.foreground, grpo_tui.services.supervisor\n"
         "import grpo_tui.services.gpus, grpo_tui.services.registry, grpo_tui.services.live_view, grpo_tui.api\n"
         "import trainer_core.run_root, trainer_core.proctree, trainer_core.vllm_server\n"
+        "import grpo_tui.app, grpo_tui.screens.monitor, grpo_tui.screens.runs, grpo_tui.screens.compare\n"
+        "from grpo_tui.app import make_app; make_app('/tmp/none')\n"
         "from grpo_tui.cli import build_parser; build_parser().parse_args(['demo'])"
     )
     assert not loaded & set(HEAVY), loaded & set(HEAVY)

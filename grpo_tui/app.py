@@ -1,0 +1,75 @@
+"""The Textual app: screen routing, themes and global bindings. Screens do the work.
+
+``make_app`` is shared by the CLI and the tests, so what the tests drive is what users run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from textual.app import App
+from textual.binding import Binding
+
+from trainer_core.config import RunConfig
+from trainer_core.run_folder import RunFolder, resolve_runs_dir
+
+from .theming import DEFAULT_THEME, load_themes
+
+
+class GrpoApp(App):
+    TITLE = "grpo-tui"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("R", "show_runs", "Runs"),
+        Binding("N", "new_run", "New run"),
+    ]
+
+    def __init__(self, runs_dir: Path, *, theme: str | None = None, watch: Path | None = None,
+                 launch_config: RunConfig | None = None, start: str = "runs"):
+        super().__init__()
+        self.runs_dir = runs_dir
+        self.start = start
+        self.watch_path = watch
+        self.launch_config = launch_config
+        self.requested_theme = theme or DEFAULT_THEME
+
+    def on_mount(self) -> None:
+        for theme in load_themes():
+            self.register_theme(theme)
+        self.theme = self.requested_theme
+        from .screens.runs import RunsScreen
+
+        self.push_screen(RunsScreen(self.runs_dir))
+        if self.start == "watch" and self.watch_path is not None:
+            self.open_monitor(self.watch_path)
+        elif self.start == "launch":
+            self.open_launch(self.launch_config)
+
+    def open_monitor(self, path: Path) -> None:
+        from .screens.monitor import MonitorScreen
+
+        self.push_screen(MonitorScreen(RunFolder(Path(path))))
+
+    def open_launch(self, config: RunConfig | None = None) -> None:
+        from .screens.launch import LaunchScreen
+
+        self.push_screen(LaunchScreen(self.runs_dir, config))
+
+    def action_show_runs(self) -> None:
+        from .screens.runs import RunsScreen
+
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        if not isinstance(self.screen, RunsScreen):
+            self.push_screen(RunsScreen(self.runs_dir))
+
+    def action_new_run(self) -> None:
+        self.open_launch()
+
+
+def make_app(runs_dir=None, *, theme: str | None = None, watch: Path | None = None,
+             launch_config: RunConfig | None = None, start: str = "runs") -> GrpoApp:
+    """The app as the CLI starts it; ``runs_dir`` follows --runs-dir, $GRPO_TUI_RUNS_DIR, ./runs."""
+    return GrpoApp(resolve_runs_dir(runs_dir).resolve(), theme=theme or os.environ.get("GRPO_TUI_THEME"), watch=watch,
+                   launch_config=launch_config, start=start)

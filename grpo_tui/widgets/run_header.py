@@ -1,0 +1,36 @@
+"""One line that says how a run stands: id, model, status, step/total, elapsed, ETA, speed."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ..services.registry import format_duration, short_model
+
+STATUS_CLASSES = {"running": "ok", "starting": "ok", "completed": "done", "stopping": "warn", "stopped": "warn",
+                  "failed": "bad", "lost": "bad"}
+
+
+class RunHeader(Static):
+    DEFAULT_CSS = """
+    RunHeader { height: 2; background: $panel; padding: 0 1; }
+    """
+
+    def show(self, run_id: str, model: str | None, status: str, step: int | None, total: int | None,
+             elapsed: float | None, steps_per_s: float | None, tokens_per_s: float | None) -> None:
+        text = Text()
+        text.append(run_id, style="bold")
+        text.append(f"  {short_model(model, 28)}  ")
+        style = {"ok": "bold green", "done": "bold blue", "warn": "bold yellow", "bad": "bold red"}[STATUS_CLASSES.get(status, "warn")]
+        text.append(status.upper(), style=style)
+        text.append(f"\nstep {step or 0}/{total or '?'}")
+        text.append(f"  {format_duration(elapsed)}")
+        if steps_per_s and total and step is not None and status == "running":
+            text.append(f"  ETA {format_duration(max(total - step, 0) / steps_per_s)}")
+        if steps_per_s:
+            text.append(f"  {steps_per_s:.2f} steps/s")
+        if tokens_per_s:
+            text.append(f"  {tokens_per_s:,.0f} tok/s")
+        text.no_wrap = True
+        text.overflow = "ellipsis"
+        self.update(text)

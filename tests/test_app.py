@@ -1,0 +1,125 @@
+"""The Textual app under Pilot, on real runs of the tiny model: reattach, warnings, stop, runs list."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from trainer_core.config import RunConfig
+from trainer_core.run_folder import RunFolder
+from trainer_core.runner import train
+
+from grpo_tui.api import launch
+from grpo_tui.app import make_app
+from grpo_tui.screens.monitor import MonitorScreen
+from grpo_tui.screens.runs import RunsScreen
+from grpo_tui.widgets.health_panel import CriticalBanner, HealthPanel
+from grpo_tui.widgets.metric_chart import MetricChart
+
+from .conftest import EXAMPLES, wait_for
+
+
+def pattern_config(tiny_model, **overrides) -> RunConfig:
+    settings = dict(rl_num_generations=4, batch_size=8, rl_max_new_tokens=12, lr=2e-3, save_steps=1000, max_steps=6)
+    return RunConfig(model=tiny_model, rl_env_module=str(EXAMPLES / "pattern_env.py"), rl_env_class="PatternEnv",
+                     **{**settings, **overrides})
+
+
+async def wait_until(pilot, predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        await pilot.pause(0.2)
+    raise AssertionError("condition not met in the app within the timeout")
+
+
+def header_text(screen) -> str:
+    return str(screen.query_one("#header").render())
+
+
+async def test_reattaching_to_a_finished_run_shows_every_step(tiny_model, runs_dir):
+    result = train(pattern_config(tiny_model, max_steps=6), runs_dir=runs_dir)
+    app = make_app(runs_dir, start="watch", watch=result.path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MonitorScreen)
+        await wait_until(pilot, lambda: screen.status == "completed" and len(screen.stream.series.get("reward", [])) == 6)
+        assert list(screen.stream.series["reward"].steps) == [1, 2, 3, 4, 5, 6]
+        assert "COMPLETED" in header_text(screen) and "step 6/6" in header_text(screen)
+        chart = screen.query_one("#chart-kl", MetricChart)
+        assert chart.query_one("PlotextPlot").display and chart.border_title.startswith("KL")
+
+
+async def test_a_kl_explosion_run_shows_its_warning_and_advice(tiny_model, runs_dir):
+    result = train(pattern_config(tiny_model, lr=5e-2, max_steps=12), runs_dir=runs_dir)
+    app = make_app(runs_dir, start="watch", watch=result.path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: screen.query_one(HealthPanel).shown > 0)
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        shown = " ".join(str(s.render()) for s in screen.query_one(HealthPanel).query(".warning"))
+        assert "kl_explosion" in shown and "Lower --lr" in shown
+        markers = screen._markers()
+        assert markers and all(1 <= m <= 12 for m in markers)
+        critical = [w for w in screen.stream.warnings if w["severity"] == "critical"]
+        assert screen.query_one(CriticalBanner).has_class("-active") == bool(critical)
+
+
+async def test_kl_not_measured_is_said_instead_of_an_empty_chart(tiny_model, runs_dir):
+    result = train(pattern_config(tiny_model, rl_kl_coef=0.0, max_steps=2), runs_dir=runs_dir)
+    app = make_app(runs_dir, start="watch", watch=result.path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: screen.status == "completed")
+        chart = screen.query_one("#chart-kl", MetricChart)
+        assert "KL not measured" in str(chart.query_one("#empty").render())
+
+
+async def test_stopping_a_live_run_from_the_monitor(tiny_model, runs_dir):
+    handle = launch(pattern_config(tiny_model, max_steps=2000), runs_dir)
+    try:
+        app = make_app(runs_dir, start="watch", watch=handle.path)
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = app.screen
+            await wait_until(pilot, lambda: len(screen.stream.series.get("reward", [])) >= 1, timeout=120)
+            await wait_until(pilot, lambda: screen.status == "running")
+            await pilot.press("s")
+            await pilot.pause(0.2)
+            await pilot.press("y")
+            await wait_until(pilot, lambda: screen.status == "stopped", timeout=120)
+            assert "STOPPED" in header_text(screen)
+        assert handle.status() == "stopped"
+        assert handle.folder.checkpoints()
+    finally:
+        handle.stop(force=True, timeout=1)
+
+
+async def test_runs_screen_lists_opens_and_compares(tiny_model, runs_dir):
+    first = train(pattern_config(tiny_model, max_steps=2), runs_dir=runs_dir)
+    second = train(pattern_config(tiny_model, max_steps=3, lr=1e-2), runs_dir=runs_dir)
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        await wait_until(pilot, lambda: len(screen.runs) == 2)
+        assert [r.run_id for r in screen.runs] == [second.run_id, first.run_id]
+        await pilot.press("space", "down", "space", "c")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "CompareScreen")
+        await pilot.press("escape")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen))
+        assert app.screen.folder.run_id == first.run_id
+
+
+async def test_themes_are_registered_and_selectable(runs_dir):
+    app = make_app(runs_dir, theme="grpo-light")
+    async with app.run_test() as pilot:
+        assert app.theme == "grpo-light"
+        assert {"grpo-dark", "grpo-light", "grpo-high-contrast"} <= set(app.available_themes)
+        app.theme = "grpo-high-contrast"
+        await pilot.pause()
+        assert app.current_theme.background == "#000000"
+
+
