@@ -80,7 +80,20 @@ def build_parser() -> argparse.ArgumentParser:
         add_run_config_arguments(p)
         _add_runs_dir(p)
         _add_placement(p)
+        p.add_argument("--resume", metavar="RUN", default=None,
+                       help="continue a stopped or failed run from its last checkpoint, in the same run folder (step "
+                            "numbers continue; events append to the same stream); only --max-steps may change")
     launch.add_argument("--json", action="store_true", help="print the run id and folder as JSON")
+
+    inspect = sub.add_parser(
+        "inspect", help="generate and score completions before training: the reward-inspection gate",
+        description="Load the model and environment as training would, generate rl_num_generations completions for "
+        "enough prompts, score them, and report the distribution, per-group spread and problems (exceptions, "
+        "out-of-range or identical scores, zero-spread groups, a model that never succeeds or always does). "
+        "Exit code: 0 no critical problem, 4 critical problems, 1 the inspection failed, 2 bad input.")
+    add_run_config_arguments(inspect)
+    _add_runs_dir(inspect)
+    inspect.add_argument("--samples", type=int, default=64, metavar="N", help="completions to score (default: 64)")
 
     runs = sub.add_parser("runs", help="list runs: status, step, last reward, warnings")
     _add_runs_dir(runs)
@@ -100,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_ref(watch)
     watch.add_argument("--once", action="store_true", help="print the current view once (plain text) and exit")
     _add_theme(watch)
+
+    merge = sub.add_parser("merge", help="merge a run's LoRA adapters into the base model (or export a full fine-tune)")
+    _add_run_ref(merge)
+    merge.add_argument("--output", required=True, type=Path, metavar="DIR", help="folder for the merged model and tokenizer")
+    merge.add_argument("--checkpoint", type=int, default=None, metavar="N",
+                       help="merge checkpoint-N (default: the completed run's final model, else the newest checkpoint)")
 
     tiny = sub.add_parser("tiny-model", help="write a tiny random causal LM and tokenizer (no network needed)")
     tiny.add_argument("output_dir", type=Path)
@@ -159,8 +178,37 @@ def _config(args) -> RunConfig | int:
         return _fail(str(exc))
 
 
+def _resume(args):
+    """(folder, placement) for --resume, or an exit code."""
+    from trainer_core.config import config_fields
+
+    from .services.supervisor import prepare_resume
+
+    changed = [f.name for f in config_fields() if hasattr(args, f.name) and f.name != "max_steps"]
+    if changed or getattr(args, "config", None):
+        names = ", ".join(["--config"] * bool(getattr(args, "config", None)) + ["--" + n.replace("_", "-") for n in changed])
+        return _fail(f"--resume continues the run with its own config.yaml; only --max-steps may change (got {names}). "
+                     "Start a new run to change anything else.")
+    folder = _resolve(argparse.Namespace(runs_dir=args.runs_dir, run=args.resume))
+    if isinstance(folder, int):
+        return folder
+    try:
+        placement = prepare_resume(folder, max_steps=getattr(args, "max_steps", None), gpus=parse_gpus(args.gpus),
+                                   num_processes=args.num_processes)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    return folder, placement
+
+
 @command("train")
 def cmd_train(args) -> int:
+    if args.resume:
+        from .services.foreground import run_foreground
+
+        resumed = _resume(args)
+        if isinstance(resumed, int):
+            return resumed
+        return run_foreground(*resumed, _options(args))
     config = _config(args)
     if isinstance(config, int):
         return config
@@ -187,10 +235,13 @@ def _options(args):
 def cmd_launch(args) -> int:
     from .services.supervisor import start_root
 
-    config = _config(args)
-    if isinstance(config, int):
-        return config
-    created = _create(config, args)
+    if args.resume:
+        created = _resume(args)
+    else:
+        config = _config(args)
+        if isinstance(config, int):
+            return config
+        created = _create(config, args)
     if isinstance(created, int):
         return created
     folder, placement = created
@@ -282,6 +333,49 @@ def cmd_watch(args) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+@command("inspect")
+def cmd_inspect(args) -> int:
+    import subprocess
+
+    from rich.console import Console
+
+    from .inspect_report import report
+    from .services import inspections
+
+    config = _config(args)
+    if isinstance(config, int):
+        return config
+    try:
+        inspection = inspections.create(config, args.runs_dir)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(exc.strerror or str(exc))
+    print(f"inspecting {args.samples} completions into {inspection.path} ...", flush=True)
+    code = subprocess.call(inspections.command(inspection, args.samples))
+    summary = inspection.summary()
+    if not summary:
+        return _fail(f"the inspection wrote no report (exit code {code})")
+    Console(soft_wrap=False).print(report(summary, inspection.records()))
+    print(f"report: {inspection.path / 'summary.json'}  samples: {inspection.path / 'inspection.jsonl'}")
+    if summary.get("failed") or code:
+        return 1
+    return 4 if any(f["severity"] == "critical" for f in summary.get("flags", [])) else 0
+
+
+@command("merge")
+def cmd_merge(args) -> int:
+    import subprocess
+
+    folder = _resolve(args)
+    if isinstance(folder, int):
+        return folder
+    cmd = [sys.executable, "-m", "trainer_core", "merge", str(folder.path), "--output", str(args.output)]
+    if args.checkpoint is not None:
+        cmd += ["--checkpoint", str(args.checkpoint)]
+    return subprocess.call(cmd)
 
 
 @command("tiny-model")

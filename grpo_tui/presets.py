@@ -1,8 +1,9 @@
 """Named starting points for a run's settings, offered by the launch screen.
 
 A preset is a partial RunConfig: it changes only the fields it names and leaves the model, the
-environment and everything else as they were. The CPU demo preset is the example config file itself,
-so the file, ``grpo-tui demo`` and the launch screen cannot drift apart.
+environment and everything else as they were. The CPU demo preset is the example config file itself
+(with its environment path made absolute, as ``grpo-tui demo`` does), so the file, the demo and the
+launch screen cannot drift apart.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ class Preset:
         values = dict(self.fixed)
         if self.file is not None:
             values.update(load_file(self.file))
+            module = values.get("rl_env_module")
+            # the example files name modules relative to the project root; the app may run anywhere
+            if isinstance(module, str) and module.endswith(".py") and not Path(module).is_absolute():
+                values["rl_env_module"] = str(EXAMPLES_DIR.parent / module)
         return values
 
 

@@ -20,7 +20,19 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="the root process of a run (placement, vLLM server, trainer, final record)",
                          add_help=False)
     run.add_argument("rest", nargs=argparse.REMAINDER)
+    for name, helptext in (("merge", "merge LoRA adapters into the base model / export a run's model"),
+                           ("inspect", "generate and score completions before training (the reward-inspection gate)")):
+        extra = sub.add_parser(name, help=helptext, add_help=False)
+        extra.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
+    if args.command == "merge":
+        from .merge import main as merge_main
+
+        return merge_main(args.rest)
+    if args.command == "inspect":
+        from .inspection import main as inspect_main
+
+        return inspect_main(args.rest)
     if args.command == "run":
         from .run_root import main as run_main
 

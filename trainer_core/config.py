@@ -119,6 +119,10 @@ class RunConfig:
         "", "Stop the run gracefully (with a checkpoint) when one of these health rules fires at warn or critical, "
         "comma-separated, e.g. kl_explosion,non_finite.", "health"
     )
+    inspection: str | None = _f(
+        None, "Reward inspection this run was checked with: an inspection id, or 'skipped' when launched without "
+        "one (set by the app's launch gate).", "health"
+    )
     health: dict = _f(
         {}, "Health-rule thresholds to change, as a mapping (CLI: --health KEY=VALUE, repeatable), e.g. kl_high=1.0.",
         "health", flag="--health"

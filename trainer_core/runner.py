@@ -124,11 +124,17 @@ class _Run:
 
 def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -> RunResult:
     run = _Run(config, folder, echo)
+    resume_from = folder.read_state().get("resume_from")
     if run.main:
+        previous = folder.read_state()
         state = folder.initial_state()
+        resumed = {}
+        if resume_from:
+            resumed = {"resumed_from": resume_from}
+            folder.write_state(started=previous.get("started", state["started"]), resumed_at=state["started"])
         run.emit(
             "run_started", run_id=folder.run_id, pid=state["pid"], host=state["host"], world_size=_world_size(),
-            project_name=config.project_name, model=config.model, max_steps=config.max_steps,
+            project_name=config.project_name, model=config.model, max_steps=config.max_steps, **resumed,
         )
         from .health import config_warnings
 
@@ -137,7 +143,7 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
     run.stopper.install()
     status, reason = "failed", None
     try:
-        status, reason = _train(config, run)
+        status, reason = _train(config, run, resume_from)
     except StopBeforeTraining as exc:
         status, reason = "stopped", f"{exc} before training started"
     except EnvError as exc:
@@ -162,7 +168,7 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
     return RunResult(folder.run_id, folder.path, status, reason, run.last_step)
 
 
-def _train(config: RunConfig, run: _Run) -> tuple[str, str | None]:
+def _train(config: RunConfig, run: _Run, resume_from: str | None = None) -> tuple[str, str | None]:
     from transformers.utils import logging as hf_logging
 
     from .trl_setup import build_trainer
@@ -171,8 +177,12 @@ def _train(config: RunConfig, run: _Run) -> tuple[str, str | None]:
     warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
     trainer = build_trainer(config, run)
     if run.main:
+        from .provenance import write_provenance
+
+        write_provenance(run.folder, config)
         run.folder.write_state(status="running", max_steps=trainer.args.max_steps)
-    trainer.train()
+    checkpoint = str(run.folder.path / resume_from) if resume_from else None
+    trainer.train(resume_from_checkpoint=checkpoint)
     run.last_step = trainer.state.global_step
     if run.stopper.reason is not None:
         return "stopped", run.stopper.reason

@@ -158,7 +158,7 @@ def prepare_dataset(env, tokenizer, config: RunConfig, run: "_Run"):
 
         dataset = dataset.filter(short_enough)
         dropped = before - len(dataset)
-        if dropped:
+        if dropped and run is not None:
             run.emit(
                 "warning", rule="prompt_too_long", severity="warn" if len(dataset) else "critical", step=0,
                 message=f"{dropped} of {before} prompts are longer than max_prompt_length ({config.max_prompt_length}) tokens and were dropped.",

@@ -146,3 +146,37 @@ def _record_forced_end(folder: RunFolder) -> None:
     with EventWriter(folder.events_file) as writer:
         writer.emit("run_finished", status="stopped", reason=reason, step=last_step(folder))
     folder.write_state(status="stopped", exit_reason=reason, ended=round(time.time(), 3), last_step=last_step(folder))
+
+
+def prepare_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[int] | None = None,
+                   num_processes: int | None = None) -> Placement:
+    """Make a stopped or failed run ready to continue from its last checkpoint, in the same folder.
+
+    The new steps append to the same events.jsonl (step numbers continue) and the state records which
+    checkpoint the run resumed from. Raises ConfigError with what is wrong and what to do.
+    """
+    from trainer_core.config import ConfigError
+
+    from .registry import live_status
+
+    status = live_status(folder)
+    if status not in ("stopped", "failed", "lost"):
+        hint = "stop it first" if status in ("starting", "running", "stopping") else "start a new run (or raise --max-steps on a copy of its config)"
+        raise ConfigError("resume", f"run {folder.run_id} is {status}; only stopped, failed or lost runs can be resumed: {hint}.")
+    checkpoints = folder.checkpoints()
+    if not checkpoints:
+        raise ConfigError("resume", f"run {folder.run_id} has no checkpoint to resume from (checkpoints/ is empty); "
+                          "start a new run instead.")
+    checkpoint = checkpoints[-1]
+    step = int(checkpoint.name.split("-")[-1])
+    config = RunConfig.load(folder.config_file)
+    if max_steps is not None:
+        if max_steps <= step:
+            raise ConfigError("max_steps", f"--max-steps {max_steps} is not above the checkpoint's step {step}.")
+        config.max_steps = max_steps
+    placement = plan(config, visible_indices(), gpus, num_processes)
+    config.validate(world_size=placement.num_processes)
+    config.save(folder.config_file)
+    folder.stop_file.unlink(missing_ok=True)
+    folder.write_state(status="starting", resume_from=f"checkpoints/{checkpoint.name}", ended=None, exit_reason=None)
+    return placement

@@ -1,0 +1,81 @@
+"""The reward-inspection report as Rich renderables: flags first, then numbers, histogram and samples.
+
+Shared by ``grpo-tui inspect`` and the app's Inspect screen so both say the same thing.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+FLAG_STYLE = {"critical": "bold red", "warn": "yellow", "info": "cyan"}
+
+
+def flags_text(summary: dict) -> Text:
+    text = Text()
+    if summary.get("failed"):
+        text.append("The inspection failed: ", style="bold red")
+        text.append(str(summary.get("error", "")) + "\n")
+        return text
+    flags = summary.get("flags", [])
+    if not flags:
+        text.append("No problems found: scores vary within groups and the model sometimes succeeds.\n", style="green")
+    for f in flags:
+        text.append(f"{f['severity'].upper():8} {f['flag']}: ", style=FLAG_STYLE.get(f["severity"], ""))
+        text.append(f["message"] + "\n")
+    return text
+
+
+def numbers_table(summary: dict) -> Table:
+    table = Table(title="scores", title_justify="left", box=None, pad_edge=False, show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+
+    def fmt(value, pattern="{:.3f}"):
+        return "-" if value is None else pattern.format(value)
+
+    zero, groups = summary.get("zero_spread_groups", 0), summary.get("groups", 0)
+    rows = [
+        ("completions", f"{summary.get('scored', 0)} scored of {summary.get('samples', 0)} ({summary.get('errors', 0)} errors)"),
+        ("mean ± std", f"{fmt(summary.get('mean'))} ± {fmt(summary.get('std'))}"),
+        ("min / max", f"{fmt(summary.get('min'))} / {fmt(summary.get('max'))}"),
+        ("success rate (score > 0)", fmt(summary.get("success_rate"), "{:.0%}")),
+        ("groups with zero spread", f"{zero} of {groups}" + (f" ({zero / groups:.0%})" if groups else "")),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+def histogram(summary: dict, width: int = 30) -> Table:
+    counts = summary.get("histogram") or [0] * 10
+    peak = max(counts) or 1
+    table = Table(title="score distribution", title_justify="left", box=None, pad_edge=False, show_header=False)
+    table.add_column(justify="right")
+    table.add_column()
+    table.add_column(justify="right")
+    for i, count in enumerate(counts):
+        table.add_row(f"{i / 10:.1f}-{(i + 1) / 10:.1f}", "█" * round(width * count / peak), str(count))
+    return table
+
+
+def samples_table(records: list[dict], limit: int = 20, width: int = 50) -> Table:
+    table = Table(title=f"samples (first {min(limit, len(records))} of {len(records)})", title_justify="left")
+    for name in ("#", "score", "prompt", "completion", "columns"):
+        table.add_column(name, overflow="ellipsis", no_wrap=name != "completion", min_width=24 if name == "completion" else None,
+                         max_width=30 if name in ("prompt", "columns") else None)
+    for r in records[:limit]:
+        score = r.get("score")
+        shown = Text(r.get("error", "?")[:60], style="red") if score is None else f"{score:.3f}"
+        prompt = " ".join(str(r.get("prompt", "")).split())[-width:]
+        columns = ", ".join(f"{k}={v}" for k, v in (r.get("columns") or {}).items())
+        table.add_row(str(r.get("prompt_index")), shown, prompt, " ".join(str(r.get("completion", "")).split())[:width * 2], columns[:60])
+    return table
+
+
+def report(summary: dict, records: list[dict]) -> Group:
+    parts = [flags_text(summary)]
+    if not summary.get("failed"):
+        parts += [numbers_table(summary), histogram(summary), samples_table(records)]
+    return Group(*parts)

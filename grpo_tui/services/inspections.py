@@ -1,0 +1,95 @@
+"""Reward inspections on the app side: start one, read its report, find the one a config already has.
+
+An inspection lives in ``RUNS_DIR/inspections/ID/`` (config.yaml, inspection.jsonl, summary.json,
+inspect.log). It runs in a child process (it loads the model), so this module stays torch-free. A run
+launched through the gate records the inspection's id in its config (``inspection``) and gets a copy of
+the report in its own folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainer_core.config import RunConfig
+from trainer_core.events import read_events
+from trainer_core.inspection import config_key
+from trainer_core.run_folder import RunFolder, resolve_runs_dir
+from trainer_core.run_root import run_env
+
+SUBDIR = "inspections"
+
+
+@dataclass
+class Inspection:
+    path: Path
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+    def summary(self) -> dict:
+        try:
+            return json.loads((self.path / "summary.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def records(self) -> list[dict]:
+        return read_events(self.path / "inspection.jsonl")
+
+    @property
+    def log(self) -> Path:
+        return self.path / "inspect.log"
+
+
+def inspections_dir(runs_dir) -> Path:
+    return resolve_runs_dir(runs_dir) / SUBDIR
+
+
+def create(config: RunConfig, runs_dir) -> Inspection:
+    config.validate()
+    folder = RunFolder.create(inspections_dir(runs_dir))
+    config.save(folder.config_file)
+    return Inspection(folder.path)
+
+
+def command(inspection: Inspection, samples: int) -> list[str]:
+    return [sys.executable, "-m", "trainer_core", "inspect", str(inspection.path), "--samples", str(samples)]
+
+
+def start(inspection: Inspection, samples: int) -> subprocess.Popen:
+    """Run the inspection in a child process, its output in inspect.log."""
+    fd = os.open(inspection.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        return subprocess.Popen(command(inspection, samples), stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
+                                env=run_env(RunFolder(inspection.path)), start_new_session=True)
+    finally:
+        os.close(fd)
+
+
+def find_for(config: RunConfig, runs_dir) -> Inspection | None:
+    """The newest finished inspection made with this config's model, environment and sampling."""
+    base = inspections_dir(runs_dir)
+    if not base.is_dir():
+        return None
+    key = config_key(config)
+    for path in sorted((p for p in base.iterdir() if p.is_dir()), reverse=True):
+        summary = Inspection(path).summary()
+        if summary.get("config_key") == key and not summary.get("failed") and "flags" in summary:
+            return Inspection(path)
+    return None
+
+
+def attach(inspection: Inspection | None, run: RunFolder) -> None:
+    """Copy the inspection report into a run folder that was launched through the gate."""
+    if inspection is None:
+        return
+    for name in ("inspection.jsonl", "summary.json"):
+        src = inspection.path / name
+        if src.exists():
+            shutil.copyfile(src, run.path / ("inspection_summary.json" if name == "summary.json" else name))

@@ -1,0 +1,423 @@
+"""The run settings form, generated from RunConfig's fields.
+
+One section per field group, one input per field, and under each input the field's help text: the same
+metadata that writes ``--help``, so the form, the CLI and the docs cannot disagree. Validation is
+RunConfig's own (``RunConfig.problems``): the form only turns text into values, so every message shown
+under a field is the message the CLI would print.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.timer import Timer
+from textual.widget import Widget
+from textual.widgets import Collapsible, Input, Label, Select, Static, Switch, TextArea
+
+from trainer_core.cli_args import GROUP_TITLES, MAPPING_FIELDS
+from trainer_core.config import ConfigError, RunConfig, config_fields, flag_for, parse_env_config
+
+JSON_FIELDS = ("rl_env_config", *MAPPING_FIELDS)
+REQUIRED = ("model", "rl_env_module", "rl_env_class")
+OPEN_GROUPS = ("model", "grpo", "generation", "optimisation")
+VALIDATE_DELAY = 0.25
+_NONE_WORDS = ("none", "null")
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """What the form needs to know about one RunConfig field."""
+
+    name: str
+    kind: str  # bool, choice, int, float, str or json
+    optional: bool
+    help: str
+    group: str
+    flag: str
+    choices: tuple = ()
+
+    def default(self) -> Any:
+        return getattr(RunConfig(), self.name)
+
+
+def field_specs() -> list[FieldSpec]:
+    specs = []
+    for f in config_fields():
+        base = f.type.split("|")[0].strip()
+        if f.name in JSON_FIELDS:
+            kind = "json"
+        elif "choices" in f.metadata:
+            kind = "choice"
+        else:
+            kind = base if base in ("bool", "int", "float") else "str"
+        specs.append(FieldSpec(f.name, kind, "None" in f.type, f.metadata["help"], f.metadata["group"], flag_for(f),
+                               tuple(f.metadata.get("choices", ()))))
+    return specs
+
+
+def parse_value(spec: FieldSpec, raw: Any) -> Any:
+    """Turn a widget's value into the field's value; ConfigError naming the field when it cannot."""
+    if spec.kind in ("bool", "choice"):
+        return raw
+    text = str(raw).strip()
+    if spec.kind == "json":
+        if spec.name == "rl_env_config":
+            return parse_env_config(text)
+        if not text:
+            return {}
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(spec.name, f"{spec.name} must be a JSON object, got {text!r} ({exc.msg} at line "
+                                         f"{exc.lineno} column {exc.colno}). Example: {{\"key\": 1}}") from None
+        if not isinstance(value, dict):
+            raise ConfigError(spec.name, f"{spec.name} must be a JSON object, got {type(value).__name__} {text}.")
+        return value
+    if not text or (spec.optional and text.lower() in _NONE_WORDS):
+        if spec.optional:
+            return None
+        if spec.kind == "str":
+            return ""
+        raise ConfigError(spec.name, f"{spec.name} needs a value: {'an integer' if spec.kind == 'int' else 'a number'}.")
+    if spec.kind == "int":
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigError(spec.name, f"{spec.name} must be an integer, got {text!r}.") from None
+    if spec.kind == "float":
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(spec.name, f"{spec.name} must be a number, got {text!r}.") from None
+    return text
+
+
+def format_value(spec: FieldSpec, value: Any) -> Any:
+    """The widget value that shows ``value``."""
+    if spec.kind == "bool":
+        return bool(value)
+    if spec.kind == "choice":
+        return value
+    if spec.kind == "json":
+        return "" if value is None or value == {} else json.dumps(value)
+    return "" if value is None else str(value)
+
+
+def _mentions(message: str, names: set[str]) -> bool:
+    return any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", message) for n in names)
+
+
+class ConfigForm(Vertical):
+    """Every RunConfig field as an input, with its help text and its problems shown inline.
+
+    Problems appear as you edit, for the fields you changed and the fields their messages name; after
+    ``problems()`` (a launch attempt) every problem shows.
+    """
+
+    DEFAULT_CSS = """
+    ConfigForm { height: auto; }
+    ConfigForm Collapsible { padding-bottom: 0; }
+    ConfigForm .field-row { height: auto; margin-bottom: 1; }
+    ConfigForm .field-name { width: 30; padding-right: 1; text-style: bold; }
+    ConfigForm .field-body { width: 1fr; height: auto; }
+    ConfigForm .field-help { color: $text-muted; }
+    ConfigForm .field-note { display: none; }
+    ConfigForm .field-note.-error { display: block; color: $error; }
+    ConfigForm .field-note.-ok { display: block; color: $success; }
+    ConfigForm .field-row.-problem .field-name { color: $error; }
+    ConfigForm Input.-textual-compact { background: $boost; }
+    ConfigForm Input.-textual-compact:focus { background-tint: $primary 25%; }
+    ConfigForm Switch { height: 1; border: none; padding: 0; }
+    ConfigForm Switch:focus { border: none; background-tint: $primary 25%; }
+    ConfigForm TextArea { height: auto; min-height: 3; max-height: 8; }
+    ConfigForm #form-errors { display: none; color: $error; }
+    ConfigForm #form-errors.-shown { display: block; }
+    """
+
+    class Changed(Message):
+        """Posted after a (debounced) validation following any change to the form."""
+
+        def __init__(self, form: "ConfigForm"):
+            super().__init__()
+            self.form = form
+
+        @property
+        def control(self) -> "ConfigForm":
+            return self.form
+
+    def __init__(self, config: RunConfig | None = None, *, world_size: int = 1, id: str | None = None,
+                 classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self.specs = field_specs()
+        self._by_name = {s.name: s for s in self.specs}
+        self.initial = config or RunConfig()
+        self.world_size = world_size
+        self.show_all = False
+        self.touched: set[str] = set()
+        self._baseline: dict[str, Any] = {s.name: format_value(s, getattr(self.initial, s.name)) for s in self.specs}
+        self._messages: dict[str, list[str]] = {}
+        self._json_status: dict[str, tuple[bool, str] | None] = {}
+        self._timer: Timer | None = None
+        self.external: list[ConfigError] = []
+
+    # -- building ---------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(id="form-errors", markup=False)
+        for group, title in GROUP_TITLES.items():
+            specs = [s for s in self.specs if s.group == group]
+            if not specs:
+                continue
+            with Collapsible(title=title, collapsed=group not in OPEN_GROUPS, id=f"group-{group}"):
+                for spec in specs:
+                    with Horizontal(classes="field-row", id=f"row-{spec.name}"):
+                        yield Label(spec.name, classes="field-name")
+                        with Vertical(classes="field-body"):
+                            yield self._make_widget(spec)
+                            yield Static(self._help(spec), classes="field-help", markup=False)
+                            yield Static(classes="field-note", id=f"note-{spec.name}", markup=False)
+
+    def _make_widget(self, spec: FieldSpec) -> Widget:
+        value = self._baseline[spec.name]
+        wid = f"field-{spec.name}"
+        if spec.kind == "bool":
+            return Switch(value=value, id=wid)
+        if spec.kind == "choice":
+            options = list(spec.choices) + ([value] if value not in spec.choices else [])
+            return Select([(c, c) for c in options], value=value, allow_blank=False, compact=True, id=wid)
+        if spec.kind == "json":
+            return TextArea(value, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", id=wid)
+        input_type = {"int": "integer", "float": "number"}.get(spec.kind, "text")
+        placeholder = ("required" if spec.name in REQUIRED else "none") if spec.optional else ""
+        return Input(value, type=input_type, placeholder=placeholder, compact=True, select_on_focus=False, id=wid)
+
+    @staticmethod
+    def _help(spec: FieldSpec) -> str:
+        default = "required" if spec.name in REQUIRED else json.dumps(spec.default())
+        return f"{spec.help} [{spec.flag}; default {default}]"
+
+    def on_mount(self) -> None:
+        for spec in self.specs:
+            if spec.kind == "json":
+                self._update_json_status(spec)
+        self._schedule()
+
+    # -- public API -------------------------------------------------------------------------------------
+    def has_field(self, name: str) -> bool:
+        return name in self._by_name
+
+    def widget_for(self, name: str) -> Widget:
+        return self.query_one(f"#field-{name}")
+
+    def config(self) -> RunConfig:
+        """The config the form shows; ConfigError naming the first field whose text is not a value."""
+        values, errors = self._read()
+        if errors:
+            raise next(iter(errors.values()))
+        return RunConfig(**values)
+
+    def load(self, config: RunConfig) -> None:
+        """Show ``config`` in every field."""
+        self.set_values(config.to_dict())
+
+    def set_values(self, values: Mapping[str, Any]) -> None:
+        """Show these field values; fields not named keep theirs. Unknown names raise ConfigError."""
+        for name, value in values.items():
+            spec = self._by_name.get(name)
+            if spec is None:
+                raise ConfigError(name, f"unknown field '{name}'.")
+            raw = format_value(spec, value)
+            self._baseline[name] = raw
+            self.touched.add(name)
+            widget = self.widget_for(name)
+            if isinstance(widget, Switch):
+                widget.value = raw
+            elif isinstance(widget, Select):
+                if raw not in spec.choices:
+                    widget.set_options([(c, c) for c in (*spec.choices, raw)])
+                widget.value = raw
+            elif isinstance(widget, TextArea):
+                widget.text = raw
+                self._update_json_status(spec)
+            else:
+                widget.value = raw
+        self._schedule()
+
+    def check(self, world_size: int | None = None) -> list[ConfigError]:
+        """Every problem, in form order, without showing anything: unparseable text, then RunConfig's."""
+        values, errors = self._read()
+        found = list(errors.values())
+        size = self.world_size if world_size is None else world_size
+        found += [p for p in (*RunConfig(**values).problems(size), *self.external) if p.field not in errors]
+        order = {s.name: i for i, s in enumerate(self.specs)}
+        return sorted(found, key=lambda p: order.get(p.field, -1))
+
+    def problems(self, world_size: int | None = None) -> list[ConfigError]:
+        """Validate, show every problem under its field (from now on, as you type too), and return them."""
+        if world_size is not None:
+            self.world_size = world_size
+        self.show_all = True
+        found = self.check()
+        self.show_problems(found)
+        return found
+
+    def show_problems(self, problems: list[ConfigError]) -> None:
+        shown = problems if self.show_all else [p for p in problems if self._relevant(p)]
+        messages: dict[str, list[str]] = {}
+        general = []
+        for problem in shown:
+            if problem.field in self._by_name:
+                messages.setdefault(problem.field, []).append(str(problem))
+            else:
+                general.append(str(problem))
+        self._messages = messages
+        for spec in self.specs:
+            self._render_note(spec)
+        errors = self.query_one("#form-errors", Static)
+        errors.update(Content("\n".join(general)))
+        errors.set_class(bool(general), "-shown")
+        counts: dict[str, int] = {}
+        for name in messages:
+            group = self._by_name[name].group
+            counts[group] = counts.get(group, 0) + len(messages[name])
+        for collapsible in self.query(Collapsible):
+            group = (collapsible.id or "").removeprefix("group-")
+            n = counts.get(group, 0)
+            title = GROUP_TITLES.get(group, group)
+            collapsible.title = f"{title}  ({n} problem{'s' if n != 1 else ''})" if n else title
+
+    def set_context(self, world_size: int, external: list[ConfigError] = ()) -> None:
+        """The training process count RunConfig checks against, and problems found outside the form
+        (the placement's) to show under the fields they name; revalidates when either changed."""
+        external = [p for p in external if p.field in self._by_name]
+        same = [(p.field, str(p)) for p in external] == [(p.field, str(p)) for p in self.external]
+        if world_size == self.world_size and same:
+            return
+        self.world_size = world_size
+        self.external = external
+        self.validate_now()
+
+    def note(self, name: str) -> str:
+        """The text shown under field ``name`` (problems, or the JSON status)."""
+        return "\n".join(self._note_lines(self._by_name[name])[1])
+
+    def focus_field(self, name: str) -> bool:
+        """Open the field's section and focus its input; False when the form has no such field."""
+        if name not in self._by_name:
+            return False
+        widget = self.widget_for(name)
+        for ancestor in widget.ancestors:
+            if isinstance(ancestor, Collapsible):
+                ancestor.collapsed = False
+        self.call_after_refresh(widget.focus)
+        return True
+
+    def validate_now(self) -> list[ConfigError]:
+        """Run the as-you-type validation at once instead of after the debounce delay."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        found = self.check()
+        self.show_problems(found)
+        self.post_message(self.Changed(self))
+        return found
+
+    # -- internals --------------------------------------------------------------------------------------
+    def _raw(self, spec: FieldSpec) -> Any:
+        widget = self.widget_for(spec.name)
+        if isinstance(widget, TextArea):
+            return widget.text
+        return widget.value
+
+    def _read(self) -> tuple[dict[str, Any], dict[str, ConfigError]]:
+        values: dict[str, Any] = {}
+        errors: dict[str, ConfigError] = {}
+        for spec in self.specs:
+            try:
+                values[spec.name] = parse_value(spec, self._raw(spec))
+            except ConfigError as exc:
+                errors[spec.name] = exc
+                # a stand-in, so RunConfig can still check every other field
+                values[spec.name] = spec.default()
+        return values, errors
+
+    def _relevant(self, problem: ConfigError) -> bool:
+        if problem.field in self.touched:
+            return True
+        names = self.touched | {self._by_name[n].flag for n in self.touched}
+        return _mentions(str(problem), names)
+
+    def _update_json_status(self, spec: FieldSpec) -> None:
+        text = self._raw(spec).strip()
+        if not text:
+            self._json_status[spec.name] = None
+        else:
+            try:
+                parse_value(spec, text)
+                self._json_status[spec.name] = (True, "valid JSON object")
+            except ConfigError as exc:
+                self._json_status[spec.name] = (False, str(exc))
+        self._render_note(spec)
+
+    def _note_lines(self, spec: FieldSpec) -> tuple[bool, list[str]]:
+        """(is an error, lines) for the note under ``spec``'s input."""
+        messages = list(self._messages.get(spec.name, []))
+        status = self._json_status.get(spec.name)
+        if status is not None:
+            ok, text = status
+            if not ok:
+                return True, [text, *(m for m in messages if m != text)]
+            if not messages:
+                return False, [text]
+        return bool(messages), messages
+
+    def _render_note(self, spec: FieldSpec) -> None:
+        if not self.is_mounted:
+            return
+        error, lines = self._note_lines(spec)
+        note = self.query_one(f"#note-{spec.name}", Static)
+        note.update(Content("\n".join(lines)))
+        note.set_class(error and bool(lines), "-error")
+        note.set_class(not error and bool(lines), "-ok")
+        self.query_one(f"#row-{spec.name}").set_class(error, "-problem")
+
+    def _schedule(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(VALIDATE_DELAY, self.validate_now)
+
+    def _changed(self, widget: Widget | None) -> None:
+        name = (widget.id or "").removeprefix("field-") if widget is not None else ""
+        spec = self._by_name.get(name)
+        if spec is None:
+            return
+        if self._raw(spec) != self._baseline.get(name):
+            self.touched.add(name)
+        if spec.kind == "json":
+            self._update_json_status(spec)
+        self._schedule()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._changed(event.input)
+
+    def on_switch_changed(self, event: Switch.Changed) -> None:
+        event.stop()
+        self._changed(event.switch)
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        self._changed(event.select)
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        event.stop()
+        self._changed(event.text_area)
+
+
+__all__ = ["ConfigForm", "FieldSpec", "field_specs", "parse_value", "format_value", "JSON_FIELDS"]

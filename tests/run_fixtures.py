@@ -1,0 +1,203 @@
+"""Deterministic run folders for tests that must not depend on a real training run or on the clock.
+
+``make_finished_run`` writes a run folder in the public format (docs/run-format.md) by hand: the same
+bytes on every machine and every day. Every time in it is fixed (``BASE_TIME`` = 2026-01-01 00:00:00 UTC
+plus half a second per step), its status is final, and its pids are ones no live process can match (the
+recorded start times are fixed too), so no reader takes it for a live run and nothing signals a process.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from trainer_core.config import RunConfig
+from trainer_core.events import dumps, format_metrics_line
+from trainer_core.health import ADVICE
+from trainer_core.run_folder import FINAL_STATUSES, FORMAT_VERSION, RunFolder
+
+BASE_TIME = 1767225600.0  # 2026-01-01T00:00:00Z
+STEP_SECONDS = 0.5
+TOKENS_PER_STEP = 2048
+MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+SAVE_STEPS = 10
+EXIT_REASONS = {
+    "completed": None,
+    "stopped": "stop file: grpo-tui stop",
+    "failed": "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+}
+
+
+def _r(value: float, digits: int = 6) -> float:
+    return round(value, digits)
+
+
+def step_time(step: int) -> float:
+    return BASE_TIME + step * STEP_SECONDS
+
+
+def kl_at(step: int, steps: int) -> float:
+    """Slow growth, then a late climb well past 0.5 over the last quarter of the run."""
+    late = max(0.0, step - 0.75 * steps)
+    return _r(0.005 * step + 0.08 * late)
+
+
+def metrics_at(step: int, steps: int, max_steps: int, kl_coef: float) -> dict:
+    """The metrics event of ``step``: TRL's keys, values from closed forms (no randomness).
+
+    The reward climbs faster in a shorter run, so two runs' curves differ on the compare screen.
+    """
+    reward = 0.1 + 0.8 * (1 - math.exp(-step / (0.375 * steps))) + 0.05 * math.sin(step * 0.9)
+    metrics = {
+        "type": "metrics",
+        "time": step_time(step),
+        "step": step,
+        "loss": _r(0.05 * math.sin(step * 0.7) + (0.01 * kl_at(step, steps) if kl_coef else 0.0)),
+        "grad_norm": _r(0.8 + 0.3 * math.cos(step * 0.5)),
+        "learning_rate": _r(2e-3 * (1 - (step - 1) / max_steps), 9),
+        "num_tokens": float(step * TOKENS_PER_STEP),
+        "completions/mean_length": _r(40 + 20 * math.sin(step / 6)),
+        "completions/clipped_ratio": _r(0.1 + 0.05 * math.cos(step / 4)),
+        "rewards/score_episode/mean": _r(reward),
+        "rewards/score_episode/std": _r(0.4 * math.exp(-step / 30)),
+        "reward": _r(reward),
+        "reward_std": _r(0.4 * math.exp(-step / 30) + 0.02 * math.cos(step)),
+        "frac_reward_zero_std": _r(min(1.0, step / (2 * steps))),
+        "entropy": _r(2.5 * math.exp(-step / 25) + 0.3),
+        "clip_ratio/region_mean": _r(0.01 + 0.005 * math.sin(step / 3)),
+        "step_time": STEP_SECONDS,
+        "epoch": _r(step / max_steps, 4),
+    }
+    if kl_coef:
+        metrics["kl"] = kl_at(step, steps)
+    return metrics
+
+
+def _warnings(steps: int, kl_coef: float) -> list[dict]:
+    """A kl_explosion warn where the KL passes 0.5 (when KL is measured) and a critical mode_collapse near the end."""
+    out = []
+    if kl_coef:
+        step = next((s for s in range(1, steps + 1) if kl_at(s, steps) > 0.5), steps)
+        kls = [kl_at(s, steps) for s in range(max(1, step - 2), step + 1)]
+        out.append({
+            "type": "warning", "time": step_time(step), "rule": "kl_explosion", "severity": "warn", "step": step,
+            "message": f"KL to the reference model is {kls[-1]:.3g} (above 0.5 in 1 of the last 3 steps): "
+                       "the policy is drifting fast.",
+            "advice": ADVICE["kl_explosion"], "evidence": {"kl_last_steps": kls, "threshold": 0.5},
+        })
+    step = max(1, steps - 2)
+    m = metrics_at(step, steps, steps, kl_coef)
+    out.append({
+        "type": "warning", "time": step_time(step), "rule": "mode_collapse", "severity": "critical", "step": step,
+        "message": f"Completions have become alike: reward_std {m['reward_std']:.3g} and entropy {m['entropy']:.3g} "
+                   f"(from 2.8) over the last 5 steps. GRPO gets no signal from groups whose completions score the same.",
+        "advice": ADVICE["mode_collapse"], "evidence": {"reward_std": [m["reward_std"]], "entropy": [m["entropy"]]},
+    })
+    return out
+
+
+def _write_lines(path: Path, records: list[dict]) -> None:
+    path.write_text("".join(dumps(r) + "\n" for r in records))
+    path.chmod(0o600)
+
+
+def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: int = 40, kl_coef: float = 0.1,
+                      with_warnings: bool = True, status: str = "completed", *, max_steps: int | None = None,
+                      project: str = "grpo-run", model: str = MODEL) -> Path:
+    """Write a finished run (``completed``, ``stopped`` or ``failed``) that logged ``steps`` steps; return its path.
+
+    ``max_steps`` (default ``steps``) is the configured length: a stopped or failed run usually ended before it.
+    """
+    if status not in FINAL_STATUSES:
+        raise ValueError(f"status must be one of {FINAL_STATUSES}, not {status!r}")
+    max_steps = max_steps or steps
+    folder = RunFolder.create(Path(runs_dir), run_id)
+    path = folder.path
+
+    RunConfig(model=model, project_name=project, rl_env_module="examples/pattern_env.py", rl_env_class="PatternEnv",
+              rl_kl_coef=kl_coef, rl_num_generations=4, batch_size=8, rl_max_new_tokens=12, lr=2e-3,
+              max_steps=max_steps, save_steps=SAVE_STEPS).save(folder.config_file)
+    folder.config_file.chmod(0o600)
+
+    end_step = steps
+    ended = step_time(end_step) + 2.0
+    events: list[dict] = [{
+        "type": "run_started", "time": BASE_TIME, "run_id": run_id, "pid": 999001, "host": "fixture-host",
+        "world_size": 1, "project_name": project, "model": model, "max_steps": max_steps,
+    }]
+    warnings = _warnings(steps, kl_coef) if with_warnings else []
+    for step in range(1, steps + 1):
+        events.append(metrics_at(step, steps, max_steps, kl_coef))
+        events.extend(w for w in warnings if w["step"] == step)
+        if step % SAVE_STEPS == 0:
+            events.append({"type": "checkpoint", "time": step_time(step) + 0.1, "step": step,
+                           "path": f"checkpoints/checkpoint-{step}"})
+    checkpoints = [s for s in range(SAVE_STEPS, steps + 1, SAVE_STEPS)]
+    if status == "completed":
+        events.append({"type": "summary", "time": ended - 1.5, "step": end_step, "train_runtime": ended - BASE_TIME,
+                       "train_loss": 0.0123})
+        events.append({"type": "checkpoint", "time": ended - 1.0, "step": end_step, "path": "final", "final": True})
+    elif status == "stopped":
+        events.append({"type": "stop_requested", "time": ended - 1.8, "reason": EXIT_REASONS["stopped"], "step": end_step})
+        if end_step not in checkpoints:
+            checkpoints.append(end_step)
+            events.append({"type": "checkpoint", "time": ended - 1.0, "step": end_step,
+                           "path": f"checkpoints/checkpoint-{end_step}"})
+    else:
+        events.append({"type": "error", "time": ended - 1.0, "kind": "exception", "message": EXIT_REASONS["failed"],
+                       "traceback": "Traceback (most recent call last):\n  File \"trainer_core/runner.py\", line 183, "
+                                    f"in _train\n    trainer.train()\ntorch.{EXIT_REASONS['failed']}\n",
+                       "step": end_step})
+    events.append({"type": "run_finished", "time": ended, "status": status, "reason": EXIT_REASONS[status],
+                   "step": end_step})
+    _write_lines(folder.events_file, events)
+
+    samples = []
+    for step in range(max(1, steps - 1), steps + 1):
+        for i in range(2):
+            samples.append({"step": step, "prompt": f"Continue the pattern: {' '.join('ab' * (i + 2))}",
+                            "completion": "a b a b a b" if i == 0 else "b a b a", "reward": _r(0.9 - 0.4 * i),
+                            "columns": {"pattern": "ab", "length": i + 2}})
+    _write_lines(folder.samples_file, samples)
+
+    log = [f"[grpo-tui] run {run_id}: loading {model}", "[grpo-tui] training: 1 process(es) on cpu"]
+    for step in range(1, steps + 1):
+        if step == 1 or step % 10 == 0 or step == steps:
+            m = metrics_at(step, steps, max_steps, kl_coef)
+            log.append(format_metrics_line(step, max_steps, {k: v for k, v in m.items() if k not in ("type", "time")}))
+    if status == "failed":
+        log += ["Traceback (most recent call last):", '  File "trainer_core/runner.py", line 183, in _train',
+                "    trainer.train()", f"torch.{EXIT_REASONS['failed']}"]
+    log.append(f"[grpo-tui] run {status}" + (f": {EXIT_REASONS[status]}" if EXIT_REASONS[status] else ""))
+    folder.log_file.write_text("\n".join(log) + "\n")
+    folder.log_file.chmod(0o600)
+
+    for step in checkpoints:
+        (folder.checkpoints_dir / f"checkpoint-{step}").mkdir(parents=True, exist_ok=True)
+    if status == "completed":
+        (path / "final").mkdir(exist_ok=True)
+
+    state = {
+        "format_version": FORMAT_VERSION, "run_id": run_id, "status": status,
+        # pids no live process can be: the recorded start times are fixed in the past
+        "pid": 999001, "pid_start_time": BASE_TIME - 1.0, "root_pid": 999000, "root_start_time": BASE_TIME - 2.0,
+        "command": ["python", "-m", "trainer_core", "worker", str(path)],
+        "placement": {"train_gpus": [], "server_gpus": [], "num_processes": 1},
+        "host": "fixture-host", "started": BASE_TIME, "ended": ended, "updated": ended,
+        "max_steps": max_steps, "last_step": end_step, "exit_reason": EXIT_REASONS[status],
+    }
+    folder.state_file.write_text(json.dumps(state, indent=2) + "\n")
+    folder.state_file.chmod(0o600)
+    return path
+
+
+def make_three_runs(runs_dir) -> list[Path]:
+    """A completed, a stopped and a failed run, newest first as the runs list sorts them."""
+    return [
+        make_finished_run(runs_dir, "20260103-000000-cdef01", steps=12, status="failed", max_steps=40,
+                          with_warnings=False, project="oom-test"),
+        make_finished_run(runs_dir, "20260102-000000-bcdef0", steps=25, status="stopped", max_steps=40,
+                          kl_coef=0.0, project="no-kl"),
+        make_finished_run(runs_dir, "20260101-000000-abcdef", steps=40, status="completed"),
+    ]

@@ -1,0 +1,272 @@
+"""The launch screen driven as a user would: bad settings refused with the CLI's messages, a real tiny run
+started from the form and watched in the monitor, presets, config files, the command preview, GPUs."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import time
+
+import pytest
+from textual.widgets import Input, Select, SelectionList, Static, Switch, TextArea
+
+from grpo_tui.app import make_app
+from grpo_tui.cli import build_parser
+from grpo_tui.presets import PRESETS, apply_preset
+from grpo_tui.screens.launch import NO_GPU_TEXT, LaunchScreen
+from grpo_tui.services.gpus import list_gpus
+from trainer_core.cli_args import config_from_args
+from trainer_core.config import RunConfig
+from trainer_core.proctree import marked
+from trainer_core.run_folder import FINAL_STATUSES, RunFolder
+
+from .conftest import EXAMPLES
+
+SIZE = (120, 40)
+PATTERN = {"rl_env_module": str(EXAMPLES / "pattern_env.py"), "rl_env_class": "PatternEnv"}
+
+
+async def launch_screen(pilot) -> LaunchScreen:
+    await pilot.pause()
+    screen = pilot.app.screen
+    assert isinstance(screen, LaunchScreen)
+    return screen
+
+
+async def settle(pilot, seconds: float = 0.4) -> None:
+    """Let the as-you-type validation (debounced) and the preview catch up."""
+    await pilot.pause(seconds)
+
+
+@pytest.fixture
+def no_gpus(monkeypatch):
+    """A machine without GPUs, whatever this one has, so placement and messages do not depend on it."""
+    monkeypatch.setenv("GRPO_TUI_FAKE_GPUS", "0")
+
+
+def fill(screen: LaunchScreen, **values) -> None:
+    """Put text into fields as typing would leave it."""
+    for name, value in values.items():
+        widget = screen.form.widget_for(name)
+        if isinstance(widget, TextArea):
+            widget.text = value
+        else:
+            widget.value = value
+
+
+def note(screen: LaunchScreen, widget_id: str) -> str:
+    return str(screen.query_one(widget_id, Static).visual)
+
+
+async def test_invalid_settings_are_refused_with_the_cli_messages_under_their_fields(runs_dir, no_gpus):
+    app = make_app(runs_dir, start="launch")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await launch_screen(pilot)
+        form = screen.form
+
+        await pilot.press("ctrl+l")
+        await settle(pilot)
+        assert "GRPO requires --rl-env-module and --rl-env-class" in form.note("rl_env_module")
+        assert form.note("model") == next(str(p) for p in RunConfig().problems() if p.field == "model")
+        assert app.focused is form.widget_for("model")
+
+        fill(screen, model="some/model", batch_size="6", **PATTERN)
+        await settle(pilot)
+        await pilot.press("ctrl+l")
+        await settle(pilot)
+        expected = RunConfig(model="some/model", batch_size=6, **PATTERN).problems()
+        assert [p.field for p in expected] == ["batch_size"]
+        assert form.note("batch_size") == str(expected[0])
+        assert "divisible by rl_num_generations" in form.note("batch_size")
+        assert form.note("rl_env_module") == "" and form.note("model") == ""
+        assert app.focused is form.widget_for("batch_size")
+        assert "cannot launch" in note(screen, "#launch-status")
+        assert not runs_dir.exists() or not any(runs_dir.iterdir())
+        assert isinstance(app.screen, LaunchScreen)
+
+        fill(screen, batch_size="8")
+        await settle(pilot)
+        assert form.note("batch_size") == ""
+        assert form.check() == []
+
+
+async def test_env_config_json_is_checked_while_typing(runs_dir):
+    app = make_app(runs_dir, start="launch")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await launch_screen(pilot)
+        form = screen.form
+        assert form.focus_field("rl_env_config")
+        await pilot.pause()
+        await pilot.press(*'{"target":')
+        await pilot.pause()
+        text = form.widget_for("rl_env_config").text
+        assert text == '{"target":'
+        assert form.note("rl_env_config").startswith("rl_env_config must be a JSON object")
+        assert screen.query_one("#note-rl_env_config").has_class("-error")
+
+        await pilot.press("space", *'"a"}')
+        await pilot.pause()
+        assert form.note("rl_env_config") == "valid JSON object"
+        assert form.config().rl_env_config == {"target": "a"}
+
+        fill(screen, rl_env_config="[1, 2]", health='{"kl_high": ')
+        await settle(pilot)
+        assert "must be a JSON object" in form.note("rl_env_config")
+        assert "health must be a JSON object" in form.note("health")
+
+
+async def test_a_run_launched_from_the_form_opens_its_monitor_and_trains(runs_dir, tiny_model):
+    from grpo_tui.screens.monitor import MonitorScreen
+
+    app = make_app(runs_dir, start="launch")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await launch_screen(pilot)
+        fill(screen, model=tiny_model, rl_num_generations="4", batch_size="8", rl_max_new_tokens="8", max_steps="3",
+             **PATTERN)
+        await settle(pilot)
+        await pilot.click("#launch")
+
+        deadline = time.monotonic() + 60
+        monitor = None
+        while time.monotonic() < deadline:
+            await pilot.pause(0.5)
+            if isinstance(app.screen, MonitorScreen) and len(app.screen.stream.series.get("reward") or ()) >= 1:
+                monitor = app.screen
+                break
+        assert monitor is not None, "the monitor did not show a reward point within 60 s"
+        assert not any(isinstance(s, LaunchScreen) for s in app.screen_stack)
+        folder = monitor.folder
+        assert folder.path.parent == runs_dir.resolve()
+        saved = RunConfig.load(folder.config_file)
+        assert (saved.model, saved.max_steps, saved.rl_max_new_tokens) == (tiny_model, 3, 8)
+
+        while time.monotonic() < deadline + 60 and folder.read_state().get("status") not in FINAL_STATUSES:
+            await pilot.pause(0.5)
+        assert folder.read_state().get("status") == "completed", (folder.path / "trainer.log").read_text()[-3000:]
+    for _ in range(60):
+        if not marked(folder.path):
+            break
+        await asyncio.sleep(0.5)
+    assert not marked(folder.path)
+
+
+async def test_presets_fill_only_the_fields_they_name(runs_dir, no_gpus):
+    app = make_app(runs_dir, start="launch")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await launch_screen(pilot)
+        fill(screen, model="keep/me")
+        expected = RunConfig(model="keep/me")
+        for name in PRESETS:
+            screen.query_one("#preset", Select).value = name
+            await settle(pilot, 0.1)
+            expected = apply_preset(expected, name)
+            assert screen.form.config() == expected, name
+            assert note(screen, "#preset-description") == PRESETS[name].description
+        assert expected.model == "keep/me" and expected.project_name == "cpu-demo"
+        assert screen.form.widget_for("rl_env_config").text == '{"target": "a"}'
+
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, LaunchScreen)
+
+
+async def test_a_config_saved_to_yaml_loads_back_unchanged(runs_dir, no_gpus, tmp_path):
+    app = make_app(runs_dir, start="launch")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await launch_screen(pilot)
+        path = tmp_path / "saved.yaml"
+        fill(screen, model="org/model", lr="5e-7", rl_env_config='{"max_turns": 3}', health='{"kl_high": 2.5}',
+             max_prompt_length="512", **PATTERN)
+        screen.form.widget_for("peft").value = True
+        screen.form.widget_for("rl_loss_type").value = "dapo"
+        await settle(pilot)
+        shown = screen.form.config()
+
+        screen.query_one("#config-path", Input).value = str(path)
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert path.exists() and note(screen, "#file-status") == f"saved {path}"
+        assert RunConfig.load(path) == shown
+
+        screen.form.load(RunConfig())
+        await pilot.pause()
+        assert screen.form.config() == RunConfig()
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert screen.form.config() == shown
+        assert shown.lr == 5e-7 and shown.peft and shown.rl_loss_type == "dapo" and shown.health == {"kl_high": 2.5}
+
+        screen.query_one("#config-path", Input).value = str(tmp_path / "missing.yaml")
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert "cannot read config file" in note(screen, "#file-status")
+        assert screen.query_one("#file-status").has_class("-error")
+        assert screen.form.config() == shown
+
+
+async def test_the_command_preview_is_the_cli_command_for_the_form(runs_dir, no_gpus):
+    app = make_app(runs_dir, start="launch")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await launch_screen(pilot)
+        fill(screen, model="org/model", rl_env_config='{"target": "b c"}', max_steps="3", **PATTERN)
+        screen.query_one("#num-processes", Input).value = "2"
+        await settle(pilot)
+        preview = screen.preview_text
+        assert "--rl-env-class PatternEnv" in preview
+        argv = shlex.split(preview.removeprefix("$ "))
+        assert argv[:2] == ["grpo-tui", "launch"]
+        args = build_parser().parse_args(argv[1:])
+        assert config_from_args(args) == screen.form.config()
+        assert (args.num_processes, args.gpus, args.runs_dir) == (2, None, str(runs_dir.resolve()))
+
+
+async def test_gpu_picker_lists_the_gpus_and_sets_the_gpus_flag(runs_dir, monkeypatch):
+    monkeypatch.setenv("GRPO_TUI_FAKE_GPUS", "2")
+    app = make_app(runs_dir, start="launch")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await launch_screen(pilot)
+        picker = screen.query_one("#gpu-list", SelectionList)
+        assert picker.option_count == 2
+        assert "80 GiB" in str(picker.get_option_at_index(0).prompt)
+        assert not screen.query("#no-gpus")
+        assert "--gpus" not in screen.preview_text
+        picker.deselect(1)
+        await settle(pilot)
+        assert "--gpus 0 " in screen.preview_text
+        picker.deselect(0)
+        await settle(pilot)
+        assert "Select at least one GPU" in screen.preview_text
+
+
+async def test_without_gpus_the_picker_says_training_runs_on_the_cpu(runs_dir, monkeypatch):
+    monkeypatch.delenv("GRPO_TUI_FAKE_GPUS", raising=False)
+    real = list_gpus()
+    app = make_app(runs_dir, start="launch")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await launch_screen(pilot)
+        if real:
+            assert screen.query_one("#gpu-list", SelectionList).option_count == len(real)
+            pytest.skip("this machine has NVIDIA GPUs: the no-GPU line cannot show")
+        assert note(screen, "#no-gpus") == NO_GPU_TEXT
+        assert not screen.query("#gpu-list")
+
+
+async def test_the_screen_is_usable_at_80x24(runs_dir, no_gpus):
+    app = make_app(runs_dir, start="launch")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await launch_screen(pilot)
+        body = screen.query_one("#body")
+        assert body.virtual_size.height > body.size.height
+        assert screen.query_one("#launch").region.bottom <= 24
+        fill(screen, health="[]")
+        await settle(pilot)
+        await pilot.press("ctrl+l")
+        await settle(pilot)
+        target = screen.form.widget_for("model")
+        assert app.focused is target
+        assert screen.form.focus_field("health")
+        await settle(pilot)
+        health = screen.form.widget_for("health")
+        assert app.focused is health
+        assert body.region.contains_region(health.region) or body.region.overlaps(health.region)
+        assert isinstance(screen.form.widget_for("peft"), Switch)

@@ -1,0 +1,140 @@
+"""Snapshot tests: what the app's screens look like, pixel for pixel, on fixed run folders.
+
+Each screen is rendered headless at 80x24 and 120x40 with the grpo-dark theme and no animation, from run
+folders written by ``tests/run_fixtures.py`` (fixed values, fixed times, final statuses), and compared
+with the SVG stored in ``tests/__snapshots__/test_snapshots/``. A difference fails the test and writes an
+HTML report (snapshot_report.html) that shows both pictures side by side.
+
+After an intended change to a screen, look at the report, then regenerate and review the new SVGs:
+
+    .venv/bin/python -m pytest tests/test_snapshots.py --snapshot-update
+
+The runs screen shows its runs dir in its title, so those tests build their runs under a fixed path
+(``/tmp/grpo-tui-snapshots/<test>``, wiped first, behind a lock so parallel sessions do not collide);
+the other screens show no path and use pytest's tmp_path.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from grpo_tui.app import make_app
+
+from .run_fixtures import make_finished_run, make_three_runs
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+SNAPSHOT_ROOT = Path("/tmp/grpo-tui-snapshots")
+THEME = "grpo-dark"
+FAKE_GPUS = [{"index": 0, "name": "Fake H100", "memory_total": 80 << 30, "memory_used": 12 << 30, "utilization": 37}]
+
+
+@pytest.fixture(autouse=True)
+def fixed_environment(monkeypatch):
+    """Nothing from the machine or the user's shell reaches the screen: GPUs, theme, runs dir."""
+    monkeypatch.setenv("GRPO_TUI_FAKE_GPUS", json.dumps(FAKE_GPUS))
+    for name in ("GRPO_TUI_THEME", "GRPO_TUI_RUNS_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def fixed_runs_dir(request):
+    """An empty runs dir at a path that is the same on every machine (the runs screen shows it)."""
+    SNAPSHOT_ROOT.mkdir(parents=True, exist_ok=True)
+    with open(SNAPSHOT_ROOT / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        path = SNAPSHOT_ROOT / request.node.originalname.removeprefix("test_").replace("_", "-")
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir()
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def app_for(runs_dir: Path, **kwargs):
+    app = make_app(runs_dir, theme=THEME, **kwargs)
+    app.animation_level = "none"
+    return app
+
+
+async def wait_until(pilot, predicate, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("the screen did not reach the state to snapshot in time")
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+def runs_listed(count: int):
+    async def run_before(pilot) -> None:
+        await wait_until(pilot, lambda: len(getattr(pilot.app.screen, "runs", [])) == count)
+
+    return run_before
+
+
+async def monitor_loaded(pilot, status: str = "completed") -> None:
+    """The monitor has read the whole run and its reader has stopped (a finished run is read once)."""
+    app = pilot.app
+    await wait_until(pilot, lambda: getattr(app.screen, "status", None) == status and app.screen.loaded
+                     and not [w for w in app.workers if w.group == "tail"])
+
+
+class TestRunsScreen:
+    """The list of runs: one completed, one stopped (KL off), one failed (out of memory)."""
+
+    @pytest.mark.parametrize("size", SIZES)
+    def test_three_finished_runs(self, snap_compare, fixed_runs_dir, size):
+        make_three_runs(fixed_runs_dir)
+        assert snap_compare(app_for(fixed_runs_dir), terminal_size=size, run_before=runs_listed(3))
+
+    @pytest.mark.parametrize("size", SIZES)
+    def test_no_runs_yet(self, snap_compare, fixed_runs_dir, size):
+        async def run_before(pilot):
+            await wait_until(pilot, lambda: "no runs" in str(pilot.app.screen.query_one("#title").render()))
+
+        assert snap_compare(app_for(fixed_runs_dir), terminal_size=size, run_before=run_before)
+
+
+class TestMonitorScreen:
+    """The monitor of a finished 40-step run with a kl_explosion warning and a critical mode_collapse."""
+
+    @pytest.mark.parametrize("size", SIZES)
+    def test_charts_tab(self, snap_compare, tmp_path, size):
+        run = make_finished_run(tmp_path / "runs")
+        app = app_for(tmp_path / "runs", start="watch", watch=run)
+        assert snap_compare(app, terminal_size=size, run_before=monitor_loaded)
+
+    @pytest.mark.parametrize("size", SIZES)
+    def test_warnings_tab(self, snap_compare, tmp_path, size):
+        run = make_finished_run(tmp_path / "runs")
+        app = app_for(tmp_path / "runs", start="watch", watch=run)
+        assert snap_compare(app, press=["2"], terminal_size=size, run_before=monitor_loaded)
+
+    @pytest.mark.parametrize("size", SIZES)
+    def test_kl_not_measured(self, snap_compare, tmp_path, size):
+        run = make_finished_run(tmp_path / "runs", kl_coef=0.0, with_warnings=False)
+        app = app_for(tmp_path / "runs", start="watch", watch=run)
+        assert snap_compare(app, terminal_size=size, run_before=monitor_loaded)
+
+
+class TestCompareScreen:
+    """Two runs' reward curves on one chart, reached as a user does: space on two runs, then c."""
+
+    @pytest.mark.parametrize("size", SIZES)
+    def test_compare_two_runs(self, snap_compare, tmp_path, size):
+        make_three_runs(tmp_path / "runs")
+
+        async def run_before(pilot):
+            await runs_listed(3)(pilot)
+            await pilot.press("down", "space", "down", "space", "c")
+            await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "CompareScreen"
+                             and "comparing" in str(pilot.app.screen.query_one("#legend").render()))
+
+        assert snap_compare(app_for(tmp_path / "runs"), terminal_size=size, run_before=run_before)

@@ -1,0 +1,200 @@
+"""The reward-inspection gate: sample and score completions exactly as training would, before training.
+
+RL only sharpens what the model can already sometimes do, and a reward that scores the wrong thing trains
+the wrong thing cleanly. So before a real run: generate ``rl_num_generations`` completions for enough
+prompts with the run's sampling settings, score each with the environment (and its composed reward
+functions), and flag what would make the run pointless — exceptions, out-of-range scores, identical
+scores, groups with no spread, a model that never succeeds, or one that already always does.
+
+Writes ``inspection.jsonl`` (one scored completion per line) and ``summary.json`` into the folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+import time
+import traceback
+from pathlib import Path
+from statistics import mean, pstdev
+
+from .config import RunConfig
+from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, load_environment
+from .events import JsonlWriter, clean
+from .run_folder import write_json_atomic
+
+GATE_FIELDS = ("model", "rl_env_module", "rl_env_class", "rl_env_config", "rl_num_generations", "rl_max_new_tokens",
+               "rl_temperature", "rl_top_p", "rl_top_k", "max_prompt_length")
+MAX_ERRORS = 5
+
+
+def config_key(config: RunConfig) -> str:
+    """Identifies the configs one inspection speaks for: same model, environment and sampling."""
+    data = {name: getattr(config, name) for name in GATE_FIELDS}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def summarize(records: list[dict], num_generations: int) -> dict:
+    scores = [r["score"] for r in records if isinstance(r.get("score"), (int, float))]
+    errors = [r for r in records if r.get("error")]
+    groups: dict[int, list[float]] = {}
+    for r in records:
+        if isinstance(r.get("score"), (int, float)):
+            groups.setdefault(r["prompt_index"], []).append(r["score"])
+    spreads = [pstdev(g) for g in groups.values() if len(g) > 1]
+    zero_spread = sum(1 for s in spreads if s == 0)
+    histogram = [0] * 10
+    for s in scores:
+        if 0 <= s <= 1:
+            histogram[min(int(s * 10), 9)] += 1
+    summary = {
+        "samples": len(records), "scored": len(scores), "errors": len(errors), "num_generations": num_generations,
+        "mean": mean(scores) if scores else None, "std": pstdev(scores) if len(scores) > 1 else None,
+        "min": min(scores) if scores else None, "max": max(scores) if scores else None,
+        "success_rate": (sum(1 for s in scores if s > 0) / len(scores)) if scores else None,
+        "histogram": histogram, "groups": len(groups), "zero_spread_groups": zero_spread,
+        "group_spreads": [round(s, 4) for s in spreads],
+    }
+    summary["flags"] = flags(summary, errors)
+    return summary
+
+
+def flags(summary: dict, errors: list[dict]) -> list[dict]:
+    out = []
+
+    def flag(name, severity, message):
+        out.append({"flag": name, "severity": severity, "message": message})
+
+    bad_range = [e for e in errors if e.get("kind") == "out_of_range"]
+    raised = [e for e in errors if e.get("kind") == "exception"]
+    if raised:
+        first = raised[0]
+        flag("exception", "critical", f"score_episode raised on {len(raised)} completion(s); first: {first['error']} "
+             f"(case: {json.dumps(first.get('columns'), default=str)[:200]}).")
+    if bad_range:
+        flag("out_of_range", "critical", f"{len(bad_range)} score(s) outside [0, 1] or not finite, e.g. {bad_range[0].get('raw_score')}; "
+             "training would stop on the first one.")
+    scored = summary["scored"]
+    if scored and summary["min"] == summary["max"]:
+        flag("all_identical", "critical", f"every score is {summary['min']}: GRPO learns nothing when all completions score the same.")
+    if summary["groups"] and summary["zero_spread_groups"]:
+        frac = summary["zero_spread_groups"] / summary["groups"]
+        flag("zero_spread_groups", "warn" if frac < 0.5 else "critical",
+             f"{summary['zero_spread_groups']} of {summary['groups']} groups ({frac:.0%}) have zero spread: GRPO gets no "
+             "signal from them (every advantage is zero).")
+    if scored and summary["max"] == 0:
+        flag("never_succeeds", "critical", "The model never succeeds (every score is 0): start with SFT, make the task easier, "
+             "or give partial credit.")
+    if scored and summary["min"] >= 1.0:
+        flag("ceiling", "warn", "Everything already scores 1.0: there is nothing left to learn on these prompts; make them harder.")
+    return out
+
+
+def _prompt_text(prompt, tokenizer) -> str:
+    if isinstance(prompt, list):
+        return tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+    return prompt
+
+
+def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print) -> dict:
+    import torch
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    from .trl_setup import load_tokenizer, prepare_dataset
+
+    hf_logging.disable_progress_bar()
+    torch.manual_seed(config.seed)
+    tokenizer = load_tokenizer(config.model)
+    env = load_environment(config.rl_env_module, config.rl_env_class, config.rl_env_config)
+    dataset = prepare_dataset(env, tokenizer, config, None)
+    extra_funcs, extra_weights = extra_reward_functions(env)
+    model = AutoModelForCausalLM.from_pretrained(config.model)
+    model.eval()
+    scorer = ScoreEpisodeReward(env, tokenizer)
+    scorer.model = model
+    g = config.rl_num_generations
+    prompts = min(len(dataset), max(1, math.ceil(samples / g)))
+    rows = dataset.shuffle(seed=config.seed).select(range(prompts))
+    records: list[dict] = []
+    writer = JsonlWriter(out_dir / "inspection.jsonl")
+    started = time.time()
+    try:
+        for index, row in enumerate(rows):
+            columns = {k: v for k, v in row.items() if k != "prompt"}
+            text = _prompt_text(row["prompt"], tokenizer)
+            completions = _generate(model, tokenizer, text, g, config)
+            group = [_score(scorer, index, text, c, columns) for c in completions]
+            _extra_rewards(group, extra_funcs, row["prompt"], completions, columns)
+            for record in group:
+                writer.write(record)
+            records += group
+            progress(f"prompt {index + 1}/{prompts}: scores {[r.get('score') for r in group]}")
+            if sum(1 for r in records if r.get("error")) >= MAX_ERRORS * g:
+                break
+    finally:
+        writer.close()
+    summary = summarize(records, g)
+    summary.update(config_key=config_key(config), seconds=round(time.time() - started, 2), time=round(time.time(), 3),
+                   reward_weights={"score_episode": 1.0, **{f.__name__: w for f, w in zip(extra_funcs, extra_weights)}})
+    write_json_atomic(out_dir / "summary.json", clean(summary))
+    return summary
+
+
+def _generate(model, tokenizer, text: str, n: int, config: RunConfig) -> list[str]:
+    import torch
+
+    inputs = tokenizer([text] * n, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+    with torch.no_grad():
+        out = model.generate(**inputs, do_sample=True, temperature=config.rl_temperature, top_p=config.rl_top_p,
+                             top_k=config.rl_top_k or None, max_new_tokens=config.rl_max_new_tokens,
+                             pad_token_id=tokenizer.pad_token_id)
+    new = out[:, inputs["input_ids"].shape[1]:]
+    return tokenizer.batch_decode(new, skip_special_tokens=True)
+
+
+def _score(scorer: ScoreEpisodeReward, index: int, prompt: str, completion: str, columns: dict) -> dict:
+    record = {"prompt_index": index, "prompt": prompt, "completion": completion, "columns": columns}
+    try:
+        record["score"] = scorer._score_one(completion, columns)
+    except EnvError as exc:
+        raw = (exc.case or {}).get("score")
+        record.update(score=None, error=str(exc).splitlines()[0], kind="out_of_range" if raw is not None else "exception",
+                      raw_score=raw, traceback=exc.user_traceback)
+    return record
+
+
+def _extra_rewards(group: list[dict], funcs, prompt, completions: list[str], columns: dict) -> None:
+    for func in funcs:
+        kwargs = {k: [v] * len(completions) for k, v in columns.items()}
+        shaped = [[{"role": "assistant", "content": c}] for c in completions] if isinstance(prompt, list) else completions
+        try:
+            values = func(prompts=[prompt] * len(completions), completions=shaped, **kwargs)
+        except Exception as exc:
+            for record in group:
+                record.setdefault("reward_errors", {})[func.__name__] = f"{type(exc).__name__}: {exc}"
+            continue
+        for record, value in zip(group, values):
+            record.setdefault("rewards", {})[func.__name__] = value
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m trainer_core inspect")
+    parser.add_argument("out_dir", type=Path, help="folder holding config.yaml; the report is written there")
+    parser.add_argument("--samples", type=int, default=64)
+    args = parser.parse_args(argv)
+    config = RunConfig.load(args.out_dir / "config.yaml")
+    try:
+        inspect(config, args.out_dir, args.samples, progress=lambda line: print(line, flush=True))
+    except EnvError as exc:
+        error = {"error": str(exc), "traceback": exc.user_traceback or traceback.format_exc()}
+        write_json_atomic(args.out_dir / "summary.json", {"failed": True, **error, "config_key": config_key(config)})
+        print(f"error: {exc}", file=sys.stderr)
+        if exc.user_traceback:
+            print(exc.user_traceback, file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,77 @@
+"""Ship a run's result: merge LoRA adapters into the base model, or export a full fine-tune.
+
+The output folder holds a plain model and tokenizer that ``AutoModelForCausalLM.from_pretrained`` loads
+with no PEFT involved. The source is a checkpoint (``--checkpoint N``), else the completed run's
+``final/``, else the newest checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .config import RunConfig
+from .run_folder import RunFolder
+
+
+class MergeError(RuntimeError):
+    pass
+
+
+def merge_source(folder: RunFolder, checkpoint: int | None = None) -> Path:
+    if checkpoint is not None:
+        path = folder.checkpoints_dir / f"checkpoint-{checkpoint}"
+        if not path.is_dir():
+            have = ", ".join(p.name.split("-")[-1] for p in folder.checkpoints()) or "none"
+            raise MergeError(f"run {folder.run_id} has no checkpoint {checkpoint}; it has: {have}.")
+        return path
+    final = folder.path / "final"
+    if (final / "config.json").exists() or (final / "adapter_config.json").exists():
+        return final
+    checkpoints = folder.checkpoints()
+    if not checkpoints:
+        raise MergeError(f"run {folder.run_id} has no final model and no checkpoint to merge.")
+    return checkpoints[-1]
+
+
+def merge(run_dir: Path, output: Path, checkpoint: int | None = None) -> dict:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = RunFolder(Path(run_dir))
+    config = RunConfig.load(folder.config_file)
+    source = merge_source(folder, checkpoint)
+    is_adapter = (source / "adapter_config.json").exists()
+    if is_adapter:
+        from peft import PeftModel
+
+        base = AutoModelForCausalLM.from_pretrained(config.model)
+        model = PeftModel.from_pretrained(base, str(source)).merge_and_unload()
+    else:
+        model = AutoModelForCausalLM.from_pretrained(str(source))
+    tokenizer_source = source if (source / "tokenizer_config.json").exists() else config.model
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_source))
+    output.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(output))
+    tokenizer.save_pretrained(str(output))
+    record = {"run_id": folder.run_id, "source": str(source), "base_model": config.model, "lora_merged": is_adapter}
+    (output / "grpo_tui_merge.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m trainer_core merge")
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--checkpoint", type=int, default=None)
+    args = parser.parse_args(argv)
+    try:
+        record = merge(args.run_dir, args.output, args.checkpoint)
+    except MergeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    kind = "LoRA adapters merged into" if record["lora_merged"] else "full fine-tune exported from"
+    print(f"{kind} {record['source']} -> {args.output}")
+    return 0

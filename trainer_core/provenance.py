@@ -1,0 +1,70 @@
+"""What a run was made with: library versions, the seed, and a hash of the environment's source.
+
+Written to ``provenance.json`` in the run folder when training starts, so a result can be traced and
+repeated: the same config.yaml with the same versions and the same environment code gives the same run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from .config import RunConfig
+from .run_folder import RunFolder, write_json_atomic
+
+PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "vllm", "grpo-tui")
+
+
+def package_versions() -> dict[str, str | None]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def environment_source(config: RunConfig) -> dict:
+    """The environment module's file and the sha256 of its source (found the way the loader finds it)."""
+    spec = config.rl_env_module or ""
+    path = None
+    if spec.endswith(".py") or "/" in spec or os.sep in spec:
+        path = Path(spec).expanduser().resolve()
+    else:
+        module = sys.modules.get(spec)
+        if module is not None and getattr(module, "__file__", None):
+            path = Path(module.__file__).resolve()
+    if path is None or not path.is_file():
+        return {"module": spec, "class": config.rl_env_class, "file": None, "sha256": None}
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return {"module": spec, "class": config.rl_env_class, "file": str(path), "sha256": digest}
+
+
+def write_provenance(folder: RunFolder, config: RunConfig) -> dict:
+    record = {
+        "time": round(time.time(), 3),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": package_versions(),
+        "seed": config.seed,
+        "environment": environment_source(config),
+    }
+    path = folder.path / "provenance.json"
+    history = []
+    if path.exists():
+        try:
+            previous = json.loads(path.read_text())
+            history = previous.pop("previous", []) + [previous]
+        except ValueError:
+            history = []
+    if history:
+        record["previous"] = history
+    write_json_atomic(path, record)
+    return record
