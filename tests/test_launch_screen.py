@@ -98,14 +98,14 @@ async def test_env_config_json_is_checked_while_typing(runs_dir):
         assert form.focus_field("rl_env_config")
         await pilot.pause()
         await pilot.press(*'{"target":')
-        await pilot.pause()
+        await settle(pilot, 0.1)
         text = form.widget_for("rl_env_config").text
         assert text == '{"target":'
         assert form.note("rl_env_config").startswith("rl_env_config must be a JSON object")
         assert screen.query_one("#note-rl_env_config").has_class("-error")
 
         await pilot.press("space", *'"a"}')
-        await pilot.pause()
+        await settle(pilot, 0.1)
         assert form.note("rl_env_config") == "valid JSON object"
         assert form.config().rl_env_config == {"target": "a"}
 
