@@ -388,12 +388,12 @@ class Tmux:
     """A private tmux server (own socket, no user config) with one detached session of a fixed size."""
 
     def __init__(self, work: Path, tag: str):
-        self.socket = f"grpo-bench-{os.getpid()}-{tag}"
+        self.socket = work / f"tmux-{os.getpid()}-{tag}.sock"
         self.conf = work / "tmux.conf"
         self.conf.write_text("set -g status off\nset -g default-terminal tmux-256color\n")
 
     def tmux(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["tmux", "-L", self.socket, "-f", str(self.conf), *args], capture_output=True,
+        return subprocess.run(["tmux", "-S", str(self.socket), "-f", str(self.conf), *args], capture_output=True,
                               text=True, env=child_env(), cwd=ROOT)
 
     def start(self, argv: list[str]) -> int:
@@ -420,6 +420,7 @@ class Tmux:
 
     def close(self, pane_pid: int | None = None) -> None:
         self.tmux("kill-server")
+        self.socket.unlink(missing_ok=True)
         if pane_pid:
             import psutil
 

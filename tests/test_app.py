@@ -123,3 +123,25 @@ async def test_themes_are_registered_and_selectable(runs_dir):
         assert app.current_theme.background == "#000000"
 
 
+
+
+async def test_resuming_a_stopped_run_from_the_runs_screen(tiny_model, runs_dir):
+    handle = launch(pattern_config(tiny_model, max_steps=2000), runs_dir)
+    try:
+        wait_for(lambda: handle.events("metrics"), timeout=120)
+        assert handle.stop(timeout=120).graceful
+        stopped_at = handle.events("run_finished")[-1]["step"]
+        app = make_app(runs_dir)
+        async with app.run_test(size=(120, 30)) as pilot:
+            screen = app.screen
+            await wait_until(pilot, lambda: len(screen.runs) == 1 and screen.runs[0].status == "stopped")
+            await pilot.press("u")
+            await pilot.pause(0.2)
+            await pilot.press("y")
+            await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen), timeout=30)
+            monitor = app.screen
+            await wait_until(pilot, lambda: len(monitor.stream.series.get("reward", [])) > stopped_at, timeout=120)
+        steps = [e["step"] for e in handle.events("metrics")]
+        assert steps[: stopped_at + 1] == list(range(1, stopped_at + 2))
+    finally:
+        handle.stop(force=True, timeout=1)

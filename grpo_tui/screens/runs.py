@@ -19,6 +19,7 @@ class RunsScreen(Screen):
         Binding("enter", "open", "Open", show=True),
         Binding("n", "new_run", "New run"),
         Binding("s", "stop", "Stop"),
+        Binding("u", "resume", "Resume"),
         Binding("space", "mark", "Mark for compare"),
         Binding("c", "compare", "Compare"),
         Binding("r", "refresh", "Refresh"),
@@ -113,6 +114,31 @@ class RunsScreen(Screen):
             return
         self.app.push_screen(ConfirmScreen(f"Stop run {run.run_id}?", "It finishes the current step and saves a checkpoint."),
                              lambda ok: ok and self._stop(run))
+
+    def action_resume(self) -> None:
+        run = self._current()
+        if run is None or run.status not in ("stopped", "failed", "lost"):
+            self.notify("Only a stopped, failed or lost run can be resumed.")
+            return
+        self.app.push_screen(ConfirmScreen(f"Resume run {run.run_id}?", "It continues from its newest checkpoint in the "
+                                           "same folder; steps and events carry on."),
+                             lambda ok: ok and self._resume(run))
+
+    @work(thread=True, group="resume", exit_on_error=False)
+    def _resume(self, run: RunInfo) -> None:
+        from trainer_core.config import ConfigError
+        from trainer_core.run_folder import RunFolder
+
+        from ..services.supervisor import prepare_resume, start_root
+
+        folder = RunFolder(run.path)
+        try:
+            placement = prepare_resume(folder)
+        except ConfigError as exc:
+            self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
+            return
+        start_root(folder, placement)
+        self.app.call_from_thread(self.app.open_monitor, run.path)
 
     @work(thread=True, group="stop", exit_on_error=False)
     def _stop(self, run: RunInfo) -> None:

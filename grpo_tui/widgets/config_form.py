@@ -399,8 +399,12 @@ class ConfigForm(Vertical):
             return
         if self._raw(spec) != self._baseline.get(name):
             self.touched.add(name)
+        # the field's old message may no longer hold; the next validation says
+        self._messages.pop(name, None)
         if spec.kind == "json":
             self._update_json_status(spec)
+        else:
+            self._render_note(spec)
         self._schedule()
 
     def on_input_changed(self, event: Input.Changed) -> None:
