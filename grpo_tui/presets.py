@@ -1,7 +1,7 @@
 """Named starting points for a run's settings, offered by the launch screen.
 
-A preset is a partial RunConfig: it changes only the fields it names and leaves the model, the
-environment and everything else as they were. The CPU demo preset is the example config file itself
+A preset is a partial RunConfig: it changes only the fields it names and leaves every other field
+(the model, usually the environment) as it was. The CPU demo preset is the example config file itself
 (with its environment path made absolute, as ``grpo-tui demo`` does), so the file, the demo and the
 launch screen cannot drift apart.
 """

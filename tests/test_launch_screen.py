@@ -13,12 +13,13 @@ from textual.widgets import Input, Select, SelectionList, Static, Switch, TextAr
 from grpo_tui.app import make_app
 from grpo_tui.cli import build_parser
 from grpo_tui.presets import PRESETS, apply_preset
+from grpo_tui.screens.confirm import ConfirmScreen
 from grpo_tui.screens.launch import NO_GPU_TEXT, LaunchScreen
 from grpo_tui.services.gpus import list_gpus
 from trainer_core.cli_args import config_from_args
 from trainer_core.config import RunConfig
 from trainer_core.proctree import marked
-from trainer_core.run_folder import FINAL_STATUSES, RunFolder
+from trainer_core.run_folder import FINAL_STATUSES
 
 from .conftest import EXAMPLES
 
@@ -33,7 +34,7 @@ async def launch_screen(pilot) -> LaunchScreen:
     return screen
 
 
-async def settle(pilot, seconds: float = 0.4) -> None:
+async def settle(pilot, seconds: float = 0.35) -> None:
     """Let the as-you-type validation (debounced) and the preview catch up."""
     await pilot.pause(seconds)
 
@@ -77,6 +78,7 @@ async def test_invalid_settings_are_refused_with_the_cli_messages_under_their_fi
         expected = RunConfig(model="some/model", batch_size=6, **PATTERN).problems()
         assert [p.field for p in expected] == ["batch_size"]
         assert form.note("batch_size") == str(expected[0])
+        assert str(expected[0]) in note(screen, "#info-batch_size").replace("\n", " ")
         assert "divisible by rl_num_generations" in form.note("batch_size")
         assert form.note("rl_env_module") == "" and form.note("model") == ""
         assert app.focused is form.widget_for("batch_size")
@@ -88,6 +90,28 @@ async def test_invalid_settings_are_refused_with_the_cli_messages_under_their_fi
         await settle(pilot)
         assert form.note("batch_size") == ""
         assert form.check() == []
+
+
+async def test_a_config_handed_to_the_screen_shows_its_problems_and_a_failed_launch_says_why(tmp_path, no_gpus):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    config = RunConfig(model="some/model", batch_size=6, rl_env_config={"target": "a"}, **PATTERN)
+    app = make_app(blocker / "runs", start="launch", launch_config=config)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await launch_screen(pilot)
+        await settle(pilot)
+        assert screen.form.config() == config
+        assert "divisible by rl_num_generations" in screen.form.note("batch_size")
+        assert screen.form.note("rl_env_config") == "valid JSON object"
+
+        fill(screen, batch_size="8")
+        await settle(pilot)
+        await pilot.press("ctrl+l")
+        await app.workers.wait_for_complete()
+        await settle(pilot, 0.1)
+        assert note(screen, "#launch-status").startswith("launch failed: cannot create a run folder in")
+        assert isinstance(app.screen, LaunchScreen) and not screen.launching
+        assert not screen.query_one("#launch").disabled
 
 
 async def test_env_config_json_is_checked_while_typing(runs_dir):
@@ -102,7 +126,7 @@ async def test_env_config_json_is_checked_while_typing(runs_dir):
         text = form.widget_for("rl_env_config").text
         assert text == '{"target":'
         assert form.note("rl_env_config").startswith("rl_env_config must be a JSON object")
-        assert screen.query_one("#note-rl_env_config").has_class("-error")
+        assert screen.query_one("#info-rl_env_config").has_class("-error")
 
         await pilot.press("space", *'"a"}')
         await settle(pilot, 0.1)
@@ -161,7 +185,8 @@ async def test_presets_fill_only_the_fields_they_name(runs_dir, no_gpus):
             await settle(pilot, 0.1)
             expected = apply_preset(expected, name)
             assert screen.form.config() == expected, name
-            assert note(screen, "#preset-description") == PRESETS[name].description
+            assert note(screen, "#preset-description") == f"applied {name!r}: {PRESETS[name].description}"
+            assert screen.query_one("#preset", Select).is_blank()
         assert expected.model == "keep/me" and expected.project_name == "cpu-demo"
         assert screen.form.widget_for("rl_env_config").text == '{"target": "a"}'
 
@@ -202,6 +227,15 @@ async def test_a_config_saved_to_yaml_loads_back_unchanged(runs_dir, no_gpus, tm
         assert "cannot read config file" in note(screen, "#file-status")
         assert screen.query_one("#file-status").has_class("-error")
         assert screen.form.config() == shown
+
+        screen.query_one("#config-path", Input).value = str(path)
+        fill(screen, max_steps="7")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await pilot.pause()
+        assert RunConfig.load(path).max_steps == 7
 
 
 async def test_the_command_preview_is_the_cli_command_for_the_form(runs_dir, no_gpus):

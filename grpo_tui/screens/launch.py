@@ -15,7 +15,7 @@ from pathlib import Path
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, Select, SelectionList, Static
@@ -66,7 +66,7 @@ class LaunchScreen(Screen):
     LaunchScreen .status.-info { display: block; color: $text-muted; }
     LaunchScreen #preview-box { height: auto; max-height: 5; background: $panel; padding: 0 1; }
     LaunchScreen #preview.-error { color: $warning; }
-    LaunchScreen #actions { height: auto; max-height: 3; padding: 0 1; }
+    LaunchScreen #actions { height: auto; max-height: 3; padding: 0 1; align-horizontal: right; }
     LaunchScreen #launch-status { width: 1fr; }
     """
 
@@ -108,8 +108,8 @@ class LaunchScreen(Screen):
                 yield Static(NO_GPU_TEXT, id="no-gpus", markup=False)
             with Horizontal(classes="row"):
                 yield Label("num processes")
-                yield Input(type="integer", placeholder="default: one per training GPU, else 1", compact=True,
-                            id="num-processes")
+                yield Input(type="integer", placeholder="default: one per training GPU, else 1", valid_empty=True,
+                            compact=True, id="num-processes")
             yield Static(id="placement-status", classes="status", markup=False)
             yield Label("config file", classes="section-title")
             with Horizontal(classes="row", id="files"):
@@ -166,9 +166,10 @@ class LaunchScreen(Screen):
         except ConfigError as exc:
             text = f"no command yet: {exc}"
             error = True
-        self.preview_text = text
-        preview.update(Content(text))
-        preview.set_class(error, "-error")
+        if text != self.preview_text:
+            self.preview_text = text
+            preview.update(Content(text))
+            preview.set_class(error, "-error")
         self._check_placement()
 
     def _check_placement(self) -> None:
@@ -195,6 +196,8 @@ class LaunchScreen(Screen):
 
     @staticmethod
     def _status(widget: Static, text: str, kind: str) -> None:
+        if str(widget.visual) == text and (not text or widget.has_class(kind)):
+            return
         widget.update(Content(text))
         for cls in ("-error", "-ok", "-info"):
             widget.set_class(bool(text) and cls == kind, cls)
@@ -214,6 +217,9 @@ class LaunchScreen(Screen):
         if event.select.id != "preset" or event.value is Select.BLANK:
             return
         self.apply_preset(str(event.value))
+        # back to the prompt, so the same preset can be applied again after edits
+        with event.select.prevent(Select.Changed):
+            event.select.clear()
 
     def apply_preset(self, name: str) -> None:
         """Fill the fields preset ``name`` sets; the other fields keep what they show."""
@@ -223,7 +229,7 @@ class LaunchScreen(Screen):
         except ConfigError as exc:
             description.update(Content(str(exc)))
             return
-        description.update(Content(PRESETS[name].description))
+        description.update(Content(f"applied {name!r}: {PRESETS[name].description}"))
 
     # -- config files -----------------------------------------------------------------------------------
     def _path(self) -> Path | None:
@@ -316,6 +322,8 @@ class LaunchScreen(Screen):
         self.start_run(config, gpus, num_processes)
 
     def _refuse(self, status: Static, problems: list[ConfigError]) -> None:
+        if not problems:
+            return
         first = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         self._status(status, f"cannot launch: {first}{more}", "-error")
@@ -329,7 +337,8 @@ class LaunchScreen(Screen):
         try:
             start_root(folder, placement, LaunchOptions())
         except Exception as exc:
-            folder.write_state(status="failed", exit_reason=f"could not start the run: {exc}", ended=round(time.time(), 3))
+            folder.write_state(status="failed", exit_reason=f"could not start the run: {exc}",
+                               ended=round(time.time(), 3))
             raise
         self.app.call_from_thread(self._launched, folder.path)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Container, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.timer import Timer
@@ -85,7 +85,8 @@ def parse_value(spec: FieldSpec, raw: Any) -> Any:
             return None
         if spec.kind == "str":
             return ""
-        raise ConfigError(spec.name, f"{spec.name} needs a value: {'an integer' if spec.kind == 'int' else 'a number'}.")
+        wanted = "an integer" if spec.kind == "int" else "a number"
+        raise ConfigError(spec.name, f"{spec.name} needs a value: {wanted}.")
     if spec.kind == "int":
         try:
             return int(text)
@@ -117,21 +118,17 @@ def _mentions(message: str, names: set[str]) -> bool:
 class ConfigForm(Vertical):
     """Every RunConfig field as an input, with its help text and its problems shown inline.
 
-    Problems appear as you edit, for the fields you changed and the fields their messages name; after
-    ``problems()`` (a launch attempt) every problem shows.
+    Problems appear as you edit, for the fields you changed and the fields their messages name; with a
+    config given at creation, or after ``problems()`` (a launch attempt), every problem shows.
     """
 
     DEFAULT_CSS = """
     ConfigForm { height: auto; }
     ConfigForm Collapsible { padding-bottom: 0; }
-    ConfigForm .field-row { height: auto; margin-bottom: 1; }
-    ConfigForm .field-name { width: 30; padding-right: 1; text-style: bold; }
-    ConfigForm .field-body { width: 1fr; height: auto; }
-    ConfigForm .field-help { color: $text-muted; }
-    ConfigForm .field-note { display: none; }
-    ConfigForm .field-note.-error { display: block; color: $error; }
-    ConfigForm .field-note.-ok { display: block; color: $success; }
-    ConfigForm .field-row.-problem .field-name { color: $error; }
+    ConfigForm .fields { layout: grid; grid-size: 2; grid-columns: 30 1fr; grid-rows: auto; height: auto; }
+    ConfigForm .field-name { row-span: 2; width: 100%; padding-right: 1; text-style: bold; }
+    ConfigForm .field-name.-problem { color: $error; }
+    ConfigForm .field-info { color: $text-muted; padding-bottom: 1; }
     ConfigForm Input.-textual-compact { background: $boost; }
     ConfigForm Input.-textual-compact:focus { background-tint: $primary 25%; }
     ConfigForm Switch { height: 1; border: none; padding: 0; }
@@ -159,11 +156,13 @@ class ConfigForm(Vertical):
         self._by_name = {s.name: s for s in self.specs}
         self.initial = config or RunConfig()
         self.world_size = world_size
-        self.show_all = False
+        # a config handed in (from a file, a command line) has its problems shown from the start
+        self.show_all = config is not None
         self.touched: set[str] = set()
         self._baseline: dict[str, Any] = {s.name: format_value(s, getattr(self.initial, s.name)) for s in self.specs}
         self._messages: dict[str, list[str]] = {}
         self._json_status: dict[str, tuple[bool, str] | None] = {}
+        self._shown_notes: dict[str, tuple[bool, str]] = {}
         self._timer: Timer | None = None
         self.external: list[ConfigError] = []
 
@@ -175,13 +174,11 @@ class ConfigForm(Vertical):
             if not specs:
                 continue
             with Collapsible(title=title, collapsed=group not in OPEN_GROUPS, id=f"group-{group}"):
-                for spec in specs:
-                    with Horizontal(classes="field-row", id=f"row-{spec.name}"):
-                        yield Label(spec.name, classes="field-name")
-                        with Vertical(classes="field-body"):
-                            yield self._make_widget(spec)
-                            yield Static(self._help(spec), classes="field-help", markup=False)
-                            yield Static(classes="field-note", id=f"note-{spec.name}", markup=False)
+                with Container(classes="fields"):
+                    for spec in specs:
+                        yield Label(spec.name, classes="field-name", id=f"name-{spec.name}")
+                        yield self._make_widget(spec)
+                        yield Static(self._help(spec), classes="field-info", id=f"info-{spec.name}", markup=False)
 
     def _make_widget(self, spec: FieldSpec) -> Widget:
         value = self._baseline[spec.name]
@@ -195,7 +192,8 @@ class ConfigForm(Vertical):
             return TextArea(value, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", id=wid)
         input_type = {"int": "integer", "float": "number"}.get(spec.kind, "text")
         placeholder = ("required" if spec.name in REQUIRED else "none") if spec.optional else ""
-        return Input(value, type=input_type, placeholder=placeholder, compact=True, select_on_focus=False, id=wid)
+        return Input(value, type=input_type, placeholder=placeholder, valid_empty=spec.optional, compact=True,
+                     select_on_focus=False, id=wid)
 
     @staticmethod
     def _help(spec: FieldSpec) -> str:
@@ -280,8 +278,9 @@ class ConfigForm(Vertical):
         for spec in self.specs:
             self._render_note(spec)
         errors = self.query_one("#form-errors", Static)
-        errors.update(Content("\n".join(general)))
-        errors.set_class(bool(general), "-shown")
+        if general or errors.has_class("-shown"):
+            errors.update(Content("\n".join(general)))
+            errors.set_class(bool(general), "-shown")
         counts: dict[str, int] = {}
         for name in messages:
             group = self._by_name[name].group
@@ -304,7 +303,7 @@ class ConfigForm(Vertical):
         self.validate_now()
 
     def note(self, name: str) -> str:
-        """The text shown under field ``name`` (problems, or the JSON status)."""
+        """The text shown under field ``name``'s help: its problems, or the JSON status."""
         return "\n".join(self._note_lines(self._by_name[name])[1])
 
     def focus_field(self, name: str) -> bool:
@@ -378,14 +377,22 @@ class ConfigForm(Vertical):
         return bool(messages), messages
 
     def _render_note(self, spec: FieldSpec) -> None:
+        """Show the field's help with its problems (or JSON status) under it."""
         if not self.is_mounted:
             return
         error, lines = self._note_lines(spec)
-        note = self.query_one(f"#note-{spec.name}", Static)
-        note.update(Content("\n".join(lines)))
-        note.set_class(error and bool(lines), "-error")
-        note.set_class(not error and bool(lines), "-ok")
-        self.query_one(f"#row-{spec.name}").set_class(error, "-problem")
+        text = "\n".join(lines)
+        # an update costs a layout of the whole form, so only changes are drawn
+        if self._shown_notes.get(spec.name, (False, "")) == (error, text):
+            return
+        self._shown_notes[spec.name] = (error, text)
+        info = self.query_one(f"#info-{spec.name}", Static)
+        parts: list = [self._help(spec)]
+        if text:
+            parts += ["\n", (text, "$error" if error else "$success")]
+        info.update(Content.assemble(*parts))
+        info.set_class(error, "-error")
+        self.query_one(f"#name-{spec.name}").set_class(error, "-problem")
 
     def _schedule(self) -> None:
         if self._timer is not None:
@@ -410,6 +417,10 @@ class ConfigForm(Vertical):
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
         self._changed(event.input)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.screen.focus_next()
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
         event.stop()
