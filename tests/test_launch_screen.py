@@ -107,11 +107,27 @@ async def test_a_config_handed_to_the_screen_shows_its_problems_and_a_failed_lau
         fill(screen, batch_size="8")
         await settle(pilot)
         await pilot.press("ctrl+l")
+        await skip_the_gate(pilot)
         await app.workers.wait_for_complete()
         await settle(pilot, 0.1)
         assert note(screen, "#launch-status").startswith("launch failed: cannot create a run folder in")
         assert isinstance(app.screen, LaunchScreen) and not screen.launching
         assert not screen.query_one("#launch").disabled
+
+
+async def skip_the_gate(pilot) -> None:
+    """Launch deliberately without a reward inspection (the gate's skip, confirmed)."""
+    from grpo_tui.screens.inspect import InspectScreen
+
+    for _ in range(50):
+        if isinstance(pilot.app.screen, InspectScreen):
+            break
+        await pilot.pause(0.1)
+    assert isinstance(pilot.app.screen, InspectScreen)
+    await pilot.press("ctrl+k")
+    await pilot.pause(0.2)
+    await pilot.press("y")
+    await pilot.pause(0.2)
 
 
 async def test_env_config_json_is_checked_while_typing(runs_dir):
@@ -149,6 +165,7 @@ async def test_a_run_launched_from_the_form_opens_its_monitor_and_trains(runs_di
              **PATTERN)
         await settle(pilot)
         await pilot.click("#launch")
+        await skip_the_gate(pilot)
 
         deadline = time.monotonic() + 60
         monitor = None
@@ -304,3 +321,46 @@ async def test_the_screen_is_usable_at_80x24(runs_dir, no_gpus):
         assert app.focused is health
         assert body.region.contains_region(health.region) or body.region.overlaps(health.region)
         assert isinstance(screen.form.widget_for("peft"), Switch)
+
+
+async def test_the_gate_inspect_read_launch(runs_dir, tiny_model):
+    from grpo_tui.screens.inspect import InspectScreen
+    from grpo_tui.screens.monitor import MonitorScreen
+
+    app = make_app(runs_dir, start="launch")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await launch_screen(pilot)
+        fill(screen, model=tiny_model, rl_num_generations="4", batch_size="8", rl_max_new_tokens="8", max_steps="2",
+             **PATTERN)
+        await settle(pilot)
+        await pilot.press("ctrl+l")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (isinstance(app.screen, InspectScreen) and app.screen.finished):
+            await pilot.pause(0.3)
+        gate = app.screen
+        assert isinstance(gate, InspectScreen) and gate.finished
+        import io
+
+        from rich.console import Console
+
+        console = Console(file=io.StringIO(), width=120)
+        console.print(gate.report_view)
+        body = console.file.getvalue()
+        assert "score distribution" in body and "samples (first" in body
+        assert not gate.query_one("#launch").disabled
+        inspection_id = gate.inspection.id
+        await pilot.press("ctrl+l")
+        while time.monotonic() < deadline and not isinstance(app.screen, MonitorScreen):
+            await pilot.pause(0.3)
+        folder = app.screen.folder
+        assert RunConfig.load(folder.config_file).inspection == inspection_id
+        assert (folder.path / "inspection.jsonl").read_text() == (gate.inspection.path / "inspection.jsonl").read_text()
+        while time.monotonic() < deadline + 60 and folder.read_state().get("status") not in FINAL_STATUSES:
+            await pilot.pause(0.5)
+
+        app.open_launch(RunConfig.load(folder.config_file))
+        await pilot.pause(0.5)
+        await pilot.press("ctrl+l")
+        await pilot.pause(1.0)
+        assert isinstance(app.screen, InspectScreen) and app.screen.inspection.id == inspection_id
+        assert "already made for this model" in str(app.screen.query_one("#status").render())

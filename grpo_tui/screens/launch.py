@@ -27,9 +27,11 @@ from trainer_core.config import ConfigError, RunConfig
 from trainer_core.placement import Placement, plan
 
 from ..presets import PRESETS, preset_values
+from ..services import inspections
 from ..services.gpus import GPU, list_gpus, visible_indices
 from ..widgets.config_form import ConfigForm
 from .confirm import ConfirmScreen
+from .inspect import InspectScreen
 
 NO_GPU_TEXT = "No NVIDIA GPU on this machine: training runs on the CPU"
 GIB = 1 << 30
@@ -318,6 +320,20 @@ class LaunchScreen(Screen):
         gpus, num_processes = self.placement_request()
         self.launching = True
         self.query_one("#launch", Button).disabled = True
+        self._status(status, "reward inspection first: read the scored samples, then launch", "-info")
+        self.app.push_screen(InspectScreen(config, self.runs_dir),
+                             lambda result: self._after_gate(result, config, gpus, num_processes))
+
+    def _after_gate(self, result, config: RunConfig, gpus: list[int] | None, num_processes: int | None) -> None:
+        """The inspection gate answered: launch with its id, launch recorded as skipped, or back to the form."""
+        status = self.query_one("#launch-status", Static)
+        if result is None:
+            self.launching = False
+            self.query_one("#launch", Button).disabled = False
+            self._status(status, "not launched: the reward inspection was not completed", "-info")
+            return
+        kind, inspection_id = result
+        config.inspection = inspection_id if kind == "launch" else "skipped"
         self._status(status, "starting the run…", "-info")
         self.start_run(config, gpus, num_processes)
 
@@ -334,6 +350,8 @@ class LaunchScreen(Screen):
         from ..services.supervisor import LaunchOptions, create_run, start_root
 
         folder, placement = create_run(config, self.runs_dir, gpus=gpus, num_processes=num_processes)
+        if config.inspection and config.inspection != "skipped":
+            inspections.attach(inspections.Inspection(inspections.inspections_dir(self.runs_dir) / config.inspection), folder)
         try:
             start_root(folder, placement, LaunchOptions())
         except Exception as exc:

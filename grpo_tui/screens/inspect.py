@@ -1,0 +1,126 @@
+"""The reward-inspection gate: read scored samples of the current config before launching it.
+
+Opens on the inspection already made for this config (same model, environment and sampling), or runs a
+new one in a child process. Dismisses with ``("launch", inspection_id)`` after the user has read the
+report, ``("skip", None)`` when they deliberately launch without one, or ``None`` to go back.
+"""
+
+from __future__ import annotations
+
+import time
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Label, Static
+from textual.worker import get_current_worker
+
+from trainer_core.config import RunConfig
+
+from ..inspect_report import report
+from ..services import inspections
+from .confirm import ConfirmScreen
+
+DEFAULT_SAMPLES = 64
+
+
+class InspectScreen(Screen):
+    BINDINGS = [
+        Binding("ctrl+l", "launch", "Launch"),
+        Binding("ctrl+k", "skip", "Skip inspection"),
+        Binding("ctrl+r", "rerun", "Inspect again"),
+        Binding("escape", "back", "Back"),
+    ]
+    DEFAULT_CSS = """
+    InspectScreen #status { padding: 0 1; background: $panel; width: 100%; }
+    InspectScreen #report { height: 1fr; padding: 0 1; }
+    InspectScreen Horizontal { height: auto; padding: 0 1; }
+    InspectScreen Button { margin-right: 2; }
+    """
+
+    def __init__(self, config: RunConfig, runs_dir, samples: int = DEFAULT_SAMPLES):
+        super().__init__()
+        self.config = config
+        self.runs_dir = runs_dir
+        self.samples = samples
+        self.inspection: inspections.Inspection | None = None
+        self.finished = False
+        self.report_view = None
+
+    def compose(self) -> ComposeResult:
+        yield Label("", id="status")
+        with VerticalScroll(id="report"):
+            yield Static("", id="body")
+        with Horizontal():
+            yield Button("Launch with this inspection", variant="success", id="launch", disabled=True)
+            yield Button("Skip inspection", variant="warning", id="skip")
+            yield Button("Back", id="back")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        existing = inspections.find_for(self.config, self.runs_dir)
+        if existing is not None:
+            self.inspection = existing
+            self._show(f"inspection {existing.id}, already made for this model, environment and sampling "
+                       "(ctrl+r to inspect again)")
+        else:
+            self.run_inspection()
+
+    def _show(self, status: str) -> None:
+        summary = self.inspection.summary()
+        self.finished = bool(summary)
+        self.query_one("#status", Label).update(status)
+        self.report_view = report(summary, self.inspection.records())
+        self.query_one("#body", Static).update(self.report_view)
+        self.query_one("#launch", Button).disabled = not self.finished or bool(summary.get("failed"))
+
+    @work(thread=True, exclusive=True, group="inspect", exit_on_error=False)
+    def run_inspection(self) -> None:
+        worker = get_current_worker()
+        try:
+            inspection = inspections.create(self.config, self.runs_dir)
+        except (OSError, ValueError) as exc:
+            message = getattr(exc, "strerror", None) or str(exc)
+            self.app.call_from_thread(self.query_one("#status", Label).update, f"cannot inspect: {message}")
+            return
+        self.inspection = inspection
+        proc = inspections.start(inspection, self.samples)
+        started = time.monotonic()
+        while proc.poll() is None:
+            if worker.is_cancelled:
+                proc.terminate()
+                return
+            lines = inspection.log.read_text(errors="replace").splitlines() if inspection.log.exists() else []
+            progress = lines[-1] if lines else "loading the model and the environment"
+            self.app.call_from_thread(self.query_one("#status", Label).update,
+                                      f"inspecting {self.samples} completions ({time.monotonic() - started:.0f}s): {progress}")
+            time.sleep(0.5)
+        self.app.call_from_thread(self._show, f"inspection {inspection.id} finished; read it, then launch (ctrl+l)")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        {"launch": self.action_launch, "skip": self.action_skip, "back": self.action_back}[event.button.id]()
+
+    def action_launch(self) -> None:
+        if self.inspection is None or not self.finished or self.inspection.summary().get("failed"):
+            self.notify("The inspection has not finished yet.")
+            return
+        self.dismiss(("launch", self.inspection.id))
+
+    def action_skip(self) -> None:
+        self.app.push_screen(
+            ConfirmScreen("Launch without a reward inspection?",
+                          "A reward that scores the wrong thing trains the wrong thing cleanly. The run's config will "
+                          "record that the inspection was skipped."),
+            lambda ok: ok and self.dismiss(("skip", None)),
+        )
+
+    def action_rerun(self) -> None:
+        self.finished = False
+        self.query_one("#launch", Button).disabled = True
+        self.run_inspection()
+
+    def action_back(self) -> None:
+        self.workers.cancel_group(self, "inspect")
+        self.dismiss(None)
