@@ -22,6 +22,7 @@ def test_the_app_side_never_imports_the_training_stack():
         "import grpo_tui.services.gpus, grpo_tui.services.registry, grpo_tui.services.live_view, grpo_tui.api\n"
         "import trainer_core.run_root, trainer_core.proctree, trainer_core.vllm_server\n"
         "import grpo_tui.app, grpo_tui.screens.monitor, grpo_tui.screens.runs, grpo_tui.screens.compare\n"
+        "import grpo_tui.screens.launch, grpo_tui.screens.inspect, grpo_tui.services.inspections, grpo_tui.presets\n"
         "from grpo_tui.app import make_app; make_app('/tmp/none')\n"
         "from grpo_tui.cli import build_parser; build_parser().parse_args(['demo'])"
     )
@@ -63,3 +64,33 @@ def test_demo_builds_the_model_once_and_trains(tmp_path):
     assert [e["step"] for e in events_of(only_run(runs)) if e["type"] == "metrics"] == [1, 2, 3]
     again = cli("demo", "--max-steps", "1", "--runs-dir", str(tmp_path / "runs2"), env=env)
     assert again.returncode == 0 and "building the tiny demo model" not in again.stdout
+
+
+def test_the_running_app_never_imports_the_training_stack(tmp_path):
+    code = """
+import asyncio, sys
+from grpo_tui.app import make_app
+from trainer_core.config import RunConfig
+from trainer_core.events import EventWriter
+from trainer_core.run_folder import RunFolder
+
+folder = RunFolder.create(sys.argv[1])
+RunConfig(model="m", rl_env_module="e", rl_env_class="E").save(folder.config_file)
+folder.write_state(status="completed", started=1.0, ended=2.0)
+with EventWriter(folder.events_file) as w:
+    w.emit("metrics", step=1, reward=0.5, reward_std=0.1, kl=0.01)
+
+async def main():
+    app = make_app(sys.argv[1], start="launch")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.5)
+        app.open_monitor(folder.path)
+        await pilot.pause(1.0)
+        await pilot.press("2", "3", "4", "5", "escape", "escape")
+        await pilot.pause(0.5)
+
+asyncio.run(main())
+print("HEAVY", sorted(m for m in ("torch", "transformers", "trl", "datasets", "peft") if m in sys.modules))
+"""
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "runs")], capture_output=True, text=True, cwd=ROOT)
+    assert "HEAVY []" in out.stdout, out.stdout + out.stderr
