@@ -63,9 +63,11 @@ SMALL_STEPS = 200
 RATE = 10.0
 LATENCY_STEPS = 150
 CPU_SECONDS = 20.0
+IDLE_SECONDS = 10.0
 SIZE = (120, 40)
 TARGETS = {"load": 1.0, "latency_p95": 0.250, "cpu": 0.05, "rss_mb": 200.0, "coldstart": 1.0}
 RESULT_PREFIX = "RESULT "
+WATCH_MODULES = ["grpo_tui.cli", "grpo_tui.app", "grpo_tui.screens.runs", "grpo_tui.screens.monitor"]
 
 
 def metric_values(step: int, steps: int, rand, keys: int = len(METRICS)) -> dict:
@@ -94,7 +96,7 @@ def cached_run(work: Path, name: str, steps: int, keys: int = len(METRICS)) -> R
     shutil.rmtree(base, ignore_errors=True)
     print(f"generating {name}: {steps:,} steps x {keys} keys ...", flush=True)
     t = time.perf_counter()
-    folder = RunFolder.create(runs, f"20250101-000000-{name[:6]}")
+    folder = RunFolder.create(runs, f"20250101-000000-{name}")
     RunConfig(model="m", rl_env_module="e", rl_env_class="E").save(folder.config_file)
     rand = random.Random(0).random
     start = time.time() - steps * 10.0
@@ -126,7 +128,7 @@ def cached_run(work: Path, name: str, steps: int, keys: int = len(METRICS)) -> R
 def fresh_live_run(work: Path, name: str) -> RunFolder:
     base = work / name
     shutil.rmtree(base, ignore_errors=True)
-    folder = RunFolder.create(base / "runs", f"20250101-000000-{name[:6]}")
+    folder = RunFolder.create(base / "runs", f"20250101-000000-{name}")
     RunConfig(model="m", rl_env_module="e", rl_env_class="E").save(folder.config_file)
     return folder
 
@@ -145,14 +147,16 @@ def child_cmd(kind: str, *args) -> list[str]:
     return [sys.executable, str(Path(__file__).resolve()), "--child", kind, *map(str, args)]
 
 
-def run_child(kind: str, *args, timeout: float = 900) -> dict:
+def run_child(kind: str, *args, timeout: float = 900, show_stderr: bool = False) -> dict:
     """Run one measurement in a fresh process (its own memory and imports); returns its RESULT line."""
-    proc = subprocess.run(child_cmd(kind, *args), capture_output=True, text=True, timeout=timeout, env=child_env(),
+    proc = subprocess.run(child_cmd(kind, *args), stdout=subprocess.PIPE,
+                          stderr=None if show_stderr else subprocess.PIPE, text=True, timeout=timeout, env=child_env(),
                           cwd=ROOT)
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(RESULT_PREFIX):
             return json.loads(line[len(RESULT_PREFIX):])
-    raise RuntimeError(f"child {kind} exited with {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    output = proc.stdout[-3000:] + "\n" + (proc.stderr or "")[-3000:]
+    raise RuntimeError(f"child {kind} exited with {proc.returncode}:\n{output}")
 
 
 def report(result: dict) -> None:
@@ -167,20 +171,18 @@ def child_stream(path: str, profile: str = "0") -> None:
     from grpo_tui.services.run_stream import RunStream
 
     stream = RunStream(RunFolder(Path(path)))
+    t, cpu = time.perf_counter(), time.process_time()
+    stream.poll()
+    seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
     if profile == "1":
         import cProfile
         import pstats
 
         profiler = cProfile.Profile()
-        t = time.perf_counter()
-        profiler.runcall(stream.poll)
-        seconds = time.perf_counter() - t
-        pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(12)
-    else:
-        t = time.perf_counter()
-        stream.poll()
-        seconds = time.perf_counter() - t
-    report({"seconds": seconds, "points": len(stream.series["reward"]), "peak_rss_mb": peak_rss_mb()})
+        profiler.runcall(RunStream(RunFolder(Path(path))).poll)
+        print(f"cProfile of RunStream.poll() on {path}:", file=sys.stderr)
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(10)
+    report({"seconds": seconds, "cpu": cpu, "points": len(stream.series["reward"]), "peak_rss_mb": peak_rss_mb()})
 
 
 class Marks:
@@ -258,7 +260,7 @@ def child_app_load(runs_dir: str, path: str, points: str, timeout: str = "600") 
                 "read": _since(t0, Marks.first(marks.reads, points_wanted)),
                 "plotted": _since(t0, Marks.first(marks.plotted, points_wanted)),
                 "painted": _since(t0, Marks.first(marks.painted, points_wanted)),
-                "rss_mb": rss, "peak_rss_mb": peak_rss_mb(),
+                "rss_mb": rss, "peak_rss_mb": peak_rss_mb(), "cpu": time.process_time(),
             }
 
     report(asyncio.run(main()))
@@ -361,17 +363,19 @@ def child_tb_write(logdir: str, steps: str) -> None:
 def child_tb_load(logdir: str) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     acc = EventAccumulator(logdir, size_guidance={"scalars": 0})
     acc.Reload()
-    seconds = time.perf_counter() - t
-    report({"seconds": seconds, "points": len(acc.Scalars("reward")), "peak_rss_mb": peak_rss_mb()})
+    seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
+    report({"seconds": seconds, "cpu": cpu, "points": len(acc.Scalars("reward")), "peak_rss_mb": peak_rss_mb()})
 
 
-def child_import() -> None:
+def child_import(*modules: str) -> None:
+    import importlib
+
     t = time.perf_counter()
-    import grpo_tui.app  # noqa: F401
-
+    for module in modules:
+        importlib.import_module(module)
     report({"seconds": time.perf_counter() - t})
 
 
@@ -409,11 +413,11 @@ class Tmux:
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "bench").stdout
 
-    def wait_for(self, text: str, timeout: float, every: float = 0.01) -> float | None:
-        """Seconds (perf_counter) at which the pane first shows ``text``, or None."""
+    def wait_for(self, text: str, timeout: float, every: float = 0.01, top_lines: int = 3) -> float | None:
+        """The perf_counter time at which the pane's top lines (the monitor's header) first show ``text``."""
         deadline = time.perf_counter() + timeout
         while time.perf_counter() < deadline:
-            if text in self.screen():
+            if text in "\n".join(self.screen().splitlines()[:top_lines]):
                 return time.perf_counter()
             time.sleep(every)
         return None
@@ -460,17 +464,20 @@ class Table:
             verdict = f"MISS x{value / target:.1f}"
         self.rows.append((name, shown, f"<= {limit}", verdict))
 
+    def text(self, name: str, text: str) -> None:
+        self.rows.append((name, text, "", ""))
+
     def section(self, title: str) -> None:
-        self.rows.append((f"[{title}]", "", "", ""))
+        self.rows.append((f"[{title}; load average {os.getloadavg()[0]:.1f}]", "", "", ""))
 
     def print(self) -> None:
-        widths = [max(len(r[i]) for r in self.rows + [("benchmark", "measured", "target", "result")]) for i in range(4)]
         header = ("benchmark", "measured", "target", "result")
+        widths = [max(len(r[i]) for r in [header, *self.rows] if not r[0].startswith("[")) for i in range(4)]
         print()
         print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
         print("  ".join("-" * w for w in widths))
         for row in self.rows:
-            print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+            print(row[0] if row[0].startswith("[") else "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -484,13 +491,13 @@ def bench_load(work: Path, table: Table, args) -> None:
     folder = cached_run(work, "load100k", LOAD_STEPS)
     size = folder.events_file.stat().st_size
     table.section(f"load: {LOAD_STEPS:,} steps x {len(METRICS)} keys, events.jsonl {size / 1e6:.0f} MB (in page cache)")
-    stream = run_child("stream", folder.path, "1" if args.profile else "0")
-    table.add("RunStream(folder).poll()", stream["seconds"], target=TARGETS["load"])
+    stream = run_child("stream", folder.path, "1" if args.profile else "0", show_stderr=args.profile)
+    table.add("RunStream(folder).poll()", stream["seconds"], target=TARGETS["load"], note=f"CPU {stream['cpu']:.2f} s")
     app = run_child("app-load", folder.path.parent, folder.path, LOAD_STEPS)
     table.add("app: run_test started (pilot ready)", app["app_ready"])
     table.add("app: worker has every point", app["read"])
     table.add("app: reward chart painted all points", app["painted"], target=TARGETS["load"],
-              note=f"{app['points']:,} points")
+              note=f"{app['points']:,} points; process CPU {app['cpu']:.2f} s incl. start")
     if args.skip_tensorboard:
         return
     try:
@@ -510,20 +517,23 @@ def bench_load(work: Path, table: Table, args) -> None:
         done.write_text(json.dumps(written))
     tb = run_child("tb-load", logdir)
     scale = LOAD_STEPS / tb_steps
-    note = f"{tb['points']:,} points" + (f", measured on {tb_steps:,} steps x{scale:g}" if scale != 1 else "")
+    note = f"{tb['points']:,} points; CPU {tb['cpu'] * scale:.1f} s" + (
+        f"; measured on {tb_steps:,} steps, x{scale:g}" if scale != 1 else "")
     tb_seconds = tb["seconds"] * scale
     tb_mb = json.loads(done.read_text())["bytes"] * scale / 1e6
     table.add(f"TensorBoard EventAccumulator.Reload() ({tb_mb:.0f} MB)", tb_seconds, note=note)
-    table.add("ratio TensorBoard / RunStream.poll", tb_seconds / stream["seconds"], unit="", fmt="{:.1f}x")
+    table.add("ratio TensorBoard / RunStream.poll", tb_seconds / stream["seconds"], unit="", fmt="{:.1f}x",
+              note=f"CPU time ratio {tb['cpu'] * scale / stream['cpu']:.1f}x")
     if app["painted"]:
         table.add("ratio TensorBoard / app painted", tb_seconds / app["painted"], unit="", fmt="{:.1f}x")
 
 
 def bench_latency(work: Path, table: Table, args) -> None:
+    table.section(f"latency: writer at {RATE:g} steps/s, {LATENCY_STEPS} steps, app under run_test {SIZE[0]}x{SIZE[1]}")
     folder = fresh_live_run(work, "latency")
     result = run_child("app-latency", folder.path, LATENCY_STEPS, timeout=LATENCY_STEPS / RATE + 120)
-    table.section(f"latency: writer at {RATE:g} steps/s, {LATENCY_STEPS} steps, app under run_test {SIZE[0]}x{SIZE[1]}")
-    labels = {"read": "monitor worker read it", "plotted": "charts given it (UI thread)", "painted": "reward chart painted it"}
+    labels = {"read": "monitor worker read it", "plotted": "charts given it (UI thread)",
+              "painted": "reward chart painted it"}
     for name, label in labels.items():
         delays = [d * 1000 for d in result[name]]
         table.add(f"write -> {label}: p50", percentile(delays, 0.5), unit="ms", fmt="{:.0f}",
@@ -536,6 +546,8 @@ def bench_latency(work: Path, table: Table, args) -> None:
 def bench_cpu(work: Path, table: Table, args) -> None:
     import psutil
 
+    table.section(f"cpu: `grpo-tui watch RUN` in tmux {SIZE[0]}x{SIZE[1]}, run logging {RATE:g} steps/s, "
+                  f"{CPU_SECONDS:g} s window")
     folder = fresh_live_run(work, "cpu")
     warmup = 3.0
     writer = start_writer(folder, int(RATE * (warmup + CPU_SECONDS + 30)))
@@ -545,25 +557,32 @@ def bench_cpu(work: Path, table: Table, args) -> None:
         pane = tmux.start(watch_argv(folder))
         if tmux.wait_for(folder.run_id, timeout=30) is None:
             raise RuntimeError(f"the app did not show the run id; pane:\n{tmux.screen()}")
+        app, server = psutil.Process(pane), psutil.Process(tmux.server_pid())
+        time.sleep(warmup)
+        idle_app, _ = cpu_shares(app, server, IDLE_SECONDS)
         writer.stdin.write("go\n")
         writer.stdin.flush()
         time.sleep(warmup)
-        app, server = psutil.Process(pane), psutil.Process(tmux.server_pid())
-        app_before, server_before, t = app.cpu_times(), server.cpu_times(), time.perf_counter()
-        time.sleep(CPU_SECONDS)
-        app_after, server_after, wall = app.cpu_times(), server.cpu_times(), time.perf_counter() - t
+        app_share, server_share = cpu_shares(app, server, CPU_SECONDS)
         screen = tmux.screen()
     finally:
         tmux.close(pane)
         stop_process(writer)
     step_line = next((line.strip() for line in screen.splitlines() if "step " in line), "?")
-    table.section(f"cpu: `grpo-tui watch RUN` in tmux {SIZE[0]}x{SIZE[1]}, run logging {RATE:g} steps/s, {wall:.0f} s window")
-    app_share = (app_after.user + app_after.system - app_before.user - app_before.system) / wall
-    server_share = (server_after.user + server_after.system - server_before.user - server_before.system) / wall
     table.add("app process CPU (share of one core)", app_share * 100, unit="%", fmt="{:.1f}",
               target=TARGETS["cpu"] * 100)
     table.add("tmux server CPU (drawing the pane)", server_share * 100, unit="%", fmt="{:.1f}")
-    table.add(f"pane at the end: {step_line[:60]}", None, unit="")
+    table.add(f"app CPU, same live run before it logs a step ({IDLE_SECONDS:g} s)", idle_app * 100, unit="%",
+              fmt="{:.1f}")
+    table.text("pane header at the end", step_line[:70])
+
+
+def cpu_shares(app, server, seconds: float) -> tuple[float, float]:
+    """CPU time of the app and the tmux server over ``seconds`` of wall time, as shares of one core."""
+    before, t = (app.cpu_times(), server.cpu_times()), time.perf_counter()
+    time.sleep(seconds)
+    after, wall = (app.cpu_times(), server.cpu_times()), time.perf_counter() - t
+    return tuple((a.user + a.system - b.user - b.system) / wall for a, b in zip(after, before))
 
 
 def bench_rss(work: Path, table: Table, args) -> None:
@@ -587,8 +606,10 @@ def bench_coldstart(work: Path, table: Table, args) -> None:
               note="runs: " + ", ".join("-" if t is None else f"{t:.2f}" for t in times))
     big = cached_run(work, "load100k", LOAD_STEPS)
     table.add(f"{LOAD_STEPS:,}-step run (header waits for the full load)", cold_start(work, big))
-    imports = [run_child("import")["seconds"] for _ in range(args.repeat)]
-    table.add(f"import grpo_tui.app: median of {len(imports)}", statistics.median(imports))
+    for modules in (["grpo_tui.app"], WATCH_MODULES):
+        imports = [run_child("import", *modules)["seconds"] for _ in range(args.repeat)]
+        label = "grpo_tui.app" if len(modules) == 1 else "cli, app, screens.runs, screens.monitor"
+        table.add(f"import {label}: median of {len(imports)}", statistics.median(imports))
     bare = []
     for _ in range(args.repeat):
         t = time.perf_counter()

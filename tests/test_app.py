@@ -145,3 +145,16 @@ async def test_resuming_a_stopped_run_from_the_runs_screen(tiny_model, runs_dir)
         assert steps[: stopped_at + 1] == list(range(1, stopped_at + 2))
     finally:
         handle.stop(force=True, timeout=1)
+
+
+def test_downsampling_keeps_every_spike_and_the_last_step():
+    from grpo_tui.widgets.metric_chart import downsample
+
+    steps = list(range(1, 100_001))
+    values = [0.1] * 100_000
+    values[54_321] = 9.0
+    values[77_000] = -5.0
+    xs, lows, highs = downsample(steps, values, 80)
+    assert len(xs) == 80 and max(highs) == 9.0 and min(lows) == -5.0
+    assert xs[0] == 1 and xs[-1] == 100_000
+    assert downsample([1, 2], [0.5, 0.7], 80) == ([1, 2], [0.5, 0.7], [0.5, 0.7])

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from textual.widgets import DataTable
 
 from grpo_tui.app import make_app
 
@@ -73,8 +74,24 @@ async def wait_until(pilot, predicate, timeout: float = 30.0) -> None:
 
 
 def runs_listed(count: int):
+    """The runs screen lists ``count`` runs and its table has measured them (columns as wide as their cells)."""
+
+    def listed(screen) -> bool:
+        if len(getattr(screen, "runs", [])) != count:
+            return False
+        table = screen.query_one(DataTable)
+        widest_id = max(len(run.run_id) for run in screen.runs)
+        return table.row_count == count and table.columns["id"].content_width >= widest_id
+
     async def run_before(pilot) -> None:
-        await wait_until(pilot, lambda: len(getattr(pilot.app.screen, "runs", [])) == count)
+        screen = pilot.app.screen
+        await wait_until(pilot, lambda: listed(screen))
+        # DataTable measures new rows when idle, and a frame drawn before that stays cached with the header-wide
+        # columns until the table is next cleared (on a busy machine it is). One more load clears it, and its rows
+        # are drawn at the widths already measured.
+        shown = screen.runs
+        screen.action_refresh()
+        await wait_until(pilot, lambda: screen.runs is not shown and listed(screen))
 
     return run_before
 

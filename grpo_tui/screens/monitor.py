@@ -61,6 +61,7 @@ class MonitorScreen(Screen):
     ]
     DEFAULT_CSS = """
     MonitorScreen { overflow: hidden; }
+    MonitorScreen TabbedContent, MonitorScreen ContentSwitcher, MonitorScreen TabPane { height: 1fr; }
     MonitorScreen Grid { grid-size: 2 2; grid-gutter: 0 1; }
     MonitorScreen TabPane { padding: 0; }
     """

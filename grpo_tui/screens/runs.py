@@ -42,7 +42,8 @@ class RunsScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for name in ("", "id", "project", "model", "status", "step", "reward", "warnings", "duration"):
+        # most important first: at 80 columns the last ones scroll off to the right
+        for name in ("", "id", "status", "step", "reward", "warnings", "duration", "model", "project"):
             table.add_column(name, key=name or "mark")
         self.load()
         self.set_interval(REFRESH_SECONDS, self.load)
@@ -60,9 +61,9 @@ class RunsScreen(Screen):
         for run in runs:
             reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
             warnings = f"{run.warnings} ({run.last_warning})" if run.warnings else "0"
-            table.add_row("●" if run.run_id in self.marked else " ", run.run_id, run.project or "-", short_model(run.model, 24),
-                          status_text(run.status), format_steps(run.step, run.total), reward, warnings,
-                          format_duration(run.duration), key=run.run_id)
+            table.add_row("●" if run.run_id in self.marked else " ", run.run_id, status_text(run.status),
+                          format_steps(run.step, run.total), reward, warnings, format_duration(run.duration),
+                          short_model(run.model, 24), run.project or "-", key=run.run_id)
         if runs:
             table.move_cursor(row=min(selected, len(runs) - 1))
         self.query_one("#title", Label).update(f"runs in {self.runs_dir}  ({len(runs)})" if runs else

@@ -28,7 +28,7 @@ def downsample(steps, values, buckets: int) -> tuple[list[float], list[float], l
         if hi <= lo:
             continue
         chunk = values[lo:hi]
-        xs.append(steps[lo])
+        xs.append(steps[hi - 1] if b == buckets - 1 else steps[lo])
         lows.append(min(chunk))
         highs.append(max(chunk))
     return xs, lows, highs
@@ -81,7 +81,7 @@ class MetricChart(Vertical):
             label.update(self.empty_message)
             return
         last = series.values[-1]
-        self.border_title = f"{self.title}  {last:.4g}"
+        self.border_title = f"{self.title}  {last:.4f}" if abs(last) < 1000 else f"{self.title}  {last:.4g}"
         width = max(self.size.width - 8, 10)
         xs, lows, highs = downsample(series.steps, series.values, width)
         plt = plot.plt

@@ -1,0 +1,179 @@
+"""End to end in a real terminal: ``grpo-tui watch RUN`` in tmux, read off the screen and driven by keys.
+
+Pilot tests drive the app in-process; these run the installed command in a pseudo-terminal as a person
+would (the CLI's TTY check, the terminal driver, the key handling, the exit), look at what the pane shows
+with ``tmux capture-pane`` and type into it with ``tmux send-keys``. Each test starts its own tmux server
+on a private socket (``tmux -L``) and kills it at the end, so it neither sees nor touches the user's tmux.
+Skipped where tmux is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from trainer_core.run_folder import RunFolder
+
+from .conftest import EXAMPLES, ROOT, cli
+from .run_fixtures import make_finished_run
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+WIDTH, HEIGHT = 100, 30
+TIMEOUT = 120.0  # generous: a busy 2-core machine trains, imports and draws slowly
+STOP_TIMEOUT = 300.0  # a graceful stop finishes the step and saves a checkpoint first
+
+
+class Tmux:
+    """A private tmux server with one session whose pane runs a command."""
+
+    def __init__(self, session: str = "e2e"):
+        self.socket = f"grpo-tui-e2e-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.session = session
+        self.env = {**os.environ, "TERM": "xterm-256color"}
+        self.socket_path: str | None = None
+
+    def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        # -u: UTF-8 whatever the locale; -f /dev/null: none of the user's tmux.conf
+        return subprocess.run(["tmux", "-u", "-f", "/dev/null", "-L", self.socket, *args], capture_output=True,
+                              text=True, env=self.env, check=check, timeout=30)
+
+    def start(self, argv: list[str], cwd: Path = ROOT) -> None:
+        command = shlex.join(["env", "TERM=xterm-256color", "PYTHONUNBUFFERED=1", *argv])
+        # remain-on-exit keeps the pane after the command ends, so its exit status can be read
+        self.tmux("new-session", "-d", "-s", self.session, "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(cwd),
+                  command, ";", "set-option", "-t", self.session, "remain-on-exit", "on")
+        self.socket_path = self.pane("#{socket_path}")
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", self.session).stdout
+
+    def send(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", self.session, *keys)
+
+    def pane(self, fmt: str) -> str:
+        return self.tmux("display-message", "-p", "-t", self.session, fmt).stdout.strip()
+
+    def wait_screen(self, predicate, timeout: float = TIMEOUT, what: str = "the expected text") -> str:
+        """Poll the pane until ``predicate(text)`` holds; fail with the last screen shown."""
+        deadline = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            text = self.screen()
+            if predicate(text):
+                return text
+            if self.pane("#{pane_dead}") == "1":
+                break
+            time.sleep(0.25)
+        raise AssertionError(f"the pane did not show {what} within {timeout:.0f}s; it shows:\n{text}")
+
+    def wait_exit(self, timeout: float = 30.0) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            dead, status = self.pane("#{pane_dead} #{pane_dead_status}").partition(" ")[::2]
+            if dead == "1":
+                return int(status or 0)
+            time.sleep(0.2)
+        raise AssertionError(f"the app did not exit within {timeout:.0f}s; the pane shows:\n{self.screen()}")
+
+    def kill(self) -> None:
+        self.tmux("kill-server", check=False)
+        if self.socket_path:  # tmux leaves the socket file behind
+            Path(self.socket_path).unlink(missing_ok=True)
+
+
+@pytest.fixture
+def tmux():
+    server = Tmux()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def watch_argv(run: str, runs_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "grpo_tui", "watch", run, "--runs-dir", str(runs_dir)]
+
+
+def launch_args(model: str, runs_dir: Path, *extra: str) -> list[str]:
+    """As tests/test_supervisor.py launches: the pattern environment, quick steps."""
+    return ["launch", "--json", "--model", model, "--rl-env-module", str(EXAMPLES / "pattern_env.py"),
+            "--rl-env-class", "PatternEnv", "--rl-num-generations", "4", "--batch-size", "8",
+            "--rl-max-new-tokens", "12", "--lr", "0.002", "--runs-dir", str(runs_dir), *extra]
+
+
+def shown_step(text: str) -> int:
+    steps = [int(n) for n in re.findall(r"\bstep (\d+)/", text)]
+    return max(steps, default=0)
+
+
+def charts_shown(text: str) -> bool:
+    """A chart's border title (a warning's message may name reward_std too, never with the border)."""
+    return "─ reward_std" in text
+
+
+def warnings_shown(text: str) -> bool:
+    """The Warnings tab: its empty-list line, or a warning's first line (``WARN     rule  step N``)."""
+    return "No warnings" in text or re.search(r"^(INFO|WARN|CRITICAL) +\S+ +step \d+", text, re.M) is not None
+
+
+def test_watch_stop_and_quit_a_live_run_in_a_real_terminal(tiny_model, runs_dir, tmux):
+    result = cli(*launch_args(tiny_model, runs_dir, "--max-steps", "2000"))
+    assert result.returncode == 0, result.stderr
+    launched = json.loads(result.stdout)
+    folder = RunFolder(Path(launched["path"]))
+    try:
+        tmux.start(watch_argv(launched["run_id"], runs_dir))
+        assert tmux.pane("#{window_width}x#{window_height}") == f"{WIDTH}x{HEIGHT}"
+
+        # the monitor opens on the run and follows it live
+        screen = tmux.wait_screen(lambda s: "RUNNING" in s and shown_step(s) >= 2, what="RUNNING at step 2 or later")
+        assert launched["run_id"] in screen
+        assert "Charts" in screen and "Warnings" in screen and charts_shown(screen)
+
+        # 2: the warnings tab (the charts give way to warnings, or to the plain "no warnings" line)
+        tmux.send("2")
+        tmux.wait_screen(lambda s: not charts_shown(s) and warnings_shown(s), what="the Warnings tab")
+        # 1: back to the charts
+        tmux.send("1")
+        tmux.wait_screen(charts_shown, what="the Charts tab again")
+
+        # s, then y in the confirmation: a graceful stop with a checkpoint
+        tmux.send("s")
+        tmux.wait_screen(lambda s: "Stop run" in s and "Yes (y)" in s, what="the stop confirmation")
+        tmux.send("y")
+        screen = tmux.wait_screen(lambda s: "STOPPED" in s, timeout=STOP_TIMEOUT, what="STOPPED in the header")
+        assert "Stop run" not in screen  # the confirmation closed
+
+        state = folder.read_state()
+        assert state["status"] == "stopped", state
+        assert folder.checkpoints(), f"no checkpoint in {folder.path}"
+
+        # q quits the app, and the command exits cleanly; the run folder is left as it is
+        tmux.send("q")
+        assert tmux.wait_exit() == 0
+        assert folder.read_state()["status"] == "stopped"
+    finally:
+        cli("stop", launched["run_id"], "--runs-dir", str(runs_dir), "--force", timeout=120)
+
+
+def test_reattach_to_a_finished_run_in_a_real_terminal(tmp_path, tmux):
+    runs_dir = tmp_path / "runs"
+    run = make_finished_run(runs_dir, steps=40, status="completed")
+    tmux.start(watch_argv(run.name, runs_dir))
+    screen = tmux.wait_screen(lambda s: "COMPLETED" in s and "step 40/40" in s, what="COMPLETED at step 40/40")
+    assert run.name in screen
+    assert "0:00:22" in screen  # the run's own duration (ended - started), not the time since it ended
+    assert "CRITICAL mode_collapse" in screen  # the critical banner of the fixture's warning
+    tmux.send("q")
+    assert tmux.wait_exit() == 0
