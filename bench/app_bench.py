@@ -594,7 +594,7 @@ def bench_rss(work: Path, table: Table, args) -> None:
     table.add("peak RSS while loading (ru_maxrss)", app["peak_rss_mb"], unit="MB", fmt="{:.0f}",
               target=TARGETS["rss_mb"])
     table.add("RSS once painted", app["rss_mb"], unit="MB", fmt="{:.0f}")
-    table.add("series arrays alone (16 B/point/key)", (keys + 1) * 16 * RSS_STEPS / 2**20, unit="MB", fmt="{:.0f}")
+    table.add("every key at 16 B/point (what a naive store would hold)", (keys + 1) * 16 * RSS_STEPS / 2**20, unit="MB", fmt="{:.0f}")
     table.add("time until the reward chart painted all points", app["painted"], note=f"{app['points']:,} points")
 
 

@@ -158,3 +158,28 @@ def test_downsampling_keeps_every_spike_and_the_last_step():
     assert len(xs) == 80 and max(highs) == 9.0 and min(lows) == -5.0
     assert xs[0] == 1 and xs[-1] == 100_000
     assert downsample([1, 2], [0.5, 0.7], 80) == ([1, 2], [0.5, 0.7], [0.5, 0.7])
+
+
+def test_run_stream_series_stay_right_when_keys_come_and_go(tmp_path):
+    from trainer_core.events import EventWriter
+    from grpo_tui.services.run_stream import RunStream
+
+    folder = RunFolder.create(tmp_path)
+    with EventWriter(folder.events_file) as w:
+        for step in range(1, 7):
+            extra = {"kl": 0.1 * step} if step not in (3, 4) else {}
+            loss = None if step == 5 else 0.5
+            w.emit("metrics", step=step, reward=step / 10, loss=loss, **extra)
+        w.emit("warning", rule="kl_explosion", severity="warn", step=6)
+    stream = RunStream(folder)
+    stream.poll()
+    s = stream.series
+    assert list(s["reward"].steps) == [1, 2, 3, 4, 5, 6] and len(s["reward"]) == 6
+    assert list(s["kl"].steps) == [1, 2, 5, 6] and [round(v, 2) for v in s["kl"].values] == [0.1, 0.2, 0.5, 0.6]
+    assert list(s["loss"].steps) == [1, 2, 3, 4, 6]
+    assert s["reward"].steps is stream.steps and s["kl"].steps is not stream.steps
+    assert [w["rule"] for w in stream.warnings] == ["kl_explosion"]
+    with EventWriter(folder.events_file) as w:
+        w.emit("metrics", step=7, reward=0.7, loss=0.4, kl=0.7)
+    stream.poll()
+    assert list(s["reward"].steps)[-1] == 7 and list(s["kl"].steps) == [1, 2, 5, 6, 7] and len(stream.times) == 7

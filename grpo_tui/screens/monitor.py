@@ -33,8 +33,11 @@ from .confirm import ConfirmScreen
 
 MAIN_CHARTS = (("reward", "reward"), ("reward_std", "reward_std"), ("kl", "KL"))
 EXTRA_METRICS = ("loss", "completions/mean_length", "entropy", "clip_ratio/region_mean", "grad_norm", "learning_rate")
-POLL_SECONDS = 0.2
-SLOW_EVERY = 5
+POLL_SECONDS = 0.1
+SLOW_EVERY = 10
+CHART_SECONDS = 1.0  # charts redraw at most this often: drawing, not reading, is what costs CPU
+HEADER_SECONDS = 0.5
+CHART_CPU_SHARE = 0.02  # and slower still when a redraw is expensive, to keep drawing under ~2% of a core
 
 
 @dataclass
@@ -83,6 +86,10 @@ class MonitorScreen(Screen):
         self.extra_index = 0
         self.stop_requested = False
         self.loaded = False  # warnings already on disk when the screen opens are listed, not popped up
+        self.charts_drawn_at = 0.0
+        self.charts_dirty = False
+        self.chart_timer = None
+        self.header_drawn_at = 0.0
 
     @property
     def kl_measured(self) -> bool:
@@ -146,9 +153,32 @@ class MonitorScreen(Screen):
             self._shown_alerts = slow.alerts if slow else getattr(self, "_shown_alerts", [])
             self._show_warnings(update.warnings)
         if update.metrics or slow:
-            self._refresh_charts()
-            self._refresh_header()
+            self._request_charts()
+            if slow or time.monotonic() - self.header_drawn_at >= HEADER_SECONDS:
+                self._refresh_header()
         self.loaded = True
+
+    def _request_charts(self) -> None:
+        """Redraw the charts now if they are on screen and were not drawn in the last CHART_SECONDS; else later."""
+        self.charts_dirty = True
+        if self.query_one(TabbedContent).active != "charts":
+            return
+        cost = sum(chart.render_seconds for chart in self.query(MetricChart))
+        interval = min(max(CHART_SECONDS, cost / CHART_CPU_SHARE), 10.0)
+        wait = self.charts_drawn_at + interval - time.monotonic()
+        if wait <= 0:
+            self._refresh_charts()
+        elif self.chart_timer is None:
+            self.chart_timer = self.set_timer(wait, self._deferred_charts)
+
+    def _deferred_charts(self) -> None:
+        self.chart_timer = None
+        if self.charts_dirty:
+            self._request_charts()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "charts" and self.charts_dirty:
+            self._refresh_charts()
 
     def _all_warnings(self) -> list[dict]:
         return [*self.stream.warnings, *self.alerts]
@@ -167,6 +197,8 @@ class MonitorScreen(Screen):
         return [w.get("step", 0) for w in self.stream.warnings if w.get("severity") in ("warn", "critical")]
 
     def _refresh_charts(self) -> None:
+        self.charts_drawn_at = time.monotonic()
+        self.charts_dirty = False
         markers = self._markers()
         for key, _ in MAIN_CHARTS:
             self.query_one(f"#chart-{key}", MetricChart).show(self.stream.series.get(key), markers)
@@ -179,6 +211,7 @@ class MonitorScreen(Screen):
             chart.show(self.stream.series.get(key), markers)
 
     def _refresh_header(self) -> None:
+        self.header_drawn_at = time.monotonic()
         last = self.stream.last_metrics
         state = self.folder.read_state()
         started, ended = state.get("started"), state.get("ended")

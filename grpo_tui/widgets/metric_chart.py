@@ -7,10 +7,25 @@ Drawing is delegated to textual-plotext.
 
 from __future__ import annotations
 
+import time
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Label
 from textual_plotext import PlotextPlot
+
+
+class TimedPlot(PlotextPlot):
+    """A PlotextPlot that remembers how long its last render took, so callers can pace redraws."""
+
+    render_seconds = 0.0
+
+    def render(self):
+        started = time.perf_counter()
+        try:
+            return super().render()
+        finally:
+            self.render_seconds = time.perf_counter() - started
 
 
 def downsample(steps, values, buckets: int) -> tuple[list[float], list[float], list[float]]:
@@ -54,7 +69,7 @@ class MetricChart(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Label(self.empty_message, id="empty")
-        yield PlotextPlot()
+        yield TimedPlot()
 
     def on_mount(self) -> None:
         self.query_one(PlotextPlot).display = False
@@ -69,19 +84,26 @@ class MetricChart(Vertical):
     def on_resize(self) -> None:
         self.refresh_plot()
 
+    @property
+    def render_seconds(self) -> float:
+        return self.query_one(TimedPlot).render_seconds if self.is_mounted else 0.0
+
     def refresh_plot(self) -> None:
         if not self.is_mounted:
             return
         label, plot = self.query_one("#empty", Label), self.query_one(PlotextPlot)
         series = self._series
         has_data = series is not None and len(series) > 0
-        label.display = not has_data
-        plot.display = has_data
+        if label.display == has_data:  # setting display, even to the same value, re-runs the layout
+            label.display = not has_data
+            plot.display = has_data
         if not has_data:
             label.update(self.empty_message)
             return
         last = series.values[-1]
-        self.border_title = f"{self.title}  {last:.4f}" if abs(last) < 1000 else f"{self.title}  {last:.4g}"
+        title = f"{self.title}  {last:.4f}" if abs(last) < 1000 else f"{self.title}  {last:.4g}"
+        if title != self.border_title:
+            self.border_title = title
         width = max(self.size.width - 8, 10)
         xs, lows, highs = downsample(series.steps, series.values, width)
         plt = plot.plt

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
+from textual.widget import Widget
 
 from ..services.registry import format_duration, short_model
 
@@ -11,10 +11,16 @@ STATUS_CLASSES = {"running": "ok", "starting": "ok", "completed": "done", "stopp
                   "failed": "bad", "lost": "bad"}
 
 
-class RunHeader(Static):
+class RunHeader(Widget):
+    """Fixed size, redrawn in place: updating it never re-runs the screen's layout."""
+
     DEFAULT_CSS = """
-    RunHeader { height: 2; background: $panel; padding: 0 1; }
+    RunHeader { height: 2; width: 1fr; background: $panel; padding: 0 1; }
     """
+    text = Text()
+
+    def render(self) -> Text:
+        return self.text
 
     def show(self, run_id: str, model: str | None, status: str, step: int | None, total: int | None,
              elapsed: float | None, steps_per_s: float | None, tokens_per_s: float | None) -> None:
@@ -33,4 +39,6 @@ class RunHeader(Static):
             text.append(f"  {tokens_per_s:,.0f} tok/s")
         text.no_wrap = True
         text.overflow = "ellipsis"
-        self.update(text)
+        if text.plain != self.text.plain:
+            self.text = text
+            self.refresh()
