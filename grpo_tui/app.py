@@ -8,8 +8,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from textual.app import App
+from functools import partial
+from typing import Iterable
+
+from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 
 from trainer_core.config import RunConfig
 from trainer_core.run_folder import RunFolder, resolve_runs_dir
@@ -45,6 +49,22 @@ class GrpoApp(App):
             self.open_monitor(self.watch_path)
         elif self.start == "launch":
             self.open_launch(self.launch_config)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The palette offers every key binding of the current screen, so nothing needs remembering."""
+        yield from super().get_system_commands(screen)
+        seen = set()
+        for binding in [*screen.BINDINGS, *self.BINDINGS]:
+            if not isinstance(binding, Binding) or not binding.description or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            target = self if binding.action.startswith("app.") or binding in self.BINDINGS else screen
+            action = binding.action.removeprefix("app.")
+            yield SystemCommand(binding.description, f"{binding.description} (key: {binding.key})",
+                                partial(self._run_palette_action, target, action))
+
+    def _run_palette_action(self, target, action: str) -> None:
+        self.call_later(target.run_action, action)
 
     def open_monitor(self, path: Path) -> None:
         from .screens.monitor import MonitorScreen

@@ -183,3 +183,19 @@ def test_run_stream_series_stay_right_when_keys_come_and_go(tmp_path):
         w.emit("metrics", step=7, reward=0.7, loss=0.4, kl=0.7)
     stream.poll()
     assert list(s["reward"].steps)[-1] == 7 and list(s["kl"].steps) == [1, 2, 5, 6, 7] and len(stream.times) == 7
+
+
+async def test_the_command_palette_offers_the_screens_keys(runs_dir):
+    from .run_fixtures import make_finished_run
+
+    path = make_finished_run(runs_dir)
+    app = make_app(runs_dir, start="watch", watch=path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        titles = [c.title for c in app.get_system_commands(screen)]
+        assert {"Stop", "Force stop", "Next metric", "Theme", "Quit"} <= set(titles)
+        command = next(c for c in app.get_system_commands(screen) if c.title == "Next metric")
+        before = screen.extra_index
+        command.callback()
+        await pilot.pause(0.2)
+        assert screen.extra_index == before + 1

@@ -131,3 +131,13 @@ def test_a_run_records_versions_seed_and_environment_hash(tiny_model, runs_dir):
     assert {"torch", "transformers", "trl", "peft", "accelerate", "vllm"} <= set(record["versions"])
     assert record["versions"]["trl"] and record["versions"]["vllm"] is None
     assert record["environment"]["sha256"] == hashlib.sha256(env_file.read_bytes()).hexdigest()
+
+
+def test_inspecting_the_multi_turn_hotel_environment(tiny_model, runs_dir):
+    result, summary, records = inspect(tiny_model, runs_dir, EXAMPLES / "hotel_env.py", "HotelEnv",
+                                       "--rl-env-config", '{"max_turns": 2, "num_requests": 8}', samples="8")
+    assert result.returncode in (0, 4), result.stdout + result.stderr
+    assert len(records) == 8 and summary["errors"] == 0
+    assert all(0 <= r["score"] <= 1 for r in records)
+    assert '"name": "search_hotels"' in records[0]["prompt"]
+    assert {"city", "nights", "hotel_ids"} <= set(records[0]["columns"])

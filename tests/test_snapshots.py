@@ -155,3 +155,19 @@ class TestCompareScreen:
                              and "comparing" in str(pilot.app.screen.query_one("#legend").render()))
 
         assert snap_compare(app_for(tmp_path / "runs"), terminal_size=size, run_before=run_before)
+
+
+class TestLaunchScreen:
+    """The new-run form as it opens, with the fake GPU picker."""
+
+    @pytest.mark.parametrize("size", SIZES)
+    def test_empty_form(self, snap_compare, fixed_runs_dir, size):
+        async def run_before(pilot) -> None:
+            from grpo_tui.screens.launch import LaunchScreen
+
+            await wait_until(pilot, lambda: isinstance(pilot.app.screen, LaunchScreen))
+            for widget in pilot.app.screen.query("Input, TextArea"):
+                widget.cursor_blink = False
+            await pilot.pause(0.5)
+
+        assert snap_compare(app_for(fixed_runs_dir, start="launch"), terminal_size=size, run_before=run_before)
