@@ -13,13 +13,14 @@ import os
 import sys
 from pathlib import Path
 
-from trainer_core.cli_args import add_run_config_arguments, config_from_args
+from trainer_core.cli_args import add_run_config_arguments
 from trainer_core.config import ConfigError, RunConfig
 from trainer_core.placement import parse_gpus
 from trainer_core.run_folder import RUNS_DIR_ENV
 
+from .cli_common import COMMANDS, command, config_or_exit, fail, interactive, resolve, run_app
+
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
-EXIT_BAD_INPUT = 2
 
 
 def _cache_dir() -> Path:
@@ -130,32 +131,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = {}
-
-
-def command(name):
-    def register(func):
-        COMMANDS[name] = func
-        return func
-    return register
-
-
 def main(argv: list[str] | None = None) -> int:
+    from . import cli_runs  # noqa: F401  (registers its commands)
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        return _run_app(args.root_runs_dir, args.root_theme)
+        return run_app(args.root_runs_dir, args.root_theme)
     try:
         return COMMANDS[args.command](args)
     except BrokenPipeError:
         # output piped into `head` and the like: stop quietly, as other command-line tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-
-
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_BAD_INPUT
 
 
 def _create(config: RunConfig, args):
@@ -166,16 +154,9 @@ def _create(config: RunConfig, args):
         return create_run(config, args.runs_dir, gpus=parse_gpus(args.gpus), num_processes=args.num_processes,
                           vllm_port=args.vllm_port)
     except ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     except OSError as exc:
-        return _fail(exc.strerror or str(exc))
-
-
-def _config(args) -> RunConfig | int:
-    try:
-        return config_from_args(args)
-    except ConfigError as exc:
-        return _fail(str(exc))
+        return fail(exc.strerror or str(exc))
 
 
 def _resume(args):
@@ -187,16 +168,16 @@ def _resume(args):
     changed = [f.name for f in config_fields() if hasattr(args, f.name) and f.name != "max_steps"]
     if changed or getattr(args, "config", None):
         names = ", ".join(["--config"] * bool(getattr(args, "config", None)) + ["--" + n.replace("_", "-") for n in changed])
-        return _fail(f"--resume continues the run with its own config.yaml; only --max-steps may change (got {names}). "
+        return fail(f"--resume continues the run with its own config.yaml; only --max-steps may change (got {names}). "
                      "Start a new run to change anything else.")
-    folder = _resolve(argparse.Namespace(runs_dir=args.runs_dir, run=args.resume))
+    folder = resolve(argparse.Namespace(runs_dir=args.runs_dir, run=args.resume))
     if isinstance(folder, int):
         return folder
     try:
         placement = prepare_resume(folder, max_steps=getattr(args, "max_steps", None), gpus=parse_gpus(args.gpus),
                                    num_processes=args.num_processes)
     except ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     return folder, placement
 
 
@@ -209,7 +190,7 @@ def cmd_train(args) -> int:
         if isinstance(resumed, int):
             return resumed
         return run_foreground(*resumed, _options(args))
-    config = _config(args)
+    config = config_or_exit(args)
     if isinstance(config, int):
         return config
     return _train_foreground(config, args)
@@ -238,7 +219,7 @@ def cmd_launch(args) -> int:
     if args.resume:
         created = _resume(args)
     else:
-        config = _config(args)
+        config = config_or_exit(args)
         if isinstance(config, int):
             return config
         created = _create(config, args)
@@ -254,128 +235,6 @@ def cmd_launch(args) -> int:
         for note in placement.notes:
             print(f"  note:   {note}")
     return 0
-
-
-def _resolve(args):
-    from .services.registry import UnknownRunError, resolve_run
-
-    try:
-        return resolve_run(args.runs_dir, args.run)
-    except UnknownRunError as exc:
-        return _fail(str(exc))
-
-
-@command("runs")
-def cmd_runs(args) -> int:
-    from rich.console import Console
-
-    from .services.registry import format_table, list_runs
-
-    runs = list_runs(args.runs_dir)
-    if args.json:
-        print(json.dumps([r.to_dict() for r in runs], indent=2))
-        return 0
-    if not runs:
-        print(f"no runs in {args.runs_dir or os.environ.get(RUNS_DIR_ENV) or './runs'}")
-        return 0
-    Console().print(format_table(runs))
-    return 0
-
-
-@command("stop")
-def cmd_stop(args) -> int:
-    from .services.supervisor import stop_run
-
-    folder = _resolve(args)
-    if isinstance(folder, int):
-        return folder
-    if not args.force:
-        print(f"stopping run {folder.run_id}: finishing the current step and saving a checkpoint "
-              f"(up to {args.timeout:.0f}s, then forced) ...", flush=True)
-    report = stop_run(folder, force=args.force, timeout=args.timeout)
-    print(report.describe())
-    return 1 if report.left else 0
-
-
-@command("logs")
-def cmd_logs(args) -> int:
-    from .services.live_view import follow_log
-
-    folder = _resolve(args)
-    if isinstance(folder, int):
-        return folder
-    follow_log(folder, follow=args.follow)
-    return 0
-
-
-def _interactive() -> bool:
-    return sys.stdin.isatty() and sys.stdout.isatty()
-
-
-def _run_app(runs_dir, theme, **kwargs) -> int:
-    from .app import make_app
-
-    make_app(runs_dir, theme=theme, **kwargs).run()
-    return 0
-
-
-@command("watch")
-def cmd_watch(args) -> int:
-    folder = _resolve(args)
-    if isinstance(folder, int):
-        return folder
-    if _interactive() and not args.once:
-        return _run_app(args.runs_dir, args.theme, watch=folder.path, start="watch")
-    from .services.live_view import watch
-
-    try:
-        watch(folder, once=args.once)
-    except KeyboardInterrupt:
-        pass
-    return 0
-
-
-@command("inspect")
-def cmd_inspect(args) -> int:
-    import subprocess
-
-    from rich.console import Console
-
-    from .inspect_report import report
-    from .services import inspections
-
-    config = _config(args)
-    if isinstance(config, int):
-        return config
-    try:
-        inspection = inspections.create(config, args.runs_dir)
-    except ConfigError as exc:
-        return _fail(str(exc))
-    except OSError as exc:
-        return _fail(exc.strerror or str(exc))
-    print(f"inspecting {args.samples} completions into {inspection.path} ...", flush=True)
-    code = subprocess.call(inspections.command(inspection, args.samples))
-    summary = inspection.summary()
-    if not summary:
-        return _fail(f"the inspection wrote no report (exit code {code})")
-    Console(soft_wrap=False).print(report(summary, inspection.records()))
-    print(f"report: {inspection.path / 'summary.json'}  samples: {inspection.path / 'inspection.jsonl'}")
-    if summary.get("failed") or code:
-        return 1
-    return 4 if any(f["severity"] == "critical" for f in summary.get("flags", [])) else 0
-
-
-@command("merge")
-def cmd_merge(args) -> int:
-    import subprocess
-
-    folder = _resolve(args)
-    if isinstance(folder, int):
-        return folder
-    cmd = [sys.executable, "-m", "trainer_core", "merge", str(folder.path), "--output", str(args.output)]
-    if args.checkpoint is not None:
-        cmd += ["--checkpoint", str(args.checkpoint)]
-    return subprocess.call(cmd)
 
 
 @command("tiny-model")
@@ -411,7 +270,7 @@ def cmd_demo(args) -> int:
     """In a terminal: launch the demo run detached and open its monitor. Piped: print its metrics."""
     config = demo_config(tiny_model_dir(), args.max_steps)
     args.gpus = args.num_processes = args.accelerate_config = args.vllm_port = args.vllm_timeout = None
-    if not _interactive():
+    if not interactive():
         return _train_foreground(config, args)
     from .services.supervisor import start_root
 
@@ -420,6 +279,6 @@ def cmd_demo(args) -> int:
         return created
     folder, placement = created
     start_root(folder, placement, _options(args))
-    code = _run_app(args.runs_dir, args.theme, watch=folder.path, start="watch")
+    code = run_app(args.runs_dir, args.theme, watch=folder.path, start="watch")
     print(f"the demo run {folder.run_id} goes on in the background; stop it with: grpo-tui stop {folder.run_id}")
     return code

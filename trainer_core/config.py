@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -232,119 +231,12 @@ def _check_keys(data: dict, source: str) -> None:
             raise ConfigError(key, f"unknown key '{key}' in {source}.{hint}")
 
 
-def _num(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def iter_problems(c: RunConfig, world_size: int = 1):
-    """Yield a ConfigError for every value that cannot run, in field order."""
-    if not c.rl_env_module or not c.rl_env_class:
-        missing = [n for n in ("rl_env_module", "rl_env_class") if not getattr(c, n)]
-        yield ConfigError(
-            missing[0],
-            f"GRPO requires --rl-env-module and --rl-env-class (missing: {', '.join(missing)}). "
-            "Point them at a module and the environment class in it, e.g. "
-            "--rl-env-module examples/math_env.py --rl-env-class MathEnv",
-        )
-    if not c.model:
-        yield ConfigError("model", "model is required: pass --model with a local folder or a Hub model id.")
-    if c.trainer not in TRAINERS:
-        yield ConfigError("trainer", f"trainer must be 'grpo', got {c.trainer!r}.")
-    try:
-        parse_env_config(c.rl_env_config)
-    except ConfigError as exc:
-        yield exc
-    for name, choices in (("rl_loss_type", LOSS_TYPES), ("vllm_mode", VLLM_MODES), ("mixed_precision", MIXED_PRECISION)):
-        value = getattr(c, name)
-        if value not in choices:
-            yield ConfigError(name, f"{name} must be one of {', '.join(choices)}; got {value!r}.")
-    ints = {
-        "rl_num_generations": 2, "rl_max_new_tokens": 1, "batch_size": 1, "gradient_accumulation": 1,
-        "lora_r": 1, "lora_alpha": 1, "logging_steps": 1, "save_steps": 1, "vllm_tensor_parallel_size": 1,
-        "vllm_server_gpus": 0, "rl_top_k": 0, "samples_per_step": 0,
-    }
-    for name, low in ints.items():
-        value = getattr(c, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            fix = {
-                "rl_num_generations": "GRPO compares completions within a group; use at least 2 (4-16 is typical).",
-            }.get(name, f"use an integer >= {low}.")
-            yield ConfigError(name, f"{name} must be an integer >= {low}, got {value!r}. {fix}")
-    if not isinstance(c.max_steps, int) or isinstance(c.max_steps, bool) or (c.max_steps < 1 and c.max_steps != -1):
-        yield ConfigError("max_steps", f"max_steps must be a positive integer or -1 (use epochs), got {c.max_steps!r}.")
-    if c.max_prompt_length is not None and (not isinstance(c.max_prompt_length, int) or c.max_prompt_length < 1):
-        yield ConfigError("max_prompt_length", f"max_prompt_length must be a positive integer, got {c.max_prompt_length!r}.")
-    if c.save_total_limit is not None and (not isinstance(c.save_total_limit, int) or c.save_total_limit < 1):
-        yield ConfigError("save_total_limit", f"save_total_limit must be a positive integer, got {c.save_total_limit!r}.")
-    ranges = [
-        ("rl_temperature", lambda v: v > 0, "> 0 (1.0 samples the model's distribution as is)"),
-        ("rl_top_p", lambda v: 0 < v <= 1, "in (0, 1] (1.0 disables nucleus sampling)"),
-        ("vllm_gpu_memory_utilization", lambda v: 0 < v <= 1, "in (0, 1]"),
-        ("rl_kl_coef", lambda v: v >= 0, ">= 0 (0 disables the KL penalty)"),
-        ("rl_clip_range", lambda v: v > 0, "> 0 (0.2 is typical)"),
-        ("lr", lambda v: v > 0, "> 0 (1e-6 to 1e-5 is typical for full fine-tuning)"),
-        ("epochs", lambda v: v > 0, "> 0"),
-        ("lora_dropout", lambda v: 0 <= v < 1, "in [0, 1)"),
-        ("warmup_ratio", lambda v: 0 <= v < 1, "in [0, 1)"),
-    ]
-    for name, ok, rule in ranges:
-        value = getattr(c, name)
-        if not _num(value) or not ok(value):
-            yield ConfigError(name, f"{name} must be {rule}; got {value!r}.")
-    if c.use_vllm and c.vllm_mode == "server" and not c.vllm_server_url and not c.vllm_server_gpus:
-        yield ConfigError(
-            "vllm_server_url",
-            "vllm_mode 'server' needs either --vllm-server-url (a running server) or --vllm-server-gpus >= 1 "
-            "(GPUs for a server the run starts); got neither.",
-        )
-    if isinstance(c.batch_size, int) and isinstance(c.gradient_accumulation, int) and isinstance(c.rl_num_generations, int):
-        generation_batch = c.batch_size * world_size * max(c.gradient_accumulation, 1)
-        if c.rl_num_generations >= 2 and generation_batch % c.rl_num_generations:
-            yield ConfigError(
-                "batch_size",
-                f"batch_size ({c.batch_size}) x processes ({world_size}) x gradient_accumulation "
-                f"({c.gradient_accumulation}) = {generation_batch} completions per generation batch, which must be "
-                f"divisible by rl_num_generations ({c.rl_num_generations}) so every prompt gets a full group. "
-                f"Set --batch-size to a multiple of {c.rl_num_generations} or change --rl-num-generations.",
-            )
-    if c.report_to not in ("none", "trackio", "wandb", "tensorboard"):
-        yield ConfigError("report_to", f"report_to must be one of none, trackio, wandb, tensorboard; got {c.report_to!r}.")
-    yield from _health_problems(c)
-    if not isinstance(c.grpo_args, dict):
-        yield ConfigError("grpo_args", f"grpo_args must be a mapping of GRPOConfig field: value, got {c.grpo_args!r}.")
-    else:
-        owned = {
-            "beta": "rl_kl_coef", "epsilon": "rl_clip_range", "max_completion_length": "rl_max_new_tokens",
-            "num_generations": "rl_num_generations", "loss_type": "rl_loss_type", "learning_rate": "lr",
-            "per_device_train_batch_size": "batch_size", "num_train_epochs": "epochs", "output_dir": "the run folder",
-            "temperature": "rl_temperature", "top_p": "rl_top_p", "top_k": "rl_top_k",
-        }
-        for key in c.grpo_args:
-            if key in owned:
-                yield ConfigError("grpo_args", f"grpo_args sets '{key}', which this tool controls through {owned[key]}; set that instead.")
+    """Yield a ConfigError for every value that cannot run, in field order (see config_checks)."""
+    from .config_checks import iter_problems as problems
+
+    return problems(c, world_size)
 
 
 def stop_on_rules(c: RunConfig) -> list[str]:
     return [r.strip() for r in (c.stop_on or "").split(",") if r.strip()]
-
-
-def _health_problems(c: RunConfig):
-    from .health import STOPPABLE_RULES, threshold_names
-
-    for rule in stop_on_rules(c):
-        if rule not in STOPPABLE_RULES:
-            close = difflib.get_close_matches(rule, STOPPABLE_RULES, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
-            yield ConfigError("stop_on", f"stop_on names unknown rule '{rule}'.{hint} Rules that can stop a run: "
-                              f"{', '.join(STOPPABLE_RULES)}.")
-    if not isinstance(c.health, dict):
-        yield ConfigError("health", f"health must be a mapping of threshold: value, got {c.health!r}.")
-        return
-    names = threshold_names()
-    for key, value in c.health.items():
-        if key not in names:
-            close = difflib.get_close_matches(key, names, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else f" Known thresholds: {', '.join(names)}."
-            yield ConfigError("health", f"health sets unknown threshold '{key}'.{hint}")
-        elif not _num(value) or value <= 0:
-            yield ConfigError("health", f"health threshold {key} must be a positive number, got {value!r}.")
