@@ -10,6 +10,7 @@ in ``on_log`` just as grpo-tui's events are, so both sides' steps per second are
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import time
@@ -53,7 +54,7 @@ def main() -> None:
 
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
     tokenizer.padding_side = "left"
-    config = GRPOConfig(
+    settings = dict(
         output_dir=str(args.output_dir or args.times_file.parent / "trl-output"),
         num_generations=4,
         per_device_train_batch_size=8,
@@ -80,6 +81,9 @@ def main() -> None:
         bf16=False,
         fp16=False,
     )
+    if "activation_checkpointing" not in {f.name for f in dataclasses.fields(GRPOConfig)}:
+        settings.pop("activation_checkpointing")  # transformers before the rename
+    config = GRPOConfig(**settings)
     trainer = GRPOTrainer(
         model=args.model_dir, reward_funcs=[reward], args=config, train_dataset=env.build_dataset(tokenizer),
         processing_class=tokenizer, callbacks=[StepTimes(args.times_file)],

@@ -58,6 +58,7 @@ def test_run_folder_is_private_and_ids_sort_by_time(tmp_path):
     folder = RunFolder.create(tmp_path / "runs")
     assert stat.S_IMODE(os.stat(folder.path).st_mode) == 0o700
     assert new_run_id(1_000_000) < new_run_id(2_000_000)
+    assert new_run_id(1_000_000.001) < new_run_id(1_000_000.5)  # two runs in the same second stay in order
     assert len({new_run_id(5) for _ in range(50)}) == 50
 
 

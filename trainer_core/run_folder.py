@@ -32,9 +32,10 @@ def resolve_runs_dir(runs_dir: str | os.PathLike | None = None) -> Path:
 
 
 def new_run_id(now: float | None = None) -> str:
-    """Sortable by start time (UTC, to the second), unique thanks to a random suffix."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now if now is not None else time.time()))
-    return f"{stamp}-{secrets.token_hex(3)}"
+    """Sortable by start time (UTC, to the millisecond), unique thanks to a random suffix."""
+    now = time.time() if now is None else now
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
+    return f"{stamp}-{int(now * 1000) % 1000:03d}-{secrets.token_hex(3)}"
 
 
 def process_start_time(pid: int) -> float | None:

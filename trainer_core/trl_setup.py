@@ -101,6 +101,8 @@ def build_grpo_config(config: RunConfig, output_dir: str):
     kwargs.update(device_flags())
     kwargs.update(config.grpo_args)
     known = {f.name for f in dataclasses.fields(GRPOConfig)}
+    if "activation_checkpointing" not in known:  # transformers before the rename
+        kwargs.pop("activation_checkpointing", None)
     unknown = sorted(set(config.grpo_args) - known)
     if unknown:
         import difflib
