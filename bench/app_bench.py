@@ -538,8 +538,9 @@ def bench_latency(work: Path, table: Table, args) -> None:
         delays = [d * 1000 for d in result[name]]
         table.add(f"write -> {label}: p50", percentile(delays, 0.5), unit="ms", fmt="{:.0f}",
                   note=f"{len(delays)}/{result['steps']} steps")
+        # the target is the app having the step; charts are repainted at a paced interval on purpose
         table.add(f"write -> {label}: p95", percentile(delays, 0.95), unit="ms", fmt="{:.0f}",
-                  target=TARGETS["latency_p95"] * 1000)
+                  target=TARGETS["latency_p95"] * 1000 if name == "read" else None)
         table.add(f"write -> {label}: max", max(delays) if delays else None, unit="ms", fmt="{:.0f}")
 
 

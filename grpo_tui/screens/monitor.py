@@ -37,6 +37,7 @@ POLL_SECONDS = 0.1
 SLOW_EVERY = 10
 CHART_SECONDS = 1.0  # charts redraw at most this often: drawing, not reading, is what costs CPU
 HEADER_SECONDS = 0.5
+POST_SECONDS = 0.25
 CHART_CPU_SHARE = 0.02  # and slower still when a redraw is expensive, to keep drawing under ~2% of a core
 
 
@@ -121,19 +122,28 @@ class MonitorScreen(Screen):
 
     @work(thread=True, exclusive=True, group="tail", exit_on_error=False)
     def follow(self) -> None:
+        """Read the run folder and post what changed: at once for warnings and lifecycle events, at most
+        every POST_SECONDS for plain metrics (the UI draws no faster than that anyway)."""
         worker = get_current_worker()
         log_offset = 0
         tick = 0
+        pending = StreamUpdate()
+        posted_at = 0.0
         while not worker.is_cancelled:
             update = self.stream.poll()
+            pending.metrics += update.metrics[-100:]
+            pending.warnings += update.warnings
+            pending.lifecycle += update.lifecycle
             slow = None
             if tick % SLOW_EVERY == 0:
                 status = live_status(self.folder)
                 log_text, log_offset = _read_new(self.folder.log_file, log_offset)
                 slow = Slow(status, [w.to_event() for w in watcher_warnings(self.folder, status)],
                             read_samples(self.folder), log_text)
-            if update or slow:
-                self.post_message(self.Updated(update, slow))
+            urgent = slow or pending.warnings or pending.lifecycle
+            if (pending and (urgent or time.monotonic() - posted_at >= POST_SECONDS)) or slow:
+                self.post_message(self.Updated(pending, slow))
+                pending, posted_at = StreamUpdate(), time.monotonic()
             if slow and slow.status in (*FINAL_STATUSES, "lost") and not update:
                 return
             tick += 1

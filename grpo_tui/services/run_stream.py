@@ -109,6 +109,8 @@ class RunStream:
 
     def poll(self) -> StreamUpdate:
         update = StreamUpdate()
+        if self._size() == self.tail.offset:  # nothing new: no need to open the file
+            return update
         while True:
             events = self._read()
             self._fold_all(events, update)
