@@ -33,12 +33,13 @@ from .confirm import ConfirmScreen
 
 MAIN_CHARTS = (("reward", "reward"), ("reward_std", "reward_std"), ("kl", "KL"))
 EXTRA_METRICS = ("loss", "completions/mean_length", "entropy", "clip_ratio/region_mean", "grad_norm", "learning_rate")
-POLL_SECONDS = 0.1
-SLOW_EVERY = 10
-CHART_SECONDS = 1.0  # charts redraw at most this often: drawing, not reading, is what costs CPU
+POLL_SECONDS = 0.15
+SLOW_EVERY = 7  # about once a second: status, samples, log
+ALERT_EVERY = 5  # stall and crash checks every few seconds
+CHART_SECONDS = 3.0  # charts redraw at most this often: drawing them (plotext, Rich, the terminal) is what costs CPU
 HEADER_SECONDS = 0.5
 POST_SECONDS = 0.25
-CHART_CPU_SHARE = 0.02  # and slower still when a redraw is expensive, to keep drawing under ~2% of a core
+CHART_CPU_SHARE = 0.015  # and slower still when rendering alone would take more than 1.5% of a core
 
 
 @dataclass
@@ -91,6 +92,7 @@ class MonitorScreen(Screen):
         self.charts_dirty = False
         self.chart_timer = None
         self.header_drawn_at = 0.0
+        self.last_sample: dict | None = None
 
     @property
     def kl_measured(self) -> bool:
@@ -129,6 +131,7 @@ class MonitorScreen(Screen):
         tick = 0
         pending = StreamUpdate()
         posted_at = 0.0
+        alerts: list[dict] = []
         while not worker.is_cancelled:
             update = self.stream.poll()
             pending.metrics += update.metrics[-100:]
@@ -138,8 +141,9 @@ class MonitorScreen(Screen):
             if tick % SLOW_EVERY == 0:
                 status = live_status(self.folder)
                 log_text, log_offset = _read_new(self.folder.log_file, log_offset)
-                slow = Slow(status, [w.to_event() for w in watcher_warnings(self.folder, status)],
-                            read_samples(self.folder), log_text)
+                if tick % (SLOW_EVERY * ALERT_EVERY) == 0 or status in (*FINAL_STATUSES, "lost"):
+                    alerts = [w.to_event() for w in watcher_warnings(self.folder, status)]
+                slow = Slow(status, alerts, read_samples(self.folder), log_text)
             urgent = slow or pending.warnings or pending.lifecycle
             if (pending and (urgent or time.monotonic() - posted_at >= POST_SECONDS)) or slow:
                 self.post_message(self.Updated(pending, slow))
@@ -154,7 +158,8 @@ class MonitorScreen(Screen):
         if slow:
             self.status = slow.status
             self.alerts = slow.alerts
-            if slow.samples:
+            if slow.samples and slow.samples[-1] != self.last_sample:
+                self.last_sample = slow.samples[-1]
                 self.query_one("#samples", CompletionsTable).set_samples(slow.samples)
             if slow.log_text:
                 self.query_one("#log-view", Log).write(slow.log_text)
