@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="train the tiny model on an example environment and print live metrics")
     _add_runs_dir(demo)
-    demo.add_argument("--max-steps", type=int, default=200, help="steps to train (default: 200)")
+    demo.add_argument("--max-steps", type=int, default=600, help="steps to train (default: 600, about half a minute on a laptop CPU)")
     _add_theme(demo)
     return parser
 
