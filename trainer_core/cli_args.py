@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
 from .config import ConfigError, RunConfig, config_fields, flag_for, load_file
@@ -120,10 +119,6 @@ def config_to_argv(config: RunConfig) -> list[str]:
         else:
             argv += [flag, "none" if value is None else str(value)]
     return argv
-
-
-def env_runs_dir_help() -> str:
-    return f"folder that holds run folders (default: ${'GRPO_TUI_RUNS_DIR'} or ./runs; now {os.environ.get('GRPO_TUI_RUNS_DIR', './runs')})"
 
 
 __all__ = ["add_run_config_arguments", "config_from_args", "config_to_argv", "ConfigError"]

@@ -23,7 +23,7 @@ REQUIRED_METHODS = ("build_dataset", "score_episode")
 _COMPLETION_PREVIEW = 200
 
 
-class EnvironmentError_(RuntimeError):
+class EnvError(RuntimeError):
     """A problem in the user's environment. ``case`` and ``user_traceback`` say where and on what."""
 
     def __init__(self, message: str, *, case: dict | None = None, user_traceback: str | None = None):
@@ -31,8 +31,6 @@ class EnvironmentError_(RuntimeError):
         self.case = case
         self.user_traceback = user_traceback
 
-
-EnvError = EnvironmentError_
 
 
 def _import_module(spec: str):

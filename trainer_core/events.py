@@ -12,7 +12,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 try:  # several times faster on large streams; the format is plain JSON either way
     from orjson import loads as _loads
@@ -122,10 +122,6 @@ class EventTail:
 def read_events(path: str | Path) -> list[dict]:
     """Every complete event in the file (an unfinished last line is ignored)."""
     return EventTail(path).poll()
-
-
-def iter_metrics(events: list[dict]) -> Iterator[dict]:
-    return (e for e in events if e.get("type") == "metrics")
 
 
 def format_metrics_line(step: int, total: int | None, logs: dict) -> str:

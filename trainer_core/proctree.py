@@ -11,11 +11,23 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import psutil
 
 RUN_MARKER = "GRPO_TUI_RUN_DIR"
+
+
+def spawn_logged(cmd: list[str], log: Path, env: dict, *, new_session: bool = False) -> subprocess.Popen:
+    """Start ``cmd`` with stdin from /dev/null and its output appended to ``log`` (a file, never a pipe:
+    a child never blocks on a full pipe or dies with whoever read it)."""
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=new_session, close_fds=True)
+    finally:
+        os.close(fd)
 
 
 def verified(pid: int | None, start_time: float | None) -> psutil.Process | None:

@@ -50,19 +50,9 @@ def process_start_time(pid: int) -> float | None:
 
 def process_matches(pid: int | None, start_time: float | None) -> bool:
     """True only if ``pid`` is alive *and* is the same process that was recorded (start time matches)."""
-    if not pid or start_time is None:
-        return False
-    actual = process_start_time(pid)
-    if actual is None:
-        return False
-    try:
-        import psutil
+    from .proctree import verified
 
-        if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-            return False
-    except Exception:
-        return False
-    return abs(actual - start_time) < 1.0
+    return verified(pid, start_time) is not None
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -114,6 +104,11 @@ class RunFolder:
             ) from None
         os.chmod(path, 0o700)
         return cls(path)
+
+    def save_config(self, config) -> None:
+        """Write the resolved RunConfig as config.yaml, private to the user."""
+        config.save(self.config_file)
+        os.chmod(self.config_file, 0o600)
 
     def read_state(self) -> dict:
         try:

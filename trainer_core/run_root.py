@@ -20,7 +20,7 @@ from pathlib import Path
 from .config import RunConfig
 from .events import EventWriter, read_events
 from .placement import Placement
-from .proctree import RUN_MARKER, collect, terminate
+from .proctree import RUN_MARKER, collect, spawn_logged, terminate
 from .run_folder import FINAL_STATUSES, RunFolder, process_start_time
 from . import vllm_server
 
@@ -53,14 +53,6 @@ def run_env(folder: RunFolder, extra: dict | None = None) -> dict:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     env.update(extra or {})
     return env
-
-
-def _spawn(cmd: list[str], log: Path, env: dict) -> subprocess.Popen:
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT, env=env)
-    finally:
-        os.close(fd)
 
 
 class RunRoot:
@@ -100,7 +92,7 @@ class RunRoot:
                 extra[SERVER_URL_ENV] = self._start_server(config)
             cmd = worker_command(self.folder.path, self.placement.num_processes, self.accelerate_config)
             self.folder.write_state(command=cmd)
-            self.worker = _spawn(cmd, self.folder.log_file, run_env(self.folder, extra))
+            self.worker = spawn_logged(cmd, self.folder.log_file, run_env(self.folder, extra))
             code = self._wait_worker()
         except vllm_server.ServerError as exc:
             self._record_failure("vllm_server", str(exc))

@@ -44,17 +44,12 @@ def _world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def save_config_yaml(config: RunConfig, folder: RunFolder) -> None:
-    config.save(folder.config_file)
-    os.chmod(folder.config_file, 0o600)
-
-
 def prepare_folder(config: RunConfig, runs_dir=None, run_id: str | None = None, run_dir=None) -> RunFolder:
     """The run folder for this process: given (``run_dir``), or created by rank 0 and shared with the others."""
     if run_dir:
         folder = RunFolder(Path(run_dir))
         if _rank() == 0 and not folder.config_file.exists():
-            save_config_yaml(config, folder)
+            folder.save_config(config)
         return folder
     if _world_size() > 1 and not run_id:
         import torch
@@ -76,7 +71,7 @@ def prepare_folder(config: RunConfig, runs_dir=None, run_id: str | None = None, 
                 break
             time.sleep(0.1)
     if _rank() == 0:
-        save_config_yaml(config, folder)
+        folder.save_config(config)
     return folder
 
 
@@ -124,9 +119,9 @@ class _Run:
 
 def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -> RunResult:
     run = _Run(config, folder, echo)
-    resume_from = folder.read_state().get("resume_from")
+    previous = folder.read_state()
+    resume_from = previous.get("resume_from")
     if run.main:
-        previous = folder.read_state()
         state = folder.initial_state()
         resumed = {}
         if resume_from:

@@ -87,7 +87,6 @@ def grpo_config_kwargs(config: RunConfig, output_dir: str) -> dict:
                 kwargs.update(vllm_server_base_url=url)
     # transformers 5 renamed it; setting both keeps TRL's default (True) from overriding ours silently
     kwargs["gradient_checkpointing"] = kwargs["activation_checkpointing"] = config.gradient_checkpointing
-    kwargs.update(config.grpo_args)
     return kwargs
 
 

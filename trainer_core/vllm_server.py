@@ -73,12 +73,9 @@ class RunningServer:
 
 
 def start(cmd: list[str], env: dict, log: Path, port: int) -> RunningServer:
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT, env=env)
-    finally:
-        os.close(fd)
-    return RunningServer(proc, f"http://127.0.0.1:{port}", log)
+    from .proctree import spawn_logged
+
+    return RunningServer(spawn_logged(cmd, log, env), f"http://127.0.0.1:{port}", log)
 
 
 def wait_healthy(server: RunningServer, timeout: float, interval: float = 0.5) -> None:

@@ -9,7 +9,6 @@ the report in its own folder.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 from trainer_core.config import RunConfig
 from trainer_core.events import read_events
 from trainer_core.inspection import config_key
+from trainer_core.proctree import spawn_logged
 from trainer_core.run_folder import RunFolder, resolve_runs_dir
 from trainer_core.run_root import run_env
 
@@ -54,7 +54,7 @@ def inspections_dir(runs_dir) -> Path:
 def create(config: RunConfig, runs_dir) -> Inspection:
     config.validate()
     folder = RunFolder.create(inspections_dir(runs_dir))
-    config.save(folder.config_file)
+    folder.save_config(config)
     return Inspection(folder.path)
 
 
@@ -64,12 +64,7 @@ def command(inspection: Inspection, samples: int) -> list[str]:
 
 def start(inspection: Inspection, samples: int) -> subprocess.Popen:
     """Run the inspection in a child process, its output in inspect.log."""
-    fd = os.open(inspection.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        return subprocess.Popen(command(inspection, samples), stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
-                                env=run_env(RunFolder(inspection.path)), start_new_session=True)
-    finally:
-        os.close(fd)
+    return spawn_logged(command(inspection, samples), inspection.log, run_env(RunFolder(inspection.path)), new_session=True)
 
 
 def find_for(config: RunConfig, runs_dir) -> Inspection | None:

@@ -46,11 +46,6 @@ class Series:
     def steps(self) -> array:
         return self.shared if self._steps is None else self._steps
 
-    def append(self, step: int, value: float) -> None:
-        self._own_steps()
-        self._steps.append(step)
-        self.values.append(value)
-
     def _own_steps(self) -> None:
         if self._steps is None:
             self._steps = array("l", self.shared[: len(self.values)])
@@ -80,9 +75,6 @@ class Series:
     def __len__(self) -> int:
         return len(self.values)
 
-    @property
-    def last(self) -> float | None:
-        return self.values[-1] if self.values else None
 
 
 @dataclass

@@ -10,7 +10,6 @@ finally a check that nothing is left.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import psutil
 from trainer_core.config import RunConfig
 from trainer_core.events import EventWriter
 from trainer_core.placement import Placement, plan
-from trainer_core.proctree import alive, collect, terminate, verified
+from trainer_core.proctree import alive, collect, spawn_logged, terminate, verified
 from trainer_core.run_folder import FINAL_STATUSES, RunFolder
 from trainer_core.run_root import last_step, run_env
 
@@ -42,8 +41,7 @@ def create_run(config: RunConfig, runs_dir=None, *, gpus: list[int] | None = Non
 
         check_port(vllm_port)
     folder = RunFolder.create(runs_dir)
-    config.save(folder.config_file)
-    os.chmod(folder.config_file, 0o600)
+    folder.save_config(config)
     folder.write_state(run_id=folder.run_id, status="starting", started=round(time.time(), 3))
     return folder, placement
 
@@ -71,12 +69,7 @@ def root_command(folder: RunFolder, placement: Placement, options: LaunchOptions
 
 def start_root(folder: RunFolder, placement: Placement, options: LaunchOptions | None = None) -> subprocess.Popen:
     cmd = root_command(folder, placement, options)
-    fd = os.open(folder.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
-                                env=run_env(folder), start_new_session=True, close_fds=True)
-    finally:
-        os.close(fd)
+    proc = spawn_logged(cmd, folder.log_file, run_env(folder), new_session=True)
     folder.write_state(root_pid=proc.pid, root_start_time=round(psutil.Process(proc.pid).create_time(), 2))
     return proc
 
@@ -176,7 +169,7 @@ def prepare_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: lis
         config.max_steps = max_steps
     placement = plan(config, visible_indices(), gpus, num_processes)
     config.validate(world_size=placement.num_processes)
-    config.save(folder.config_file)
+    folder.save_config(config)
     folder.stop_file.unlink(missing_ok=True)
     folder.write_state(status="starting", resume_from=f"checkpoints/{checkpoint.name}", ended=None, exit_reason=None)
     return placement

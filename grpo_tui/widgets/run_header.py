@@ -5,10 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from ..services.registry import format_duration, short_model
+from ..services.registry import STATUS_STYLES, format_duration, short_model
 
-STATUS_CLASSES = {"running": "ok", "starting": "ok", "completed": "done", "stopping": "warn", "stopped": "warn",
-                  "failed": "bad", "lost": "bad"}
 
 
 class RunHeader(Widget):
@@ -27,8 +25,7 @@ class RunHeader(Widget):
         text = Text()
         text.append(run_id, style="bold")
         text.append(f"  {short_model(model, 28)}  ")
-        style = {"ok": "bold green", "done": "bold blue", "warn": "bold yellow", "bad": "bold red"}[STATUS_CLASSES.get(status, "warn")]
-        text.append(status.upper(), style=style)
+        text.append(status.upper(), style="bold " + STATUS_STYLES.get(status, "yellow").removeprefix("bold "))
         text.append(f"\nstep {step or 0}/{total or '?'}")
         text.append(f"  {format_duration(elapsed)}")
         if steps_per_s and total and step is not None and status == "running":
