@@ -16,7 +16,7 @@ import pytest
 
 from grpo_tui.api import RunHandle
 from trainer_core.events import EventWriter
-from trainer_core.proctree import marked
+from trainer_core.proctree import marked, verified
 from trainer_core.run_folder import RunFolder
 
 from .conftest import ENVS, EXAMPLES, ROOT, cli, events_of, wait_for
@@ -42,13 +42,24 @@ def wait_step(handle, step, timeout=120):
     wait_for(lambda: any(s >= step for s in metrics_steps(handle)), timeout=timeout)
 
 
+def exited(pid, start_time=None) -> bool:
+    """``pid`` is gone or a zombie; with ``start_time``, a new process that reuses the pid does not count."""
+    if start_time is not None:
+        return verified(pid, start_time) is None
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def assert_nothing_left(handle):
-    """The run's processes are gone (a finished run's processes get a few seconds to exit)."""
+    """The run's processes are gone. A finished run's processes get a few seconds to exit: a process tearing
+    down its memory no longer shows its environment (so it is not ``marked``) but is not a zombie yet."""
     wait_for(lambda: not marked(handle.path), timeout=30)
     state = handle.folder.read_state()
-    for key in ("pid", "root_pid"):
+    for key, start in (("pid", "pid_start_time"), ("root_pid", "root_start_time")):
         if state.get(key):
-            assert not psutil.pid_exists(state[key]) or psutil.Process(state[key]).status() == psutil.STATUS_ZOMBIE
+            wait_for(lambda: exited(state[key], state.get(start)), timeout=30)
 
 
 def test_a_run_survives_hangup_and_kill_of_the_shell_that_launched_it(tiny_model, runs_dir, tmp_path):
@@ -105,7 +116,7 @@ def test_a_trainer_ignoring_sigterm_is_killed_with_its_own_session_child(tiny_mo
     assert result.returncode == 0, result.stdout + result.stderr
     assert time.monotonic() - started < 60
     assert "forced to stop" in result.stdout and "no process of the run is left" in result.stdout
-    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    assert exited(child)
     assert_nothing_left(handle)
     assert handle.status() == "stopped"
 
@@ -186,7 +197,7 @@ def test_vllm_server_mode_places_starts_checks_and_stops_the_server(tiny_model, 
     assert state["placement"] == {"train_gpus": [1, 2], "server_gpus": [0], "num_processes": 2}
     assert "request /health/" in (handle.path / "vllm_server.log").read_text()
     assert_nothing_left(handle)
-    assert not psutil.pid_exists(server["pid"]) or psutil.Process(server["pid"]).status() == psutil.STATUS_ZOMBIE
+    wait_for(lambda: exited(server["pid"]), timeout=30)
     assert "vLLM" in handle.events("error")[0]["message"]  # this machine has no vLLM: the trainer says so
 
 
