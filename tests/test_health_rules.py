@@ -55,6 +55,14 @@ def test_kl_fires_once_until_it_recovers_then_again():
     assert [f[2] for f in fired] == [2, 18]
 
 
+def test_kl_hovering_around_the_threshold_is_one_warning():
+    kl = [0.9] * 6 + [0.45, 0.55, 0.45, 0.45, 0.4, 0.45, 0.45, 0.45, 0.45, 0.7, 0.8, 0.9, 0.6, 0.45] * 6
+    fired = [f for f in rules(stream(len(kl), **{**HEALTHY, "kl": kl})) if f[0] == "kl_explosion"]
+    assert [f[2] for f in fired] == [2]
+    looser = [f for f in rules(stream(len(kl), **{**HEALTHY, "kl": kl}), kl_rearm=0.5) if f[0] == "kl_explosion"]
+    assert len(looser) > 1
+
+
 def test_mode_collapse_needs_flat_rewards_and_falling_entropy():
     n = 20
     entropy = [6.0] * 5 + [6.0 - 0.4 * i for i in range(1, n - 4)]

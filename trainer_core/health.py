@@ -3,7 +3,8 @@
 Stdlib only: the trainer runs these rules as it logs (so every viewer, now or next week, reads the same
 ``warning`` events) and the app can replay them over a recorded stream. Each rule looks at a window of
 steps and fires once when its condition holds long enough (a one-step spike never fires); it re-arms only
-after the condition has been clear for a window, so a noisy metric does not flap.
+after the condition has been clear for a window, so a noisy metric does not flap. KL re-arms only once it has
+fallen well below its threshold (``kl_rearm``): a KL hovering around ``kl_high`` is one warning, not ten.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class Thresholds:
     kl_high: float = 0.5
     kl_critical: float = 2.0
     kl_growth: float = 4.0
+    kl_rearm: float = 0.25
     no_signal_steps: int = 3
     plateau_window: int = 60
     plateau_min_gain: float = 0.02
@@ -106,10 +108,11 @@ class _Rule:
         self.fired: str | None = None
         self.clear_steps = 0
 
-    def update(self, severity: str | None) -> bool:
+    def update(self, severity: str | None, clear: bool = True) -> bool:
+        """``clear`` False: the condition does not hold, but the metric is not back to normal either."""
         if severity is None:
             if self.fired:
-                self.clear_steps += 1
+                self.clear_steps = self.clear_steps + 1 if clear else 0
                 if self.clear_steps >= self.rearm:
                     self.fired = None
             return False
@@ -143,9 +146,14 @@ class HealthMonitor:
         for name in METRIC_RULES:
             found = getattr(self, "_" + name)(step, metrics)
             severity = found.severity if found else None
-            if self.rules[name].update(severity):
+            if self.rules[name].update(severity, clear=self._back_to_normal(name, metrics)):
                 fired.append(found)
         return fired
+
+    def _back_to_normal(self, rule: str, m: dict) -> bool:
+        if rule == "kl_explosion":
+            return not _finite(m.get("kl")) or m["kl"] < self.t.kl_rearm
+        return True
 
     def _recent(self, key: str, n: int) -> list:
         values = [m.get(key) for _, m in list(self.history)[-n:]]
