@@ -12,7 +12,7 @@ from pathlib import Path
 
 from trainer_core.config import RunConfig
 from trainer_core.events import read_events
-from trainer_core.run_folder import FINAL_STATUSES, RunFolder
+from trainer_core.run_folder import RunFolder
 
 from .services.supervisor import DEFAULT_STOP_TIMEOUT, LaunchOptions, StopReport, create_run, start_root, stop_run
 
@@ -49,10 +49,12 @@ class RunHandle:
 
     def wait(self, timeout: float | None = None, poll: float = 0.5) -> str:
         """Block until the run ends (or ``timeout`` s pass); return its status."""
+        from .services.registry import is_live
+
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             status = self.status()
-            if status in (*FINAL_STATUSES, "lost"):
+            if not is_live(status):
                 return status
             if deadline is not None and time.monotonic() > deadline:
                 return status

@@ -18,7 +18,7 @@ from trainer_core.config import ConfigError, RunConfig
 from trainer_core.placement import parse_gpus
 from trainer_core.run_folder import RUNS_DIR_ENV
 
-from .cli_common import COMMANDS, command, config_or_exit, fail, interactive, resolve, run_app
+from .cli_common import COMMANDS, EXIT_BAD_INPUT, BadInput, command, config_of, creating, interactive, resolve, run_app
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
 
@@ -140,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         return run_app(args.root_runs_dir, args.root_theme)
     try:
         return COMMANDS[args.command](args)
+    except BadInput as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except BrokenPipeError:
         # output piped into `head` and the like: stop quietly, as other command-line tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -147,20 +150,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _create(config: RunConfig, args):
-    """Validate config and placement, create the folder; returns (folder, placement) or an exit code."""
+    """Validate config and placement, create the folder; returns (folder, placement)."""
     from .services.supervisor import create_run
 
-    try:
+    with creating():
         return create_run(config, args.runs_dir, gpus=parse_gpus(args.gpus), num_processes=args.num_processes,
                           vllm_port=args.vllm_port)
-    except ConfigError as exc:
-        return fail(str(exc))
-    except OSError as exc:
-        return fail(exc.strerror or str(exc))
 
 
 def _resume(args):
-    """(folder, placement) for --resume, or an exit code."""
+    """(folder, placement) for --resume."""
     from trainer_core.config import config_fields
 
     from .services.supervisor import prepare_resume
@@ -168,16 +167,14 @@ def _resume(args):
     changed = [f.name for f in config_fields() if hasattr(args, f.name) and f.name != "max_steps"]
     if changed or getattr(args, "config", None):
         names = ", ".join(["--config"] * bool(getattr(args, "config", None)) + ["--" + n.replace("_", "-") for n in changed])
-        return fail(f"--resume continues the run with its own config.yaml; only --max-steps may change (got {names}). "
+        raise BadInput(f"--resume continues the run with its own config.yaml; only --max-steps may change (got {names}). "
                      "Start a new run to change anything else.")
     folder = resolve(argparse.Namespace(runs_dir=args.runs_dir, run=args.resume))
-    if isinstance(folder, int):
-        return folder
     try:
         placement = prepare_resume(folder, max_steps=getattr(args, "max_steps", None), gpus=parse_gpus(args.gpus),
                                    num_processes=args.num_processes)
     except ConfigError as exc:
-        return fail(str(exc))
+        raise BadInput(str(exc)) from None
     return folder, placement
 
 
@@ -186,24 +183,14 @@ def cmd_train(args) -> int:
     if args.resume:
         from .services.foreground import run_foreground
 
-        resumed = _resume(args)
-        if isinstance(resumed, int):
-            return resumed
-        return run_foreground(*resumed, _options(args))
-    config = config_or_exit(args)
-    if isinstance(config, int):
-        return config
-    return _train_foreground(config, args)
+        return run_foreground(*_resume(args), _options(args))
+    return _train_foreground(config_of(args), args)
 
 
 def _train_foreground(config: RunConfig, args) -> int:
     from .services.foreground import run_foreground
 
-    created = _create(config, args)
-    if isinstance(created, int):
-        return created
-    folder, placement = created
-    return run_foreground(folder, placement, _options(args))
+    return run_foreground(*_create(config, args), _options(args))
 
 
 def _options(args):
@@ -216,16 +203,7 @@ def _options(args):
 def cmd_launch(args) -> int:
     from .services.supervisor import start_root
 
-    if args.resume:
-        created = _resume(args)
-    else:
-        config = config_or_exit(args)
-        if isinstance(config, int):
-            return config
-        created = _create(config, args)
-    if isinstance(created, int):
-        return created
-    folder, placement = created
+    folder, placement = _resume(args) if args.resume else _create(config_of(args), args)
     proc = start_root(folder, placement, _options(args))
     if args.json:
         print(json.dumps({"run_id": folder.run_id, "path": str(folder.path), "pid": proc.pid}))
@@ -274,10 +252,7 @@ def cmd_demo(args) -> int:
         return _train_foreground(config, args)
     from .services.supervisor import start_root
 
-    created = _create(config, args)
-    if isinstance(created, int):
-        return created
-    folder, placement = created
+    folder, placement = _create(config, args)
     start_root(folder, placement, _options(args))
     code = run_app(args.runs_dir, args.theme, watch=folder.path, start="watch")
     print(f"the demo run {folder.run_id} goes on in the background; stop it with: grpo-tui stop {folder.run_id}")

@@ -6,10 +6,9 @@ import json
 import os
 import sys
 
-from trainer_core.config import ConfigError
 from trainer_core.run_folder import RUNS_DIR_ENV
 
-from .cli_common import command, config_or_exit, fail, interactive, resolve, run_app
+from .cli_common import BadInput, command, config_of, creating, interactive, resolve, run_app
 
 @command("runs")
 def cmd_runs(args) -> int:
@@ -33,8 +32,6 @@ def cmd_stop(args) -> int:
     from .services.supervisor import stop_run
 
     folder = resolve(args)
-    if isinstance(folder, int):
-        return folder
     if not args.force:
         print(f"stopping run {folder.run_id}: finishing the current step and saving a checkpoint "
               f"(up to {args.timeout:.0f}s, then forced) ...", flush=True)
@@ -48,8 +45,6 @@ def cmd_logs(args) -> int:
     from .services.live_view import follow_log
 
     folder = resolve(args)
-    if isinstance(folder, int):
-        return folder
     follow_log(folder, follow=args.follow)
     return 0
 
@@ -57,8 +52,6 @@ def cmd_logs(args) -> int:
 @command("watch")
 def cmd_watch(args) -> int:
     folder = resolve(args)
-    if isinstance(folder, int):
-        return folder
     if interactive() and not args.once:
         return run_app(args.runs_dir, args.theme, watch=folder.path, start="watch")
     from .services.live_view import watch
@@ -79,20 +72,14 @@ def cmd_inspect(args) -> int:
     from .inspect_report import report
     from .services import inspections
 
-    config = config_or_exit(args)
-    if isinstance(config, int):
-        return config
-    try:
+    config = config_of(args)
+    with creating():
         inspection = inspections.create(config, args.runs_dir)
-    except ConfigError as exc:
-        return fail(str(exc))
-    except OSError as exc:
-        return fail(exc.strerror or str(exc))
     print(f"inspecting {args.samples} completions into {inspection.path} ...", flush=True)
     code = subprocess.call(inspections.command(inspection, args.samples))
     summary = inspection.summary()
     if not summary:
-        return fail(f"the inspection wrote no report (exit code {code})")
+        raise BadInput(f"the inspection wrote no report (exit code {code})")
     Console(soft_wrap=False).print(report(summary, inspection.records()))
     print(f"report: {inspection.path / 'summary.json'}  samples: {inspection.path / 'inspection.jsonl'}")
     if summary.get("failed") or code:
@@ -105,8 +92,6 @@ def cmd_merge(args) -> int:
     import subprocess
 
     folder = resolve(args)
-    if isinstance(folder, int):
-        return folder
     cmd = [sys.executable, "-m", "trainer_core", "merge", str(folder.path), "--output", str(args.output)]
     if args.checkpoint is not None:
         cmd += ["--checkpoint", str(args.checkpoint)]

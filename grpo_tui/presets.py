@@ -66,10 +66,6 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-def preset_names() -> list[str]:
-    return list(PRESETS)
-
-
 def preset_values(name: str) -> dict[str, Any]:
     """The fields preset ``name`` sets; ConfigError (field 'preset') for an unknown name."""
     preset = PRESETS.get(name)

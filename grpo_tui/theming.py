@@ -20,7 +20,3 @@ def load_themes(folder: Path = THEMES_DIR) -> list[Theme]:
         data = yaml.safe_load(path.read_text())
         themes.append(Theme(**data))
     return themes
-
-
-def theme_names() -> list[str]:
-    return [t.name for t in load_themes()]

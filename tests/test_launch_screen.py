@@ -27,6 +27,12 @@ SIZE = (120, 40)
 PATTERN = {"rl_env_module": str(EXAMPLES / "pattern_env.py"), "rl_env_class": "PatternEnv"}
 
 
+def tiny_pattern_run(tiny_model: str, max_steps: int) -> dict:
+    """Form values for a short pattern run of the tiny model."""
+    return dict(model=tiny_model, rl_num_generations="4", batch_size="8", rl_max_new_tokens="8",
+                max_steps=str(max_steps), **PATTERN)
+
+
 async def launch_screen(pilot) -> LaunchScreen:
     await pilot.pause()
     screen = pilot.app.screen
@@ -161,8 +167,7 @@ async def test_a_run_launched_from_the_form_opens_its_monitor_and_trains(runs_di
     app = make_app(runs_dir, start="launch")
     async with app.run_test(size=SIZE) as pilot:
         screen = await launch_screen(pilot)
-        fill(screen, model=tiny_model, rl_num_generations="4", batch_size="8", rl_max_new_tokens="8", max_steps="3",
-             **PATTERN)
+        fill(screen, **tiny_pattern_run(tiny_model, max_steps=3))
         await settle(pilot)
         await pilot.click("#launch")
         await skip_the_gate(pilot)
@@ -334,8 +339,7 @@ async def test_the_gate_inspect_read_launch(runs_dir, tiny_model):
     app = make_app(runs_dir, start="launch")
     async with app.run_test(size=SIZE) as pilot:
         screen = await launch_screen(pilot)
-        fill(screen, model=tiny_model, rl_num_generations="4", batch_size="8", rl_max_new_tokens="8", max_steps="2",
-             **PATTERN)
+        fill(screen, **tiny_pattern_run(tiny_model, max_steps=2))
         await settle(pilot)
         await pilot.press("ctrl+l")
         deadline = time.monotonic() + 120

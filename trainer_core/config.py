@@ -130,12 +130,16 @@ class RunConfig:
     # ------------------------------------------------------------------------------------------------
     def validate(self, world_size: int = 1) -> "RunConfig":
         """Raise ConfigError for the first value that cannot run; return self so calls can chain."""
+        from .config_checks import iter_problems
+
         for problem in iter_problems(self, world_size):
             raise problem
         return self
 
     def problems(self, world_size: int = 1) -> list[ConfigError]:
         """Every validation problem at once (the app's form shows them all)."""
+        from .config_checks import iter_problems
+
         return list(iter_problems(self, world_size))
 
     def to_dict(self) -> dict:
@@ -229,13 +233,6 @@ def _check_keys(data: dict, source: str) -> None:
             close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
             hint = f" Did you mean '{close[0]}'?" if close else " Other GRPOConfig fields go under 'grpo_args'."
             raise ConfigError(key, f"unknown key '{key}' in {source}.{hint}")
-
-
-def iter_problems(c: RunConfig, world_size: int = 1):
-    """Yield a ConfigError for every value that cannot run, in field order (see config_checks)."""
-    from .config_checks import iter_problems as problems
-
-    return problems(c, world_size)
 
 
 def stop_on_rules(c: RunConfig) -> list[str]:

@@ -7,14 +7,9 @@ same rules to show every problem under its field.
 from __future__ import annotations
 
 import difflib
-import math
-from typing import Any
 
 from .config import LOSS_TYPES, MIXED_PRECISION, TRAINERS, VLLM_MODES, ConfigError, RunConfig, parse_env_config, stop_on_rules
-
-
-def _num(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+from .health import finite
 
 
 def iter_problems(c: RunConfig, world_size: int = 1):
@@ -70,7 +65,7 @@ def iter_problems(c: RunConfig, world_size: int = 1):
     ]
     for name, ok, rule in ranges:
         value = getattr(c, name)
-        if not _num(value) or not ok(value):
+        if not finite(value) or not ok(value):
             yield ConfigError(name, f"{name} must be {rule}; got {value!r}.")
     if c.use_vllm and c.vllm_mode == "server" and not c.vllm_server_url and not c.vllm_server_gpus:
         yield ConfigError(
@@ -123,5 +118,5 @@ def _health_problems(c: RunConfig):
             close = difflib.get_close_matches(key, names, n=1)
             hint = f" Did you mean '{close[0]}'?" if close else f" Known thresholds: {', '.join(names)}."
             yield ConfigError("health", f"health sets unknown threshold '{key}'.{hint}")
-        elif not _num(value) or value <= 0:
+        elif not finite(value) or value <= 0:
             yield ConfigError("health", f"health threshold {key} must be a positive number, got {value!r}.")

@@ -33,9 +33,13 @@ class EnvError(RuntimeError):
 
 
 
+def looks_like_file(spec: str) -> bool:
+    """--rl-env-module names a file (a path or ``*.py``) rather than an importable module."""
+    return spec.endswith(".py") or os.sep in spec or "/" in spec
+
+
 def _import_module(spec: str):
-    looks_like_file = spec.endswith(".py") or os.sep in spec or "/" in spec
-    if looks_like_file:
+    if looks_like_file(spec):
         path = Path(spec).expanduser().resolve()
         if not path.is_file():
             raise EnvError(f"environment module file not found: {spec} (looked at {path}). Check --rl-env-module.")

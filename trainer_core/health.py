@@ -83,7 +83,8 @@ class HealthWarning:
                 "advice": self.advice or ADVICE.get(self.rule, ""), "evidence": self.evidence}
 
 
-def _finite(value: Any) -> bool:
+def finite(value: Any) -> bool:
+    """A real number: not a bool, not NaN or infinite."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -139,7 +140,7 @@ class HealthMonitor:
     def feed(self, step: int, metrics: dict) -> list[HealthWarning]:
         self.history.append((step, metrics))
         entropy = metrics.get("entropy")
-        if _finite(entropy) and len(self._early_entropy) < 3:
+        if finite(entropy) and len(self._early_entropy) < 3:
             self._early_entropy.append(entropy)
             self.entropy_baseline = max(self._early_entropy)
         fired = []
@@ -152,7 +153,7 @@ class HealthMonitor:
 
     def _back_to_normal(self, rule: str, m: dict) -> bool:
         if rule == "kl_explosion":
-            return not _finite(m.get("kl")) or m["kl"] < self.t.kl_rearm
+            return not finite(m.get("kl")) or m["kl"] < self.t.kl_rearm
         return True
 
     def _recent(self, key: str, n: int) -> list:
@@ -160,7 +161,7 @@ class HealthMonitor:
         return values if len(values) == n else []
 
     def _non_finite(self, step, m):
-        bad = {k: m[k] for k in ("loss", "grad_norm", "reward") if k in m and not _finite(m[k])}
+        bad = {k: m[k] for k in ("loss", "grad_norm", "reward") if k in m and not finite(m[k])}
         if not bad:
             return None
         shown = ", ".join(f"{k}={'None' if v is None else v}" for k, v in bad.items())
@@ -171,7 +172,7 @@ class HealthMonitor:
     def _kl_explosion(self, step, m):
         t = self.t
         kls = [m.get("kl") for _, m in list(self.history)[-3:]]
-        if len(kls) < 2 or not all(_finite(v) for v in kls):
+        if len(kls) < 2 or not all(finite(v) for v in kls):
             return None
         above = [v for v in kls if v > t.kl_high]
         evidence = {"kl_last_steps": kls, "threshold": t.kl_high}
@@ -181,7 +182,7 @@ class HealthMonitor:
                                  f"(above {t.kl_high} in {len(above)} of the last 3 steps): the policy is drifting fast.",
                                  evidence=evidence)
         older = self._recent("kl", 4)
-        if older and all(_finite(v) for v in older) and kls[-1] > t.kl_high / 2 and older[0] > 0 \
+        if older and all(finite(v) for v in older) and kls[-1] > t.kl_high / 2 and older[0] > 0 \
                 and kls[-1] >= t.kl_growth * older[0] and kls[0] < kls[1] < kls[2]:
             return HealthWarning("kl_explosion", "warn", step, f"KL grew from {older[0]:.3g} to {kls[-1]:.3g} in 3 "
                                  "steps and is still rising.", evidence={**evidence, "kl_3_steps_ago": older[0]})
@@ -189,7 +190,7 @@ class HealthMonitor:
 
     def _entropy_low(self, n: int, factor: float) -> list | None:
         values = self._recent("entropy", n)
-        if not values or not self.entropy_baseline or not all(_finite(v) for v in values):
+        if not values or not self.entropy_baseline or not all(finite(v) for v in values):
             return None
         return values if all(v < factor * self.entropy_baseline for v in values) else None
 
@@ -206,8 +207,8 @@ class HealthMonitor:
         t = self.t
         stds = self._recent("reward_std", t.window)
         zero = self._recent("frac_reward_zero_std", t.window)
-        low_std = stds and all(_finite(v) and v < t.reward_std_low for v in stds)
-        same_groups = zero and all(_finite(v) and v >= t.zero_std_frac for v in zero)
+        low_std = stds and all(finite(v) and v < t.reward_std_low for v in stds)
+        same_groups = zero and all(finite(v) and v >= t.zero_std_frac for v in zero)
         entropy = self._entropy_low(t.window, t.entropy_falling)
         if not (low_std or same_groups) or entropy is None:
             return None
@@ -221,17 +222,17 @@ class HealthMonitor:
         n = self.t.no_signal_steps
         zero = self._recent("frac_reward_zero_std", n)
         stds = self._recent("reward_std", n)
-        if zero and all(_finite(v) for v in zero):
+        if zero and all(finite(v) for v in zero):
             flat = all(v >= 0.99 for v in zero)
         else:
-            flat = bool(stds) and all(_finite(v) and v == 0 for v in stds)
+            flat = bool(stds) and all(finite(v) and v == 0 for v in stds)
         if not flat or self._entropy_low(n, self.t.entropy_falling) is not None:
             return None
         reward = m.get("reward")
         kind = "every group scores the same"
-        if _finite(reward) and reward >= 0.99:
+        if finite(reward) and reward >= 0.99:
             kind = "rewards are saturated: every completion already scores the maximum"
-        elif _finite(reward) and reward <= 0.01:
+        elif finite(reward) and reward <= 0.01:
             kind = "nothing succeeds: every completion scores 0"
         return HealthWarning("no_learning_signal", "warn", step, f"No learning signal for {n} steps: {kind} "
                              f"(reward {reward}), so every advantage is zero.",
@@ -240,7 +241,7 @@ class HealthMonitor:
     def _reward_plateau(self, step, m):
         n = self.t.plateau_window
         rewards = self._recent("reward", n)
-        if not rewards or not all(_finite(v) for v in rewards):
+        if not rewards or not all(finite(v) for v in rewards):
             return None
         first, second = mean(rewards[: n // 2]), mean(rewards[n // 2:])
         if second - first >= self.t.plateau_min_gain or max(rewards) >= 0.99:
@@ -250,7 +251,7 @@ class HealthMonitor:
 
     def _truncation(self, step, m):
         values = self._recent("completions/clipped_ratio", self.t.window)
-        if not values or not all(_finite(v) and v >= self.t.truncation_ratio for v in values):
+        if not values or not all(finite(v) and v >= self.t.truncation_ratio for v in values):
             return None
         return HealthWarning("truncation", "warn", step, f"{values[-1]:.0%} of completions hit rl_max_new_tokens "
                              f"over the last {self.t.window} steps; they are cut off before they finish.",

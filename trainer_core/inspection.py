@@ -92,18 +92,12 @@ def flags(summary: dict, errors: list[dict]) -> list[dict]:
     return out
 
 
-def _prompt_text(prompt, tokenizer) -> str:
-    if isinstance(prompt, list):
-        return tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
-    return prompt
-
-
 def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print) -> dict:
     import torch
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
-    from .trl_setup import load_tokenizer, prepare_dataset
+    from .trl_setup import load_tokenizer, prepare_dataset, prompt_text
 
     hf_logging.disable_progress_bar()
     torch.manual_seed(config.seed)
@@ -124,7 +118,7 @@ def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print)
     try:
         for index, row in enumerate(rows):
             columns = {k: v for k, v in row.items() if k != "prompt"}
-            text = _prompt_text(row["prompt"], tokenizer)
+            text = prompt_text(row["prompt"], tokenizer)
             completions = _generate(model, tokenizer, text, g, config)
             group = [_score(scorer, index, text, c, columns) for c in completions]
             _extra_rewards(group, extra_funcs, row["prompt"], completions, columns)

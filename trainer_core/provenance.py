@@ -9,13 +9,13 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-import os
 import platform
 import sys
 import time
 from pathlib import Path
 
 from .config import RunConfig
+from .environments import looks_like_file
 from .run_folder import RunFolder, write_json_atomic
 
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "vllm", "grpo-tui")
@@ -35,7 +35,7 @@ def environment_source(config: RunConfig) -> dict:
     """The environment module's file and the sha256 of its source (found the way the loader finds it)."""
     spec = config.rl_env_module or ""
     path = None
-    if spec.endswith(".py") or "/" in spec or os.sep in spec:
+    if looks_like_file(spec):
         path = Path(spec).expanduser().resolve()
     else:
         module = sys.modules.get(spec)

@@ -132,6 +132,18 @@ class RunFolder:
             ended=None, exit_reason=None,
         )
 
+    def record_end(self, status: str, reason: str | None, step: int, emit=None) -> None:
+        """The run's last words: a ``run_finished`` event, then the final state. ``emit`` is the caller's open
+        event writer; without one, the events file is opened for this one line."""
+        if emit is None:
+            from .events import EventWriter
+
+            with EventWriter(self.events_file) as writer:
+                writer.emit("run_finished", status=status, reason=reason, step=step)
+        else:
+            emit("run_finished", status=status, reason=reason, step=step)
+        self.write_state(status=status, exit_reason=reason, ended=round(time.time(), 3), last_step=step)
+
     def request_stop(self, reason: str = "user request") -> None:
         """Ask the trainer to stop gracefully at the end of the current step."""
         self.stop_file.write_text(json.dumps({"reason": reason, "time": round(time.time(), 3)}) + "\n")

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from .config import RunConfig
@@ -24,7 +23,6 @@ from .proctree import RUN_MARKER, collect, spawn_logged, terminate
 from .run_folder import FINAL_STATUSES, RunFolder, process_start_time
 from . import vllm_server
 
-SERVER_URL_ENV = "GRPO_TUI_VLLM_SERVER_URL"
 DEFAULT_SERVER_TIMEOUT = 600.0
 
 
@@ -89,7 +87,7 @@ class RunRoot:
         extra = dict(self.placement.train_env())
         try:
             if self.placement.starts_server:
-                extra[SERVER_URL_ENV] = self._start_server(config)
+                extra[vllm_server.SERVER_URL_ENV] = self._start_server(config)
             cmd = worker_command(self.folder.path, self.placement.num_processes, self.accelerate_config)
             self.folder.write_state(command=cmd)
             self.worker = spawn_logged(cmd, self.folder.log_file, run_env(self.folder, extra))
@@ -98,13 +96,13 @@ class RunRoot:
             self._record_failure("vllm_server", str(exc))
             code = 1
         except KeyboardInterrupt:
-            self._record_end("stopped", "stop requested before training started")
+            self._record_end_now("stopped", "stop requested before training started")
             code = 3
         finally:
             self._stop_server()
         if self.folder.read_state().get("status") not in FINAL_STATUSES:
             if self.signals or self.folder.stop_file.exists():
-                self._record_end("stopped", f"forced: {_describe_exit(code)}")
+                self._record_end_now("stopped", f"forced: {_describe_exit(code)}")
             else:
                 self._record_failure("trainer_exit", _describe_exit(code))
         return code
@@ -120,11 +118,11 @@ class RunRoot:
         port = self.server_port or vllm_server.free_port()
         vllm_server.check_port(port)
         cmd = vllm_server.server_command(config, port)
-        self.folder.write_state(vllm_server={"command": cmd, "port": port, "gpus": self.placement.server_gpus})
+        record = {"command": cmd, "port": port, "gpus": self.placement.server_gpus}
+        self.folder.write_state(vllm_server=record)  # the command is on record even if the start fails
         log = self.folder.path / "vllm_server.log"
         self.server = vllm_server.start(cmd, run_env(self.folder, self.placement.server_env()), log, port)
-        self.folder.write_state(vllm_server={"command": cmd, "port": port, "gpus": self.placement.server_gpus,
-                                             "pid": self.server.process.pid})
+        self.folder.write_state(vllm_server={**record, "pid": self.server.process.pid})
         vllm_server.wait_healthy(self.server, self.server_timeout)
         return self.server.url
 
@@ -141,15 +139,13 @@ class RunRoot:
         self.server.process.poll()
 
     def _record_failure(self, kind: str, message: str) -> None:
-        with EventWriter(self.folder.events_file) as writer:
-            writer.emit("error", kind=kind, message=message, step=last_step(self.folder))
-        self._record_end("failed", message.splitlines()[0])
-
-    def _record_end(self, status: str, reason: str) -> None:
         step = last_step(self.folder)
         with EventWriter(self.folder.events_file) as writer:
-            writer.emit("run_finished", status=status, reason=reason, step=step)
-        self.folder.write_state(status=status, exit_reason=reason, ended=round(time.time(), 3), last_step=step)
+            writer.emit("error", kind=kind, message=message, step=step)
+            self.folder.record_end("failed", message.splitlines()[0], step, emit=writer.emit)
+
+    def _record_end_now(self, status: str, reason: str) -> None:
+        self.folder.record_end(status, reason, last_step(self.folder))
 
 
 def _describe_exit(code: int) -> str:

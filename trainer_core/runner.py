@@ -113,8 +113,7 @@ class _Run:
             return
         self.finished = True
         if self.main:
-            self.emit("run_finished", status=status, reason=reason, step=self.last_step)
-            self.folder.write_state(status=status, exit_reason=reason, ended=round(time.time(), 3), last_step=self.last_step)
+            self.folder.record_end(status, reason, self.last_step, emit=self.emit)
 
 
 def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -> RunResult:

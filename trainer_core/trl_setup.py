@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from .config import RunConfig
 from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, get_tools, load_environment
 from .events import JsonlWriter
+from .vllm_server import SERVER_URL_ENV
 
 if TYPE_CHECKING:
     from .runner import _Run
@@ -82,7 +83,7 @@ def grpo_config_kwargs(config: RunConfig, output_dir: str) -> dict:
             )
         else:
             # a server the run started for itself is announced by its root process
-            url = config.vllm_server_url or os.environ.get("GRPO_TUI_VLLM_SERVER_URL")
+            url = config.vllm_server_url or os.environ.get(SERVER_URL_ENV)
             if url:
                 kwargs.update(vllm_server_base_url=url)
     # transformers 5 renamed it; setting both keeps TRL's default (True) from overriding ours silently
@@ -112,6 +113,13 @@ def build_grpo_config(config: RunConfig, output_dir: str):
             hints.append(f"'{key}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
         raise ValueError(f"grpo_args has keys that are not GRPOConfig fields: {', '.join(hints)}.")
     return GRPOConfig(**kwargs)
+
+
+def prompt_text(prompt, tokenizer) -> str:
+    """A dataset prompt as the model sees it: chat messages through the chat template, text as it is."""
+    if isinstance(prompt, list):
+        return tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+    return prompt
 
 
 def prepare_dataset(env, tokenizer, config: RunConfig, run: "_Run"):
@@ -150,11 +158,7 @@ def prepare_dataset(env, tokenizer, config: RunConfig, run: "_Run"):
         before = len(dataset)
 
         def short_enough(row):
-            prompt = row["prompt"]
-            if isinstance(prompt, list):
-                text = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
-            else:
-                text = prompt
+            text = prompt_text(row["prompt"], tokenizer)
             return len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= config.max_prompt_length
 
         dataset = dataset.filter(short_enough)

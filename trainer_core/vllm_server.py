@@ -22,6 +22,7 @@ from pathlib import Path
 from .config import ConfigError, RunConfig
 
 SERVE_OVERRIDE_ENV = "GRPO_TUI_VLLM_SERVE"
+SERVER_URL_ENV = "GRPO_TUI_VLLM_SERVER_URL"  # the root tells the trainer where its server listens
 HEALTH_PATH = "/health/"
 
 

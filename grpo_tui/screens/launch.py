@@ -88,8 +88,9 @@ class LaunchScreen(Screen):
 
     # -- layout -----------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        visible = visible_indices()
-        self.gpus = [g for g in list_gpus() if g.index in visible]
+        gpus = list_gpus()
+        visible = visible_indices(gpus)
+        self.gpus = [g for g in gpus if g.index in visible]
         self.available = [g.index for g in self.gpus]
         yield Label(Content(f"new run in {self.runs_dir}"), id="title")
         with VerticalScroll(id="body"):
@@ -149,9 +150,10 @@ class LaunchScreen(Screen):
         gpus, num_processes = self.placement_request()
         return plan(config, self.available, gpus, num_processes)
 
-    def command(self) -> list[str]:
-        """The ``grpo-tui launch`` command that starts this run; ConfigError when the form cannot say."""
-        config = self.form.config()
+    def command(self, config: RunConfig | None = None) -> list[str]:
+        """The ``grpo-tui launch`` command that starts this run (of ``config``, already read from the form);
+        ConfigError when the form cannot say."""
+        config = self.form.config() if config is None else config
         gpus, num_processes = self.placement_request()
         argv = ["grpo-tui", "launch", *config_to_argv(config)]
         if gpus is not None:
@@ -162,8 +164,10 @@ class LaunchScreen(Screen):
 
     def refresh_preview(self) -> None:
         preview = self.query_one("#preview", Static)
+        config = None
         try:
-            text = "$ " + shlex.join(self.command())
+            config = self.form.config()
+            text = "$ " + shlex.join(self.command(config))
             error = False
         except ConfigError as exc:
             text = f"no command yet: {exc}"
@@ -172,14 +176,13 @@ class LaunchScreen(Screen):
             self.preview_text = text
             preview.update(Content(text))
             preview.set_class(error, "-error")
-        self._check_placement()
+        self._check_placement(config)
 
-    def _check_placement(self) -> None:
+    def _check_placement(self, config: RunConfig | None) -> None:
+        """Plan where ``config`` (None: the form does not make one) would run, and say so under the GPUs."""
         status = self.query_one("#placement-status", Static)
         self.placement = None
-        try:
-            config = self.form.config()
-        except ConfigError:
+        if config is None:
             self._status(status, "", "")
             return
         try:
@@ -305,7 +308,7 @@ class LaunchScreen(Screen):
         try:
             placement = self.plan_placement(config)
         except ConfigError as exc:
-            self._check_placement()
+            self._check_placement(config)
             if self.form.has_field(exc.field):
                 self._refuse(status, self.form.problems())
             else:

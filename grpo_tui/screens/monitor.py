@@ -18,10 +18,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Log, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from trainer_core.run_folder import FINAL_STATUSES, RunFolder
+from trainer_core.run_folder import RunFolder
 
 from ..services.gpus import list_gpus
-from ..services.registry import live_status, read_config, run_total
+from ..services.registry import is_live, live_status, read_config, run_total
 from ..services.run_health import watcher_warnings
 from ..services.run_stream import RunStream, StreamUpdate, read_samples
 from ..widgets.completions import CompletionsTable
@@ -84,6 +84,7 @@ class MonitorScreen(Screen):
         self.config = read_config(folder)
         self.status = "starting"
         self.alerts: list[dict] = []
+        self.shown_alerts: list[dict] | None = None  # the watcher alerts the warnings tab last drew
         self.extra_keys: list[str] = []
         self.extra_index = 0
         self.stop_requested = False
@@ -134,21 +135,21 @@ class MonitorScreen(Screen):
         alerts: list[dict] = []
         while not worker.is_cancelled:
             update = self.stream.poll()
-            pending.metrics += update.metrics[-100:]
+            pending.steps += update.steps
             pending.warnings += update.warnings
             pending.lifecycle += update.lifecycle
             slow = None
             if tick % SLOW_EVERY == 0:
                 status = live_status(self.folder)
                 log_text, log_offset = _read_new(self.folder.log_file, log_offset)
-                if tick % (SLOW_EVERY * ALERT_EVERY) == 0 or status in (*FINAL_STATUSES, "lost"):
+                if tick % (SLOW_EVERY * ALERT_EVERY) == 0 or not is_live(status):
                     alerts = [w.to_event() for w in watcher_warnings(self.folder, status)]
                 slow = Slow(status, alerts, read_samples(self.folder), log_text)
             urgent = slow or pending.warnings or pending.lifecycle
             if (pending and (urgent or time.monotonic() - posted_at >= POST_SECONDS)) or slow:
                 self.post_message(self.Updated(pending, slow))
                 pending, posted_at = StreamUpdate(), time.monotonic()
-            if slow and slow.status in (*FINAL_STATUSES, "lost") and not update:
+            if slow and not is_live(slow.status) and not update:
                 return
             tick += 1
             time.sleep(POLL_SECONDS)
@@ -164,10 +165,11 @@ class MonitorScreen(Screen):
             if slow.log_text:
                 self.query_one("#log-view", Log).write(slow.log_text)
         update = message.update
-        if update.warnings or (slow and slow.alerts != getattr(self, "_shown_alerts", None)):
-            self._shown_alerts = slow.alerts if slow else getattr(self, "_shown_alerts", [])
+        if update.warnings or (slow and slow.alerts != self.shown_alerts):
+            if slow:
+                self.shown_alerts = slow.alerts
             self._show_warnings(update.warnings)
-        if update.metrics or slow:
+        if update.steps or slow:
             self._request_charts()
             if slow or time.monotonic() - self.header_drawn_at >= HEADER_SECONDS:
                 self._refresh_header()

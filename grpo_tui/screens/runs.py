@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label
 
-from ..services.registry import RunInfo, format_duration, format_steps, list_runs, short_model, status_text
+from ..services.registry import RESUMABLE_STATUSES, RunInfo, format_duration, is_live, format_steps, list_runs, short_model, status_text
 from .confirm import ConfirmScreen
 
 REFRESH_SECONDS = 2.0
@@ -110,7 +110,7 @@ class RunsScreen(Screen):
 
     def action_stop(self) -> None:
         run = self._current()
-        if run is None or run.status not in ("starting", "running", "stopping"):
+        if run is None or not is_live(run.status):
             self.notify("The selected run is not running.")
             return
         self.app.push_screen(ConfirmScreen(f"Stop run {run.run_id}?", "It finishes the current step and saves a checkpoint."),
@@ -118,7 +118,7 @@ class RunsScreen(Screen):
 
     def action_resume(self) -> None:
         run = self._current()
-        if run is None or run.status not in ("stopped", "failed", "lost"):
+        if run is None or run.status not in RESUMABLE_STATUSES:
             self.notify("Only a stopped, failed or lost run can be resumed.")
             return
         self.app.push_screen(ConfirmScreen(f"Resume run {run.run_id}?", "It continues from its newest checkpoint in the "

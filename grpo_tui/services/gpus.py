@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 FAKE_ENV = "GRPO_TUI_FAKE_GPUS"
 
@@ -27,8 +27,6 @@ class GPU:
     def memory_free(self) -> int:
         return self.memory_total - self.memory_used
 
-    def to_dict(self) -> dict:
-        return {**asdict(self), "memory_free": self.memory_free}
 
 
 def _fake(spec: str) -> list[GPU]:
@@ -65,9 +63,10 @@ def list_gpus() -> list[GPU]:
         pynvml.nvmlShutdown()
 
 
-def visible_indices() -> list[int]:
-    """GPU indices the run may use: NVML's, narrowed by CUDA_VISIBLE_DEVICES when it lists indices."""
-    indices = [g.index for g in list_gpus()]
+def visible_indices(gpus: list[GPU] | None = None) -> list[int]:
+    """GPU indices the run may use: NVML's (or those of ``gpus``, already listed), narrowed by
+    CUDA_VISIBLE_DEVICES when it lists indices."""
+    indices = [g.index for g in (list_gpus() if gpus is None else gpus)]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None or os.environ.get(FAKE_ENV):
         return indices

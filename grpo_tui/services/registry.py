@@ -24,6 +24,7 @@ from rich.text import Text
 from trainer_core.run_folder import FINAL_STATUSES, RUNS_DIR_ENV, RunFolder, process_matches, resolve_runs_dir
 
 LIVE_STATUSES = ("starting", "running", "stopping")
+RESUMABLE_STATUSES = ("stopped", "failed", "lost")
 STARTING_GRACE_S = 10.0
 BLOCK_SIZE = 64 * 1024
 SCAN_CHUNK = 4 * 1024 * 1024

@@ -79,12 +79,12 @@ class Series:
 
 @dataclass
 class StreamUpdate:
-    metrics: list[dict] = field(default_factory=list)
+    steps: int = 0  # metrics events read
     warnings: list[dict] = field(default_factory=list)
     lifecycle: list[dict] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.metrics or self.warnings or self.lifecycle)
+        return bool(self.steps or self.warnings or self.lifecycle)
 
 
 class RunStream:
@@ -130,16 +130,12 @@ class RunStream:
             series = self.series.get(key)
             if series is None:
                 series = self.series[key] = Series(shared=self.steps)
-                if before:  # appeared after the first steps: not aligned with the shared steps
-                    series._own_steps()
             series.extend(steps, [e[key] for e in events], aligned=len(series.values) == before)
         self.times.extend(steps, [e.get("time") for e in events], aligned=len(self.times.values) == before)
         for series in (*self.series.values(), self.times):
             series.settle()
         self.last_metrics = events[-1]
-        room = 1000 - len(update.metrics)
-        if room > 0:
-            update.metrics.extend(events[-room:])
+        update.steps += len(events)
 
     def _size(self) -> int:
         try:

@@ -20,10 +20,9 @@ from pathlib import Path
 import psutil
 
 from trainer_core.config import RunConfig
-from trainer_core.events import EventWriter
 from trainer_core.placement import Placement, plan
 from trainer_core.proctree import alive, collect, spawn_logged, terminate, verified
-from trainer_core.run_folder import FINAL_STATUSES, RunFolder
+from trainer_core.run_folder import FINAL_STATUSES, RunFolder, process_start_time
 from trainer_core.run_root import last_step, run_env
 
 from .gpus import visible_indices
@@ -70,7 +69,7 @@ def root_command(folder: RunFolder, placement: Placement, options: LaunchOptions
 def start_root(folder: RunFolder, placement: Placement, options: LaunchOptions | None = None) -> subprocess.Popen:
     cmd = root_command(folder, placement, options)
     proc = spawn_logged(cmd, folder.log_file, run_env(folder), new_session=True)
-    folder.write_state(root_pid=proc.pid, root_start_time=round(psutil.Process(proc.pid).create_time(), 2))
+    folder.write_state(root_pid=proc.pid, root_start_time=process_start_time(proc.pid))
     return proc
 
 
@@ -135,10 +134,7 @@ def _record_forced_end(folder: RunFolder) -> None:
     state = folder.read_state()
     if state.get("status") in FINAL_STATUSES:
         return
-    reason = "killed by grpo-tui stop after the graceful stop did not finish"
-    with EventWriter(folder.events_file) as writer:
-        writer.emit("run_finished", status="stopped", reason=reason, step=last_step(folder))
-    folder.write_state(status="stopped", exit_reason=reason, ended=round(time.time(), 3), last_step=last_step(folder))
+    folder.record_end("stopped", "killed by grpo-tui stop after the graceful stop did not finish", last_step(folder))
 
 
 def prepare_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[int] | None = None,
@@ -150,10 +146,10 @@ def prepare_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: lis
     """
     from trainer_core.config import ConfigError
 
-    from .registry import live_status
+    from .registry import RESUMABLE_STATUSES, live_status
 
     status = live_status(folder)
-    if status not in ("stopped", "failed", "lost"):
+    if status not in RESUMABLE_STATUSES:
         hint = "stop it first" if status in ("starting", "running", "stopping") else "start a new run (or raise --max-steps on a copy of its config)"
         raise ConfigError("resume", f"run {folder.run_id} is {status}; only stopped, failed or lost runs can be resumed: {hint}.")
     checkpoints = folder.checkpoints()

@@ -74,11 +74,9 @@ class MetricChart(Vertical):
     def on_mount(self) -> None:
         self.query_one(PlotextPlot).display = False
 
-    def show(self, series, markers: list[int] | None = None, message: str | None = None) -> None:
+    def show(self, series, markers: list[int] | None = None) -> None:
         self._series = series
         self._markers = markers or []
-        if message:
-            self.empty_message = message
         self.refresh_plot()
 
     def on_resize(self) -> None:
