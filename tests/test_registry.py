@@ -20,11 +20,10 @@ from rich.console import Console
 from grpo_tui.services import registry
 from grpo_tui.services.live_view import follow_log, render, RunView, watch
 from grpo_tui.services.registry import (
-    BLOCK_SIZE, BackwardLines, UnknownRunError, format_table, list_runs, live_status, resolve_run, run_info,
-    scan_events, tail_events,
+    UnknownRunError, format_table, list_runs, live_status, resolve_run, run_info, tail_events,
 )
 from trainer_core.config import RunConfig
-from trainer_core.events import EventWriter, read_events
+from trainer_core.events import BLOCK_SIZE, BackwardLines, EventWriter, read_events, scan_events
 from trainer_core.run_folder import RunFolder, process_start_time
 
 from .conftest import ROOT, wait_for

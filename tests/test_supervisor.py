@@ -19,7 +19,7 @@ from trainer_core.events import EventWriter
 from trainer_core.proctree import marked, verified
 from trainer_core.run_folder import RunFolder
 
-from .conftest import ENVS, EXAMPLES, ROOT, cli, events_of, wait_for
+from .conftest import ENVS, EXAMPLES, ROOT, cli, wait_for
 
 
 def launch_args(model, runs_dir, *extra, env_module=str(EXAMPLES / "pattern_env.py"), env_class="PatternEnv"):

@@ -12,7 +12,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 try:  # several times faster on large streams; the format is plain JSON either way
     from orjson import loads as _loads
@@ -22,6 +22,9 @@ except ImportError:  # pragma: no cover - stdlib fallback keeps this module depe
 EVENT_TYPES = (
     "run_started", "metrics", "checkpoint", "stop_requested", "run_finished", "error", "warning", "summary",
 )
+
+BLOCK_SIZE = 64 * 1024
+SCAN_CHUNK = 4 * 1024 * 1024
 
 
 def clean(value: Any) -> Any:
@@ -122,6 +125,114 @@ class EventTail:
 def read_events(path: str | Path) -> list[dict]:
     """Every complete event in the file (an unfinished last line is ignored)."""
     return EventTail(path).poll()
+
+
+# -- reading without parsing everything: the last events, or only some types ---------------------------
+
+class BackwardLines:
+    """The complete lines of a file, last first, read in blocks from the end; ``bytes_read`` counts the cost.
+
+    The bytes after the last newline are an unfinished line (see docs/run-format.md) and are skipped.
+    ``end`` reads the file as if it stopped at that offset.
+    """
+
+    def __init__(self, path: str | os.PathLike, end: int | None = None, block_size: int = BLOCK_SIZE):
+        self.path = Path(path)
+        self.end = end
+        self.block_size = block_size
+        self.bytes_read = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            fh = open(self.path, "rb")
+        except FileNotFoundError:
+            return
+        with fh:
+            pos = fh.seek(0, os.SEEK_END) if self.end is None else self.end
+            pending, torn = b"", True
+            while pos > 0:
+                size = min(self.block_size, pos)
+                pos -= size
+                fh.seek(pos)
+                buf = fh.read(size) + pending
+                self.bytes_read += size
+                if torn:
+                    newline = buf.rfind(b"\n")
+                    if newline < 0:
+                        pending = b""
+                        continue
+                    buf, torn = buf[:newline], False
+                pending, *complete = buf.split(b"\n")
+                for line in reversed(complete):
+                    if line.strip():
+                        yield line
+            if not torn and pending.strip():
+                yield pending
+
+
+def parse_line(line: bytes) -> dict | None:
+    """One line as an event; None for a line that is not a JSON object."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def last_events(lines: Iterable[bytes], type: str, count: int = 1) -> list[dict]:
+    """The last ``count`` events of ``type`` from ``lines`` read backwards, oldest first."""
+    found: list[dict] = []
+    needle = type.encode()
+    for line in lines:
+        if needle not in line:
+            continue
+        event = parse_line(line)
+        if event is not None and event.get("type") == type:
+            found.append(event)
+            if len(found) >= count:
+                break
+    return found[::-1]
+
+
+def scan_events(path: str | os.PathLike, types: tuple[str, ...], start: int = 0, end: int | None = None
+                ) -> tuple[list[dict], int]:
+    """Events of ``types`` between two offsets, and the offset after the last complete line read.
+
+    Only lines containing a type's quoted name are parsed, so scanning a large file costs about a read.
+    """
+    needles = [f'"{t}"'.encode() for t in types]
+    found: list[dict] = []
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return found, start
+    with fh:
+        fh.seek(start)
+        pos = offset = start  # pos: bytes read so far; offset: where the unread part of a line begins
+        pending = b""
+        while end is None or pos < end:
+            data = fh.read(SCAN_CHUNK if end is None else min(SCAN_CHUNK, end - pos))
+            if not data:
+                break
+            pos += len(data)
+            buf = pending + data
+            cut = buf.rfind(b"\n") + 1
+            found.extend(e for e in _events_in(buf[:cut], needles) if e.get("type") in types)
+            offset, pending = offset + cut, buf[cut:]
+    return found, offset
+
+
+def _events_in(buf: bytes, needles: list[bytes]) -> Iterator[dict]:
+    starts = set()
+    for needle in needles:
+        at = buf.find(needle)
+        while at >= 0:
+            starts.add(buf.rfind(b"\n", 0, at) + 1)
+            at = buf.find(needle, at + 1)
+    for begin in sorted(starts):
+        event = parse_line(buf[begin:buf.index(b"\n", begin)])
+        if event is not None:
+            yield event
 
 
 def format_metrics_line(step: int, total: int | None, logs: dict) -> str:

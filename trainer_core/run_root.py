@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from .config import RunConfig
-from .events import EventWriter, read_events
+from .events import BackwardLines, EventWriter, last_events
 from .placement import Placement
 from .proctree import RUN_MARKER, collect, spawn_logged, terminate
 from .run_folder import FINAL_STATUSES, RunFolder, process_start_time
@@ -157,8 +157,9 @@ def _describe_exit(code: int) -> str:
 
 
 def last_step(folder: RunFolder) -> int:
-    steps = [e.get("step", 0) for e in read_events(folder.events_file) if e.get("type") == "metrics"]
-    return steps[-1] if steps else 0
+    """The step of the run's last metrics event (0 before the first), read from the end of the stream."""
+    last = last_events(BackwardLines(folder.events_file), "metrics")
+    return last[0].get("step", 0) if last else 0
 
 
 def main(argv: list[str]) -> int:

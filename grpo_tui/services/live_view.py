@@ -21,12 +21,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from trainer_core.events import EventTail
+from trainer_core.events import BackwardLines, EventTail, last_events, scan_events
 from trainer_core.run_folder import FINAL_STATUSES, RunFolder
 
 from .registry import (
-    BackwardLines, format_duration, format_steps, is_live, last_events, live_status, read_config, run_total,
-    scan_events, short_model, status_text,
+    format_duration, format_steps, is_live, live_status, read_config, run_total, short_model, status_text,
 )
 
 RATE_WINDOW = 10

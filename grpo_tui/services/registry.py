@@ -11,23 +11,20 @@ naming a warning, remembered per file so a refreshing list rescans only what was
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from rich.table import Table
 from rich.text import Text
 
+from trainer_core.events import BackwardLines, parse_line, scan_events
 from trainer_core.run_folder import FINAL_STATUSES, RUNS_DIR_ENV, RunFolder, process_matches, resolve_runs_dir
 
 LIVE_STATUSES = ("starting", "running", "stopping")
 RESUMABLE_STATUSES = ("stopped", "failed", "lost")
 STARTING_GRACE_S = 10.0
-BLOCK_SIZE = 64 * 1024
-SCAN_CHUNK = 4 * 1024 * 1024
 RUN_FILES = ("config.yaml", "state.json", "events.jsonl")
 STATUS_STYLES = {
     "starting": "green", "running": "bold green", "stopping": "yellow", "completed": "blue",
@@ -102,114 +99,6 @@ def _age(path: Path) -> float:
         return float("inf")
 
 
-# -- reading events cheaply -----------------------------------------------------------------------------
-
-
-class BackwardLines:
-    """The complete lines of a file, last first, read in blocks from the end; ``bytes_read`` counts the cost.
-
-    The bytes after the last newline are an unfinished line (see docs/run-format.md) and are skipped.
-    ``end`` reads the file as if it stopped at that offset.
-    """
-
-    def __init__(self, path: str | os.PathLike, end: int | None = None, block_size: int = BLOCK_SIZE):
-        self.path = Path(path)
-        self.end = end
-        self.block_size = block_size
-        self.bytes_read = 0
-
-    def __iter__(self) -> Iterator[bytes]:
-        try:
-            fh = open(self.path, "rb")
-        except FileNotFoundError:
-            return
-        with fh:
-            pos = fh.seek(0, os.SEEK_END) if self.end is None else self.end
-            pending, torn = b"", True
-            while pos > 0:
-                size = min(self.block_size, pos)
-                pos -= size
-                fh.seek(pos)
-                buf = fh.read(size) + pending
-                self.bytes_read += size
-                if torn:
-                    newline = buf.rfind(b"\n")
-                    if newline < 0:
-                        pending = b""
-                        continue
-                    buf, torn = buf[:newline], False
-                pending, *complete = buf.split(b"\n")
-                for line in reversed(complete):
-                    if line.strip():
-                        yield line
-            if not torn and pending.strip():
-                yield pending
-
-
-def _parse(line: bytes) -> dict | None:
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) else None
-
-
-def last_events(lines: Iterable[bytes], type: str, count: int = 1) -> list[dict]:
-    """The last ``count`` events of ``type`` from ``lines`` read backwards, oldest first."""
-    found: list[dict] = []
-    needle = type.encode()
-    for line in lines:
-        if needle not in line:
-            continue
-        event = _parse(line)
-        if event is not None and event.get("type") == type:
-            found.append(event)
-            if len(found) >= count:
-                break
-    return found[::-1]
-
-
-def scan_events(path: str | os.PathLike, types: tuple[str, ...], start: int = 0, end: int | None = None
-                ) -> tuple[list[dict], int]:
-    """Events of ``types`` between two offsets, and the offset after the last complete line read.
-
-    Only lines containing a type's quoted name are parsed, so scanning a large file costs about a read.
-    """
-    needles = [f'"{t}"'.encode() for t in types]
-    found: list[dict] = []
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        return found, start
-    with fh:
-        fh.seek(start)
-        pos = offset = start  # pos: bytes read so far; offset: where the unread part of a line begins
-        pending = b""
-        while end is None or pos < end:
-            data = fh.read(SCAN_CHUNK if end is None else min(SCAN_CHUNK, end - pos))
-            if not data:
-                break
-            pos += len(data)
-            buf = pending + data
-            cut = buf.rfind(b"\n") + 1
-            found.extend(e for e in _events_in(buf[:cut], needles) if e.get("type") in types)
-            offset, pending = offset + cut, buf[cut:]
-    return found, offset
-
-
-def _events_in(buf: bytes, needles: list[bytes]) -> Iterator[dict]:
-    starts = set()
-    for needle in needles:
-        at = buf.find(needle)
-        while at >= 0:
-            starts.add(buf.rfind(b"\n", 0, at) + 1)
-            at = buf.find(needle, at + 1)
-    for begin in sorted(starts):
-        event = _parse(buf[begin:buf.index(b"\n", begin)])
-        if event is not None:
-            yield event
-
-
 _warning_cache: dict[Path, tuple[int, int, int, str | None]] = {}
 
 
@@ -261,7 +150,7 @@ def tail_events(source: str | os.PathLike | BackwardLines) -> tuple[dict, dict]:
     lines = source if isinstance(source, BackwardLines) else BackwardLines(source)
     last_event: dict = {}
     for line in lines:
-        event = _parse(line)
+        event = parse_line(line)
         if event is None:
             continue
         last_event = last_event or event
@@ -278,7 +167,7 @@ def run_info(folder: RunFolder, now: float | None = None) -> RunInfo:
     warnings, last_warning = warning_summary(folder.events_file)
     from .run_health import watcher_warnings
 
-    alerts = [w.to_event() for w in watcher_warnings(folder, status, now)]
+    alerts = [w.to_event() for w in watcher_warnings(folder, status, now, config)]
     if alerts:
         warnings, last_warning = warnings + len(alerts), alerts[-1]["rule"]
     started, ended = state.get("started"), state.get("ended")

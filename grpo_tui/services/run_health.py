@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import time
 
+from trainer_core.events import BackwardLines, last_events, scan_events
 from trainer_core.health import HealthWarning, Thresholds
 from trainer_core.run_folder import RunFolder
 from trainer_core.watch_rules import classify_crash, stall_warning
 
-from .registry import LIVE_STATUSES, BackwardLines, last_events, scan_events
+from .registry import LIVE_STATUSES
 
 LOG_TAIL_BYTES = 64 * 1024
 STEP_HISTORY = 21
@@ -29,26 +30,49 @@ def log_tail(folder: RunFolder, size: int = LOG_TAIL_BYTES) -> str:
         return ""
 
 
-def _thresholds(folder: RunFolder) -> Thresholds:
+def _thresholds(folder: RunFolder, config: dict | None) -> Thresholds:
     from .registry import read_config
 
     try:
-        return Thresholds.from_mapping(read_config(folder).get("health"))
+        return Thresholds.from_mapping((read_config(folder) if config is None else config).get("health"))
     except TypeError:
         return Thresholds()
 
 
-def watcher_warnings(folder: RunFolder, status: str, now: float | None = None) -> list[HealthWarning]:
+def _stamp(path) -> tuple | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+_ended_cache: dict = {}
+
+
+def watcher_warnings(folder: RunFolder, status: str, now: float | None = None,
+                     config: dict | None = None) -> list[HealthWarning]:
+    """Stall (live runs) or crash cause (failed or lost runs). ``config``: the run's config, when already read."""
     now = time.time() if now is None else now
     if status in LIVE_STATUSES:
         recent = last_events(BackwardLines(folder.events_file), "metrics", STEP_HISTORY)
         if not recent:
             return []
         times = [e["time"] for e in recent if isinstance(e.get("time"), (int, float))]
-        stall = stall_warning(times, recent[-1].get("step", 0), now, process_alive=True, thresholds=_thresholds(folder))
+        stall = stall_warning(times, recent[-1].get("step", 0), now, process_alive=True,
+                              thresholds=_thresholds(folder, config))
         return [stall] if stall else []
     if status not in ("failed", "lost"):
         return []
+    # an ended run's files rarely change, and the runs list asks every few seconds
+    key = (status, _stamp(folder.events_file), _stamp(folder.log_file))
+    cached = _ended_cache.get(folder.path)
+    if cached is None or cached[0] != key:
+        cached = _ended_cache[folder.path] = (key, _crash(folder, status))
+    return cached[1]
+
+
+def _crash(folder: RunFolder, status: str) -> list[HealthWarning]:
     events, _ = scan_events(folder.events_file, ("error", "run_finished"))
     errors = [e for e in events if e.get("type") == "error"]
     finished = next((e for e in reversed(events) if e.get("type") == "run_finished"), None)
