@@ -255,5 +255,11 @@ def cmd_demo(args) -> int:
     folder, placement = _create(config, args)
     start_root(folder, placement, _options(args))
     code = run_app(args.runs_dir, args.theme, watch=folder.path, start="watch")
-    print(f"the demo run {folder.run_id} goes on in the background; stop it with: grpo-tui stop {folder.run_id}")
+    from .services.registry import is_live, live_status
+
+    status = live_status(folder)
+    if is_live(status):
+        print(f"the demo run {folder.run_id} goes on in the background; stop it with: grpo-tui stop {folder.run_id}")
+    else:
+        print(f"the demo run {folder.run_id} is {status}; see it again with: grpo-tui watch {folder.run_id}")
     return code
