@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 from trainer_core.config import RunConfig
@@ -198,3 +199,21 @@ async def test_the_command_palette_offers_the_screens_keys(runs_dir):
         command.callback()
         await pilot.pause(0.2)
         assert screen.extra_index == before + 1
+
+
+async def test_a_lost_runs_monitor_shows_how_long_it_ran_not_the_time_since(runs_dir):
+    from .run_fixtures import make_finished_run
+
+    folder = RunFolder(make_finished_run(runs_dir, steps=40, status="completed"))
+    events = [json.loads(line) for line in folder.events_file.read_text().splitlines()]
+    # its processes vanished mid-run: no end recorded, the state still says running
+    folder.events_file.write_text("".join(json.dumps(e) + "\n" for e in events if e["type"] in ("run_started", "metrics")))
+    state = json.loads(folder.state_file.read_text())
+    state.update(status="running", ended=None, exit_reason=None, updated=state["started"] + 5)
+    folder.state_file.write_text(json.dumps(state))
+    app = make_app(runs_dir, start="watch", watch=folder.path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: screen.status == "lost" and "step 40/40" in header_text(screen))
+        assert "LOST" in header_text(screen)
+        assert "0:00:20" in header_text(screen)  # to its last metrics event (step 40, 0.5 s a step)

@@ -414,3 +414,20 @@ def test_the_views_never_import_the_training_stack_or_textual():
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                                 check=True).stdout.split())
     assert not loaded & {"torch", "transformers", "trl", "datasets", "peft", "textual"}
+
+
+def test_a_character_split_between_two_reads_of_the_log_comes_out_whole(tmp_path):
+    from grpo_tui.services.log_follow import LogFollower
+
+    log = tmp_path / "trainer.log"
+    line = "step 1 ✓\n".encode()
+    log.write_bytes(line[:-2])  # the trainer has written only part of the check mark
+    follower = LogFollower(log)
+    first = follower.read()
+    with open(log, "ab") as fh:
+        fh.write(line[-2:])
+    assert first + follower.read() == "step 1 ✓\n"
+    log.write_text("again\n")  # truncated by hand: read from the start
+    assert follower.read() == "again\n"
+    assert LogFollower(log, limit=3).read() == "in\n"
+    assert LogFollower(tmp_path / "missing.log").read() == ""

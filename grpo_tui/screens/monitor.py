@@ -21,8 +21,9 @@ from textual.worker import get_current_worker
 from trainer_core.run_folder import RunFolder
 
 from ..services.gpus import list_gpus
-from ..services.registry import is_live, live_status, read_config, run_total
+from ..services.registry import is_live, live_status, read_config, run_duration, run_total
 from ..services.run_health import watcher_warnings
+from ..services.log_follow import LogFollower
 from ..services.run_stream import RunStream, StreamUpdate, read_samples
 from ..widgets.completions import CompletionsTable
 from ..widgets.gpu_panel import GpuPanel
@@ -38,6 +39,7 @@ SLOW_EVERY = 7  # about once a second: status, samples, log
 ALERT_EVERY = 5  # stall and crash checks every few seconds
 CHART_SECONDS = 3.0  # charts redraw at most this often: drawing them (plotext, Rich, the terminal) is what costs CPU
 HEADER_SECONDS = 0.5
+LOG_TAIL_BYTES = 256 * 1024  # the Log tab shows the end of trainer.log
 POST_SECONDS = 0.25
 CHART_CPU_SHARE = 0.015  # and slower still when rendering alone would take more than 1.5% of a core
 
@@ -128,7 +130,7 @@ class MonitorScreen(Screen):
         """Read the run folder and post what changed: at once for warnings and lifecycle events, at most
         every POST_SECONDS for plain metrics (the UI draws no faster than that anyway)."""
         worker = get_current_worker()
-        log_offset = 0
+        log = LogFollower(self.folder.log_file, limit=LOG_TAIL_BYTES)
         tick = 0
         pending = StreamUpdate()
         posted_at = 0.0
@@ -141,7 +143,7 @@ class MonitorScreen(Screen):
             slow = None
             if tick % SLOW_EVERY == 0:
                 status = live_status(self.folder)
-                log_text, log_offset = _read_new(self.folder.log_file, log_offset)
+                log_text = log.read()
                 if tick % (SLOW_EVERY * ALERT_EVERY) == 0 or not is_live(status):
                     alerts = [w.to_event() for w in watcher_warnings(self.folder, status)]
                 slow = Slow(status, alerts, read_samples(self.folder), log_text)
@@ -231,13 +233,9 @@ class MonitorScreen(Screen):
         self.header_drawn_at = time.monotonic()
         last = self.stream.last_metrics
         state = self.folder.read_state()
-        started, ended = state.get("started"), state.get("ended")
-        elapsed = None
-        if isinstance(started, (int, float)):
-            elapsed = (ended if isinstance(ended, (int, float)) else time.time()) - started
         self.query_one("#header", RunHeader).show(
             self.folder.run_id, self.config.get("model"), self.status, last.get("step"), run_total(state, self.config),
-            elapsed, self.stream.rate(), self.stream.tokens_rate(),
+            run_duration(state, self.status, last_event=last), self.stream.rate(), self.stream.tokens_rate(),
         )
 
     def action_next_metric(self) -> None:
@@ -276,18 +274,3 @@ class MonitorScreen(Screen):
         report = stop_run(self.folder, force=force, timeout=300)
         self.app.call_from_thread(self.notify, report.describe(), severity="error" if report.left else "information")
 
-
-def _read_new(path, offset: int, limit: int = 256 * 1024) -> tuple[str, int]:
-    """New text of a growing file since ``offset`` (at most the last ``limit`` bytes on first read)."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            if size < offset:
-                offset = 0
-            start = max(offset, size - limit)
-            fh.seek(start)
-            data = fh.read()
-    except OSError:
-        return "", offset
-    return data.decode("utf-8", errors="replace"), start + len(data)

@@ -8,7 +8,6 @@ name warnings and errors, then tails new events by byte offset.
 
 from __future__ import annotations
 
-import codecs
 import sys
 import time
 from collections import deque
@@ -24,13 +23,13 @@ from rich.text import Text
 from trainer_core.events import BackwardLines, EventTail, last_events, scan_events
 from trainer_core.run_folder import FINAL_STATUSES, RunFolder
 
+from .log_follow import LogFollower
 from .registry import (
-    format_duration, format_steps, is_live, live_status, read_config, run_total, short_model, status_text,
+    format_duration, format_steps, is_live, live_status, read_config, run_duration, run_total, short_model, status_text,
 )
 
 RATE_WINDOW = 10
 SHOWN_WARNINGS = 5
-LOG_CHUNK = 1024 * 1024
 METRIC_ROWS = (
     ("reward", "reward"), ("reward_std", "reward std"), ("kl", "kl"), ("loss", "loss"), ("entropy", "entropy"),
     ("completions/mean_length", "completion length"), ("completions/clipped_ratio", "clipped ratio"),
@@ -46,33 +45,18 @@ def follow_log(folder: RunFolder, out: TextIO | None = None, follow: bool = Fals
     no longer live. Returns the run's status when it stops reading.
     """
     out = out or sys.stdout
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    offset = 0
+    log = LogFollower(folder.log_file)
     while True:
         # the status is read before the log so the last read catches everything written before the end
         status = live_status(folder)
-        offset = _copy_new_bytes(folder, offset, decoder, out)
+        for text in log.chunks():
+            out.write(text)
         if not follow or not is_live(status):
-            out.write(decoder.decode(b"", final=True))
+            out.write(log.close())
             out.flush()
             return status
+        out.flush()
         time.sleep(poll)
-
-
-def _copy_new_bytes(folder: RunFolder, offset: int, decoder, out: TextIO) -> int:
-    try:
-        fh = open(folder.log_file, "rb")
-    except FileNotFoundError:
-        return offset
-    with fh:
-        if fh.seek(0, 2) < offset:  # truncated by hand: start over
-            offset = 0
-        fh.seek(offset)
-        while chunk := fh.read(LOG_CHUNK):
-            offset += len(chunk)
-            out.write(decoder.decode(chunk))
-    out.flush()
-    return offset
 
 
 # -- dashboard ------------------------------------------------------------------------------------------
@@ -157,22 +141,12 @@ class RunView:
             run_id=self.folder.run_id, status=self.status,
             project=self.config.get("project_name") or self.started_event.get("project_name"),
             model=self.config.get("model") or self.started_event.get("model"), step=last.get("step"),
-            total=run_total(state, self.config), elapsed=_elapsed(state, self.status, now),
+            total=run_total(state, self.config), elapsed=run_duration(state, self.status, now, last),
             steps_per_s=_rate(list(self.recent)),
             metrics={k: v for k, v in last.items() if k not in ("type", "time")},
             kl_coef=self.config.get("rl_kl_coef"), warnings=[*self.warnings, *self._alerts(now)], error=self.error,
             stop_reason=self.stop_reason, finished=self.finished, exit_reason=state.get("exit_reason"),
         )
-
-
-def _elapsed(state: dict, status: str, now: float | None) -> float | None:
-    started, ended = state.get("started"), state.get("ended")
-    if not isinstance(started, (int, float)):
-        return None
-    if isinstance(ended, (int, float)):
-        return ended - started
-    end = (time.time() if now is None else now) if is_live(status) else state.get("updated", started)
-    return max(0.0, end - started)
 
 
 def _rate(metrics: list[dict]) -> float | None:

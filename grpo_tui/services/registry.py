@@ -175,12 +175,15 @@ def run_info(folder: RunFolder, now: float | None = None) -> RunInfo:
         run_id=folder.run_id, path=folder.path, project=config.get("project_name"), model=config.get("model"),
         status=status, step=last.get("step"), total=run_total(state, config), last_reward=last.get("reward"),
         started=started, ended=ended,
-        duration=_duration(status, started, ended, now, state, last_event), warnings=warnings,
+        duration=run_duration(state, status, now, last_event), warnings=warnings,
         last_warning=last_warning, exit_reason=state.get("exit_reason"), alerts=alerts,
     )
 
 
-def _duration(status, started, ended, now, state, last_event) -> float | None:
+def run_duration(state: dict, status: str, now: float | None = None, last_event: dict | None = None) -> float | None:
+    """How long the run has run: to its end, to now while it lives, to its last sign of life when lost."""
+    started, ended = state.get("started"), state.get("ended")
+    now = time.time() if now is None else now
     if not isinstance(started, (int, float)):
         return None
     if isinstance(ended, (int, float)):
