@@ -9,7 +9,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-FLAG_STYLE = {"critical": "bold red", "warn": "yellow", "info": "cyan"}
+from .services.registry import SEVERITY_STYLES
+
 
 
 def flags_text(summary: dict) -> Text:
@@ -22,7 +23,7 @@ def flags_text(summary: dict) -> Text:
     if not flags:
         text.append("No problems found: scores vary within groups and the model sometimes succeeds.\n", style="green")
     for f in flags:
-        text.append(f"{f['severity'].upper():8} {f['flag']}: ", style=FLAG_STYLE.get(f["severity"], ""))
+        text.append(f"{f['severity'].upper():8} {f['flag']}: ", style=SEVERITY_STYLES.get(f["severity"], ""))
         text.append(f["message"] + "\n")
     return text
 

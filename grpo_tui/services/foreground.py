@@ -17,6 +17,7 @@ from trainer_core.events import EventTail, format_metrics_line
 from trainer_core.placement import Placement
 from trainer_core.run_folder import FINAL_STATUSES, RunFolder
 
+from .registry import SEVERITY_STYLES
 from .supervisor import LaunchOptions, start_root
 
 EXIT_CODES = {"completed": 0, "stopped": 3}
@@ -42,7 +43,7 @@ class EventPrinter:
         elif kind == "checkpoint":
             self.console.print(f"[dim]checkpoint saved at step {event.get('step')}: {event.get('path')}[/]")
         elif kind == "warning":
-            style = "bold red" if event.get("severity") == "critical" else "yellow"
+            style = SEVERITY_STYLES.get(event.get("severity"), "yellow")
             self.console.print(f"[{style}]warning {event.get('rule')}[/] step {event.get('step')}: {event.get('message')}")
             if event.get("advice"):
                 self.console.print(f"  advice: {event['advice']}", highlight=False)

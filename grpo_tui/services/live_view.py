@@ -25,7 +25,8 @@ from trainer_core.run_folder import FINAL_STATUSES, RunFolder
 
 from .log_follow import LogFollower
 from .registry import (
-    format_duration, format_steps, is_live, live_status, read_config, run_duration, run_total, short_model, status_text,
+    SEVERITY_STYLES, format_duration, format_steps, is_live, live_status, read_config, run_duration, run_total,
+    short_model, status_text,
 )
 
 RATE_WINDOW = 10
@@ -216,7 +217,7 @@ def _warnings_table(warnings: list[dict]) -> Table:
     for name in ("step", "rule", "severity", "message"):
         table.add_column(name, overflow="fold")
     for w in warnings:
-        style = {"critical": "bold red", "warn": "yellow"}.get(w.get("severity"), "dim")
+        style = SEVERITY_STYLES.get(w.get("severity"), "dim")
         message = Text(str(w.get("message") or ""))
         if w.get("advice"):
             message.append(f"\nadvice: {w['advice']}", style="italic")

@@ -30,6 +30,7 @@ STATUS_STYLES = {
     "starting": "green", "running": "bold green", "stopping": "yellow", "completed": "blue",
     "stopped": "yellow", "failed": "bold red", "lost": "magenta",
 }
+SEVERITY_STYLES = {"critical": "bold red", "warn": "yellow", "info": "cyan"}  # warnings and flags in plain output
 
 
 class UnknownRunError(LookupError):
