@@ -41,9 +41,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from trainer_core.config import RunConfig  # noqa: E402
-from trainer_core.events import EventWriter, dumps  # noqa: E402
-from trainer_core.run_folder import RunFolder  # noqa: E402
+from trainer_core.contract.config import RunConfig  # noqa: E402
+from trainer_core.contract.event_log import EventWriter
+from trainer_core.contract.events import dumps  # noqa: E402
+from trainer_core.contract.run_folder import RunFolder  # noqa: E402
 
 BENCHES = ("load", "latency", "cpu", "rss", "coldstart")
 # (key, scale): what TRL logs for a GRPO step with one reward function, in realistic magnitudes.

@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainer_core.cli_args import GROUP_TITLES  # noqa: E402
-from trainer_core.config import config_fields, flag_for  # noqa: E402
+from trainer_core.contract.cli_args import GROUP_TITLES  # noqa: E402
+from trainer_core.contract.config import config_fields, flag_for  # noqa: E402
 
 PAGE = Path(__file__).with_name("configuration.md")
 

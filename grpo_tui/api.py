@@ -10,10 +10,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer_core.config import RunConfig
-from trainer_core.events import read_events
-from trainer_core.run_folder import RunFolder
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.event_log import read_events
+from trainer_core.contract.events import Event, EventType
+from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.status import Status
 
+from .services.catalog import resolve_run
+from .services.run_status import live_status
 from .services.supervisor import DEFAULT_STOP_TIMEOUT, LaunchOptions, StopReport, create_run, start_root, stop_run
 
 
@@ -23,8 +27,6 @@ class RunHandle:
 
     @classmethod
     def open(cls, run: str, runs_dir=None) -> "RunHandle":
-        from .services.registry import resolve_run
-
         return cls(resolve_run(runs_dir, run))
 
     @property
@@ -35,26 +37,23 @@ class RunHandle:
     def path(self) -> Path:
         return self.folder.path
 
-    def status(self) -> str:
-        from .services.registry import live_status
-
+    def status(self) -> Status:
         return live_status(self.folder)
 
-    def events(self, type: str | None = None) -> list[dict]:
+    def events(self, type: EventType | str | None = None) -> list[Event]:
+        """The run's events so far, typed (trainer_core.contract.events), of one type if given."""
         events = read_events(self.folder.events_file)
-        return [e for e in events if type is None or e.get("type") == type]
+        return [e for e in events if type is None or e.type == type]
 
     def stop(self, *, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT) -> StopReport:
         return stop_run(self.folder, force=force, timeout=timeout)
 
-    def wait(self, timeout: float | None = None, poll: float = 0.5) -> str:
+    def wait(self, timeout: float | None = None, poll: float = 0.5) -> Status:
         """Block until the run ends (or ``timeout`` s pass); return its status."""
-        from .services.registry import is_live
-
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             status = self.status()
-            if not is_live(status):
+            if not status.is_live:
                 return status
             if deadline is not None and time.monotonic() > deadline:
                 return status

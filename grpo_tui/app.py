@@ -15,8 +15,8 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from trainer_core.config import RunConfig
-from trainer_core.run_folder import RunFolder, resolve_runs_dir
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.run_folder import RunFolder, resolve_runs_dir
 
 from .theming import DEFAULT_THEME, load_themes
 

@@ -9,21 +9,20 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from .services.registry import SEVERITY_STYLES
+from .palette import Palette, plain_palette
 
 
-
-def flags_text(summary: dict) -> Text:
+def flags_text(summary: dict, palette: Palette) -> Text:
     text = Text()
     if summary.get("failed"):
-        text.append("The inspection failed: ", style="bold red")
+        text.append("The inspection failed: ", style=palette.role("error", bold=True))
         text.append(str(summary.get("error", "")) + "\n")
         return text
     flags = summary.get("flags", [])
     if not flags:
-        text.append("No problems found: scores vary within groups and the model sometimes succeeds.\n", style="green")
+        text.append("No problems found: scores vary within groups and the model sometimes succeeds.\n", style=palette.role("success"))
     for f in flags:
-        text.append(f"{f['severity'].upper():8} {f['flag']}: ", style=SEVERITY_STYLES.get(f["severity"], ""))
+        text.append(f"{f['severity'].upper():8} {f['flag']}: ", style=palette.severity(f["severity"]))
         text.append(f["message"] + "\n")
     return text
 
@@ -61,22 +60,24 @@ def histogram(summary: dict, width: int = 30) -> Table:
     return table
 
 
-def samples_table(records: list[dict], limit: int = 20, width: int = 50) -> Table:
+def samples_table(records: list[dict], palette: Palette, limit: int = 20, width: int = 50) -> Table:
     table = Table(title=f"samples (first {min(limit, len(records))} of {len(records)})", title_justify="left")
     for name in ("#", "score", "prompt", "completion", "columns"):
         table.add_column(name, overflow="ellipsis", no_wrap=name != "completion", min_width=24 if name == "completion" else None,
                          max_width=30 if name in ("prompt", "columns") else None)
     for r in records[:limit]:
         score = r.get("score")
-        shown = Text(r.get("error", "?")[:60], style="red") if score is None else f"{score:.3f}"
+        shown = Text(r.get("error", "?")[:60], style=palette.role("error")) if score is None else f"{score:.3f}"
         prompt = " ".join(str(r.get("prompt", "")).split())[-width:]
         columns = ", ".join(f"{k}={v}" for k, v in (r.get("columns") or {}).items())
         table.add_row(str(r.get("prompt_index")), shown, prompt, " ".join(str(r.get("completion", "")).split())[:width * 2], columns[:60])
     return table
 
 
-def report(summary: dict, records: list[dict]) -> Group:
-    parts = [flags_text(summary)]
+def report(summary: dict, records: list[dict], palette: Palette | None = None) -> Group:
+    """The report; ``palette``: the app's theme colours (default: the default theme's, for plain output)."""
+    palette = palette or plain_palette()
+    parts = [flags_text(summary, palette)]
     if not summary.get("failed"):
-        parts += [numbers_table(summary), histogram(summary), samples_table(records)]
+        parts += [numbers_table(summary), histogram(summary), samples_table(records, palette)]
     return Group(*parts)

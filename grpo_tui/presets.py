@@ -1,21 +1,20 @@
 """Named starting points for a run's settings, offered by the launch screen.
 
 A preset is a partial RunConfig: it changes only the fields it names and leaves every other field
-(the model, usually the environment) as it was. The CPU demo preset is the example config file itself
-(with its environment path made absolute, as ``grpo-tui demo`` does), so the file, the demo and the
-launch screen cannot drift apart.
+(the model, usually the environment) as it was. The CPU demo preset is the demo config file shipped as
+package data (with its environment pointing at the installed ``pattern_env.py``, as ``grpo-tui demo``
+does), so the file, the demo and the launch screen cannot drift apart.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from trainer_core.config import ConfigError, RunConfig, load_file
+from trainer_core.contract.config import ConfigError, RunConfig, load_file
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
-CPU_DEMO_FILE = EXAMPLES_DIR / "configs" / "cpu_demo.yaml"
+from .resources import demo_config_file, demo_env_file
 
 
 @dataclass(frozen=True)
@@ -23,18 +22,17 @@ class Preset:
     name: str
     description: str
     fixed: dict[str, Any] = field(default_factory=dict)
-    file: Path | None = None
+    read: Callable[[], dict[str, Any]] | None = None
+    """Reads a file-backed preset's fields each time it is applied, so edits to the file show."""
 
     def values(self) -> dict[str, Any]:
-        """The fields this preset sets; a file-backed preset is read each time, so edits to it show."""
-        values = dict(self.fixed)
-        if self.file is not None:
-            values.update(load_file(self.file))
-            module = values.get("rl_env_module")
-            # the example files name modules relative to the project root; the app may run anywhere
-            if isinstance(module, str) and module.endswith(".py") and not Path(module).is_absolute():
-                values["rl_env_module"] = str(EXAMPLES_DIR.parent / module)
-        return values
+        """The fields this preset sets."""
+        return {**self.fixed, **(self.read() if self.read is not None else {})}
+
+
+def cpu_demo_values() -> dict[str, Any]:
+    """The demo config file's fields, its environment module replaced by the installed file's path."""
+    return {**load_file(demo_config_file()), "rl_env_module": str(demo_env_file())}
 
 
 PRESETS: dict[str, Preset] = {
@@ -59,8 +57,8 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "CPU demo",
-            "The tiny-model demo of examples/configs/cpu_demo.yaml: learn to write the letter 'a' on a CPU.",
-            file=CPU_DEMO_FILE,
+            "What grpo-tui demo runs: the tiny offline model learns to write the letter 'a' on a CPU.",
+            read=cpu_demo_values,
         ),
     )
 }

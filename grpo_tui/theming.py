@@ -1,22 +1,34 @@
-"""Themes from ``themes/*.yaml``, registered as Textual themes (selectable with --theme or the palette).
+"""The themes shipped as package data, registered as Textual themes (selectable with --theme or the palette).
 
-Colours live in the theme files only; stylesheets refer to theme variables ($primary, $error, ...).
+Colours live in the theme files only; stylesheets refer to theme variables ($primary, $error, ...) and
+widgets and plain output take theirs from ``palette.py``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from importlib import resources
 
 import yaml
-from textual.theme import Theme
 
-THEMES_DIR = Path(__file__).resolve().parents[1] / "themes"
 DEFAULT_THEME = "grpo-dark"
+THEMES = resources.files("grpo_tui.resources") / "themes"
 
 
-def load_themes(folder: Path = THEMES_DIR) -> list[Theme]:
-    themes = []
-    for path in sorted(folder.glob("*.yaml")):
-        data = yaml.safe_load(path.read_text())
-        themes.append(Theme(**data))
-    return themes
+def theme_data() -> list[dict]:
+    """Every shipped theme's mapping, in name order."""
+    files = sorted((f for f in THEMES.iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name)
+    return [yaml.safe_load(f.read_text(encoding="utf-8")) for f in files]
+
+
+def theme_colors(name: str) -> dict[str, str]:
+    """A shipped theme's colours by role (primary, warning, error, ...)."""
+    for data in theme_data():
+        if data.get("name") == name:
+            return {k: v for k, v in data.items() if isinstance(v, str) and v.startswith("#")}
+    raise LookupError(f"no theme {name!r}; themes: {', '.join(d.get('name', '?') for d in theme_data())}")
+
+
+def load_themes():
+    from textual.theme import Theme
+
+    return [Theme(**data) for data in theme_data()]

@@ -12,10 +12,11 @@ import json
 import math
 from pathlib import Path
 
-from trainer_core.config import RunConfig
-from trainer_core.events import dumps, format_metrics_line
-from trainer_core.health import ADVICE
-from trainer_core.run_folder import FINAL_STATUSES, FORMAT_VERSION, RunFolder
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.event_log import dumps
+from trainer_core.contract.events import format_metrics_line
+from trainer_core.contract.health import ADVICE
+from trainer_core.contract.run_folder import FINAL_STATUSES, FORMAT_VERSION, RunFolder
 
 BASE_TIME = 1767225600.0  # 2026-01-01T00:00:00Z
 STEP_SECONDS = 0.5

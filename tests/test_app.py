@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import time
 
-from trainer_core.config import RunConfig
-from trainer_core.run_folder import RunFolder
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.run_folder import RunFolder
 from trainer_core.runner import train
 
 from grpo_tui.api import launch
@@ -161,7 +161,7 @@ def test_downsampling_keeps_every_spike_and_the_last_step():
 
 
 def test_run_stream_series_stay_right_when_keys_come_and_go(tmp_path):
-    from trainer_core.events import EventWriter
+    from trainer_core.contract.event_log import EventWriter
     from grpo_tui.services.run_stream import RunStream
 
     folder = RunFolder.create(tmp_path)

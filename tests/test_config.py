@@ -10,8 +10,8 @@ import sys
 import pytest
 import yaml
 
-from trainer_core.cli_args import add_run_config_arguments, config_from_args, config_to_argv
-from trainer_core.config import ConfigError, RunConfig, config_fields, flag_for
+from trainer_core.contract.cli_args import add_run_config_arguments, config_from_args, config_to_argv
+from trainer_core.contract.config import ConfigError, RunConfig, config_fields, flag_for
 
 from .conftest import ROOT, cli
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer_core.run_folder import RunFolder
+from trainer_core.contract.run_folder import RunFolder
 
 from .conftest import EXAMPLES, ROOT, cli
 from .run_fixtures import make_finished_run

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from trainer_core.config import RunConfig
+from trainer_core.contract.config import RunConfig
 from trainer_core.runner import train
 
 from .conftest import ENVS, EXAMPLES, events_of

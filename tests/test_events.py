@@ -7,8 +7,9 @@ import math
 import os
 import stat
 
-from trainer_core.events import EventTail, EventWriter, clean, read_events
-from trainer_core.run_folder import RunFolder, new_run_id, process_matches, process_start_time
+from trainer_core.contract.event_log import EventTail, EventWriter, read_events
+from trainer_core.contract.events import clean
+from trainer_core.contract.run_folder import RunFolder, new_run_id, process_matches, process_start_time
 
 
 def test_nan_and_inf_become_null_and_lines_are_strict_json(tmp_path):

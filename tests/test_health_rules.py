@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainer_core.health import HealthMonitor, Thresholds, config_warnings, replay
-from trainer_core.watch_rules import classify_crash, stall_warning
+from trainer_core.contract.health import HealthMonitor, Thresholds, config_warnings, replay
+from trainer_core.contract.watch_rules import classify_crash, stall_warning
 
 
 def stream(n, **series):
@@ -161,7 +161,7 @@ def test_crash_classification_from_error_events():
 def test_the_health_page_documents_every_rule_and_threshold():
     from pathlib import Path
 
-    from trainer_core.health import RULES, threshold_names
+    from trainer_core.contract.health import RULES, threshold_names
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "health.md").read_text()
     for name in [*RULES, *threshold_names()]:

@@ -7,8 +7,8 @@ import json
 import os
 import signal
 
-from trainer_core.config import RunConfig
-from trainer_core.events import read_events
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.event_log import read_events
 from trainer_core.runner import train
 
 from .conftest import ENVS, EXAMPLES, cli, wait_for
@@ -102,8 +102,8 @@ def test_an_out_of_memory_crash_is_classified(tiny_model, runs_dir):
 
 
 def test_a_planted_oom_line_in_the_log_is_classified(runs_dir):
-    from trainer_core.events import EventWriter
-    from trainer_core.run_folder import RunFolder
+    from trainer_core.contract.event_log import EventWriter
+    from trainer_core.contract.run_folder import RunFolder
 
     folder = RunFolder.create(runs_dir)
     folder.config_file.write_text("model: m\n")

@@ -7,8 +7,8 @@ import json
 import subprocess
 import sys
 
-from trainer_core.config import RunConfig
-from trainer_core.run_folder import RunFolder
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.run_folder import RunFolder
 from trainer_core.runner import train
 
 from .conftest import ENVS, EXAMPLES, ROOT, cli, events_of, wait_for

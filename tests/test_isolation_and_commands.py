@@ -33,7 +33,7 @@ def test_the_trainer_never_imports_textual():
     loaded = modules_after(
         "import trainer_core.runner, trainer_core.trl_setup, trainer_core.callbacks, trainer_core.__main__\n"
         "from trainer_core.trl_setup import build_grpo_config\n"
-        "from trainer_core.config import RunConfig\n"
+        "from trainer_core.contract.config import RunConfig\n"
         "build_grpo_config(RunConfig(model='m', rl_env_module='e', rl_env_class='E'), '/tmp/out')"
     )
     assert "trl" in loaded and "textual" not in loaded
@@ -70,9 +70,9 @@ def test_the_running_app_never_imports_the_training_stack(tmp_path):
     code = """
 import asyncio, sys
 from grpo_tui.app import make_app
-from trainer_core.config import RunConfig
-from trainer_core.events import EventWriter
-from trainer_core.run_folder import RunFolder
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.event_log import EventWriter
+from trainer_core.contract.run_folder import RunFolder
 
 folder = RunFolder.create(sys.argv[1])
 RunConfig(model="m", rl_env_module="e", rl_env_class="E").save(folder.config_file)

@@ -16,10 +16,10 @@ from grpo_tui.presets import PRESETS, apply_preset
 from grpo_tui.screens.confirm import ConfirmScreen
 from grpo_tui.screens.launch import NO_GPU_TEXT, LaunchScreen
 from grpo_tui.services.gpus import list_gpus
-from trainer_core.cli_args import config_from_args
-from trainer_core.config import RunConfig
-from trainer_core.proctree import marked
-from trainer_core.run_folder import FINAL_STATUSES
+from trainer_core.contract.cli_args import config_from_args
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.process import marked
+from trainer_core.contract.run_folder import FINAL_STATUSES
 
 from .conftest import EXAMPLES
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from trainer_core.config import ConfigError, RunConfig
-from trainer_core.placement import parse_gpus, plan
+from trainer_core.contract.config import ConfigError, RunConfig
+from trainer_core.contract.placement import parse_gpus, plan
 from trainer_core.vllm_server import server_command
 
 BASE = dict(model="m", rl_env_module="e", rl_env_class="E")

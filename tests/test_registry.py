@@ -22,9 +22,9 @@ from grpo_tui.services.live_view import follow_log, render, RunView, watch
 from grpo_tui.services.registry import (
     UnknownRunError, format_table, list_runs, live_status, resolve_run, run_info, tail_events,
 )
-from trainer_core.config import RunConfig
-from trainer_core.events import BLOCK_SIZE, BackwardLines, EventWriter, read_events, scan_events
-from trainer_core.run_folder import RunFolder, process_start_time
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.event_log import BLOCK_SIZE, BackwardLines, EventWriter, read_events, scan_events
+from trainer_core.contract.run_folder import RunFolder, process_start_time
 
 from .conftest import ROOT, wait_for
 
@@ -339,7 +339,7 @@ def test_watch_follows_a_live_run_until_its_process_finishes_it(runs_dir):
         "import os, sys, time\n"
         "from pathlib import Path\n"
         "from trainer_core.events import EventWriter\n"
-        "from trainer_core.run_folder import RunFolder, process_start_time\n"
+        "from trainer_core.contract.run_folder import RunFolder, process_start_time\n"
         "folder = RunFolder(Path(sys.argv[1])); writer = EventWriter(folder.events_file)\n"
         "folder.write_state(pid=os.getpid(), pid_start_time=process_start_time(os.getpid()))\n"
         "time.sleep(0.5)\n"

@@ -15,9 +15,9 @@ import psutil
 import pytest
 
 from grpo_tui.api import RunHandle
-from trainer_core.events import EventWriter
-from trainer_core.proctree import marked, verified
-from trainer_core.run_folder import RunFolder
+from trainer_core.contract.event_log import EventWriter
+from trainer_core.contract.process import marked, verified
+from trainer_core.contract.run_folder import RunFolder
 
 from .conftest import ENVS, EXAMPLES, ROOT, cli, wait_for
 

@@ -10,8 +10,8 @@ import sys
 
 import yaml
 
-from trainer_core.config import RunConfig
-from trainer_core.run_folder import process_matches
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.run_folder import process_matches
 
 from .conftest import ROOT, cli, events_of, only_run, pattern_args, wait_for
 

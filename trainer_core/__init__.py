@@ -4,7 +4,7 @@
 when it is called, not when this package is imported.
 """
 
-from .config import ConfigError, RunConfig
+from .contract.config import ConfigError, RunConfig
 
 __all__ = ["ConfigError", "RunConfig", "train"]
 

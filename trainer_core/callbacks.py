@@ -9,21 +9,18 @@ in the next collective), and the Trainer then saves a checkpoint before returnin
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
 from transformers import TrainerCallback
 
-from .events import format_metrics_line
-
-if TYPE_CHECKING:
-    from .events import EventWriter
-    from .health import HealthMonitor
-    from .stopping import StopController
+from .contract.event_log import EventWriter
+from .contract.events import Checkpoint, Metrics, Summary, format_metrics_line
+from .contract.health import HealthMonitor
+from .stopping import StopController
 
 
 class EventStreamCallback(TrainerCallback):
-    def __init__(self, writer: "EventWriter | None", stopper: "StopController", echo: bool = False, on_step=None,
-                 monitor: "HealthMonitor | None" = None, stop_on: tuple[str, ...] = ()):
+    def __init__(self, writer: EventWriter | None, stopper: StopController, echo: bool = False, on_step=None,
+                 monitor: HealthMonitor | None = None, stop_on: tuple[str, ...] = ()):
         self.writer = writer
         self.stopper = stopper
         self.echo = echo
@@ -38,21 +35,21 @@ class EventStreamCallback(TrainerCallback):
         if not state.is_world_process_zero or self.writer is None or not logs:
             return
         if "train_runtime" in logs:
-            self.writer.emit("summary", step=state.global_step, **logs)
+            self.writer.emit(Summary(step=state.global_step, values=dict(logs)))
             return
-        self.writer.emit("metrics", step=state.global_step, **logs)
+        self.writer.emit(Metrics(step=state.global_step, values=dict(logs)))
         if self.echo:
             print(format_metrics_line(state.global_step, state.max_steps, logs), file=sys.stdout, flush=True)
         for warning in self.monitor.feed(state.global_step, logs) if self.monitor else []:
-            self.writer.emit("warning", **warning.to_event())
-            if warning.rule in self.stop_on and warning.severity in ("warn", "critical"):
+            self.writer.emit(warning)
+            if warning.rule in self.stop_on and warning.severity.alarming:
                 # every rank leaves at the next step end (the stop is all-reduced there), with a checkpoint
                 self.stopper.request(f"auto-stop: {warning.rule} at step {state.global_step}")
 
     def on_save(self, args, state, control, **kwargs):
         if not state.is_world_process_zero or self.writer is None:
             return
-        self.writer.emit("checkpoint", step=state.global_step, path=f"checkpoints/checkpoint-{state.global_step}")
+        self.writer.emit(Checkpoint(step=state.global_step, path=f"checkpoints/checkpoint-{state.global_step}"))
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.on_step is not None:

@@ -11,7 +11,6 @@ Writes ``inspection.jsonl`` (one scored completion per line) and ``summary.json`
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import sys
@@ -20,20 +19,15 @@ import traceback
 from pathlib import Path
 from statistics import mean, pstdev
 
-from .config import RunConfig
+from .contract.config import RunConfig
 from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, load_environment
-from .events import JsonlWriter, clean
-from .run_folder import write_json_atomic
+from .contract.event_log import JsonlWriter
+from .contract.events import clean
+from .contract.inspection_key import config_key
+from .contract.severity import Severity
+from .contract.run_folder import write_json_atomic
 
-GATE_FIELDS = ("model", "rl_env_module", "rl_env_class", "rl_env_config", "rl_num_generations", "rl_max_new_tokens",
-               "rl_temperature", "rl_top_p", "rl_top_k", "max_prompt_length")
 MAX_ERRORS = 5
-
-
-def config_key(config: RunConfig) -> str:
-    """Identifies the configs one inspection speaks for: same model, environment and sampling."""
-    data = {name: getattr(config, name) for name in GATE_FIELDS}
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def summarize(records: list[dict], num_generations: int) -> dict:
@@ -64,8 +58,8 @@ def summarize(records: list[dict], num_generations: int) -> dict:
 def flags(summary: dict, errors: list[dict]) -> list[dict]:
     out = []
 
-    def flag(name, severity, message):
-        out.append({"flag": name, "severity": severity, "message": message})
+    def flag(name, severity: str, message):
+        out.append({"flag": name, "severity": Severity(severity).value, "message": message})
 
     bad_range = [e for e in errors if e.get("kind") == "out_of_range"]
     raised = [e for e in errors if e.get("kind") == "exception"]

@@ -11,8 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from .config import RunConfig
-from .run_folder import RunFolder
+from .contract.config import RunConfig
+from .contract.run_folder import RunFolder
 
 
 class MergeError(RuntimeError):

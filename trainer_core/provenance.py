@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from .config import RunConfig
+from .contract.config import RunConfig
 from .environments import looks_like_file
-from .run_folder import RunFolder, write_json_atomic
+from .contract.run_folder import RunFolder, write_json_atomic
 
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "vllm", "grpo-tui")
 

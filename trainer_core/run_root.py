@@ -16,12 +16,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .config import RunConfig
-from .events import BackwardLines, EventWriter, last_events
-from .placement import Placement
-from .proctree import RUN_MARKER, collect, spawn_logged, terminate
-from .run_folder import FINAL_STATUSES, RunFolder, process_start_time
 from . import vllm_server
+from .contract.config import RunConfig
+from .contract.event_log import EventWriter, last_step
+from .contract.events import Error
+from .contract.placement import Placement
+from .contract.ports import SERVER_URL_ENV, free_port
+from .contract.process import collect, process_start_time, run_env, spawn_logged, terminate
+from .contract.run_folder import RunFolder
+from .contract.status import Status
 
 DEFAULT_SERVER_TIMEOUT = 600.0
 
@@ -35,22 +38,11 @@ def worker_command(run_dir: Path, num_processes: int = 1, accelerate_config: str
     cmd = [python, "-m", "accelerate.commands.launch"]
     if accelerate_config:
         cmd += ["--config_file", accelerate_config]
-    cmd += ["--num_processes", str(num_processes), "--main_process_port", str(port or vllm_server.free_port())]
+    cmd += ["--num_processes", str(num_processes), "--main_process_port", str(port or free_port())]
     if num_processes > 1 and not accelerate_config:
         # accelerate's torchrun-based launcher; on a machine without GPUs the ranks join a gloo group
         cmd.append("--multi_gpu")
     return [*cmd, *worker]
-
-
-def run_env(folder: RunFolder, extra: dict | None = None) -> dict:
-    env = dict(os.environ)
-    env["PYTHONUNBUFFERED"] = "1"
-    env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    env[RUN_MARKER] = str(folder.path.resolve())
-    root = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    env.update(extra or {})
-    return env
 
 
 class RunRoot:
@@ -87,22 +79,23 @@ class RunRoot:
         extra = dict(self.placement.train_env())
         try:
             if self.placement.starts_server:
-                extra[vllm_server.SERVER_URL_ENV] = self._start_server(config)
+                extra[SERVER_URL_ENV] = self._start_server(config)
             cmd = worker_command(self.folder.path, self.placement.num_processes, self.accelerate_config)
             self.folder.write_state(command=cmd)
-            self.worker = spawn_logged(cmd, self.folder.log_file, run_env(self.folder, extra))
+            self.worker = spawn_logged(cmd, self.folder.log_file, run_env(self.folder.path, extra))
             code = self._wait_worker()
         except vllm_server.ServerError as exc:
             self._record_failure("vllm_server", str(exc))
             code = 1
         except KeyboardInterrupt:
-            self._record_end_now("stopped", "stop requested before training started")
+            self._record_end_now(Status.STOPPED, "stop requested before training started")
             code = 3
         finally:
             self._stop_server()
-        if self.folder.read_state().get("status") not in FINAL_STATUSES:
+        status = self.folder.status()
+        if status is None or not status.is_final:
             if self.signals or self.folder.stop_file.exists():
-                self._record_end_now("stopped", f"forced: {_describe_exit(code)}")
+                self._record_end_now(Status.STOPPED, f"forced: {_describe_exit(code)}")
             else:
                 self._record_failure("trainer_exit", _describe_exit(code))
         return code
@@ -115,13 +108,13 @@ class RunRoot:
                 continue
 
     def _start_server(self, config: RunConfig) -> str:
-        port = self.server_port or vllm_server.free_port()
+        port = self.server_port or free_port()
         vllm_server.check_port(port)
         cmd = vllm_server.server_command(config, port)
         record = {"command": cmd, "port": port, "gpus": self.placement.server_gpus}
         self.folder.write_state(vllm_server=record)  # the command is on record even if the start fails
         log = self.folder.path / "vllm_server.log"
-        self.server = vllm_server.start(cmd, run_env(self.folder, self.placement.server_env()), log, port)
+        self.server = vllm_server.start(cmd, run_env(self.folder.path, self.placement.server_env()), log, port)
         self.folder.write_state(vllm_server={**record, "pid": self.server.process.pid})
         vllm_server.wait_healthy(self.server, self.server_timeout)
         return self.server.url
@@ -139,13 +132,13 @@ class RunRoot:
         self.server.process.poll()
 
     def _record_failure(self, kind: str, message: str) -> None:
-        step = last_step(self.folder)
+        step = last_step(self.folder.events_file)
         with EventWriter(self.folder.events_file) as writer:
-            writer.emit("error", kind=kind, message=message, step=step)
-            self.folder.record_end("failed", message.splitlines()[0], step, emit=writer.emit)
+            writer.emit(Error(kind=kind, message=message, step=step))
+            self.folder.record_end(Status.FAILED, message.splitlines()[0], step, emit=writer.emit)
 
-    def _record_end_now(self, status: str, reason: str) -> None:
-        self.folder.record_end(status, reason, last_step(self.folder))
+    def _record_end_now(self, status: Status, reason: str) -> None:
+        self.folder.record_end(status, reason, last_step(self.folder.events_file))
 
 
 def _describe_exit(code: int) -> str:
@@ -154,12 +147,6 @@ def _describe_exit(code: int) -> str:
         hint = " (the kernel's out-of-memory killer sends SIGKILL)" if -code == signal.SIGKILL else ""
         return f"the trainer was killed by {name}{hint} before it could record its end"
     return f"the trainer exited with code {code} before it could record its end; see trainer.log"
-
-
-def last_step(folder: RunFolder) -> int:
-    """The step of the run's last metrics event (0 before the first), read from the end of the stream."""
-    last = last_events(BackwardLines(folder.events_file), "metrics")
-    return last[0].get("step", 0) if last else 0
 
 
 def main(argv: list[str]) -> int:

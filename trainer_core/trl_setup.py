@@ -7,15 +7,12 @@ the same trainer a plain TRL script would.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
-
-from .config import RunConfig
+from .contract.config import RunConfig, stop_on_rules
+from .contract.events import HealthWarning
+from .contract.health import HealthMonitor, Thresholds
+from .contract.ports import SERVER_URL_ENV
 from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, get_tools, load_environment
-from .events import JsonlWriter
-from .vllm_server import SERVER_URL_ENV
-
-if TYPE_CHECKING:
-    from .runner import _Run
+from .run_context import RunContext
 
 
 def load_tokenizer(model: str):
@@ -122,7 +119,7 @@ def prompt_text(prompt, tokenizer) -> str:
     return prompt
 
 
-def prepare_dataset(env, tokenizer, config: RunConfig, run: "_Run"):
+def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext):
     """Call build_dataset, check it, render tool schemas into the prompts and apply max_prompt_length."""
     import datasets
 
@@ -164,27 +161,27 @@ def prepare_dataset(env, tokenizer, config: RunConfig, run: "_Run"):
         dataset = dataset.filter(short_enough)
         dropped = before - len(dataset)
         if dropped and run is not None:
-            run.emit(
-                "warning", rule="prompt_too_long", severity="warn" if len(dataset) else "critical", step=0,
-                message=f"{dropped} of {before} prompts are longer than max_prompt_length ({config.max_prompt_length}) tokens and were dropped.",
-                advice="Raise --max-prompt-length or shorten the prompts.", evidence={"dropped": dropped, "kept": len(dataset)},
-            )
+            run.emit(HealthWarning(
+                "prompt_too_long", "warn" if len(dataset) else "critical", 0,
+                f"{dropped} of {before} prompts are longer than max_prompt_length ({config.max_prompt_length}) tokens and were dropped.",
+                "Raise --max-prompt-length or shorten the prompts.", {"dropped": dropped, "kept": len(dataset)},
+            ))
         if not len(dataset):
             raise EnvError(f"every prompt is longer than max_prompt_length ({config.max_prompt_length}); nothing to train on.")
     return dataset
 
 
-def _sample_recorder(config: RunConfig, run: "_Run"):
-    if not run.main or config.samples_per_step == 0:
+def _sample_recorder(config: RunConfig, run: RunContext):
+    out = run.open_samples() if config.samples_per_step else None
+    if out is None:
         return None
-    run.samples = JsonlWriter(run.folder.samples_file)
     counts: dict[int, int] = {}
 
     def record(samples: list[dict], global_step):
         step = (global_step or 0) + 1
         room = config.samples_per_step - counts.get(step, 0)
         for sample in samples[: max(room, 0)]:
-            run.samples.write({"step": step, **sample})
+            out.write({"step": step, **sample})
         counts[step] = counts.get(step, 0) + min(len(samples), max(room, 0))
         for old in [s for s in counts if s < step - 1]:
             del counts[old]
@@ -192,7 +189,7 @@ def _sample_recorder(config: RunConfig, run: "_Run"):
     return record
 
 
-def build_trainer(config: RunConfig, run: "_Run"):
+def build_trainer(config: RunConfig, run: RunContext):
     from trl import GRPOTrainer
 
     from .callbacks import EventStreamCallback
@@ -214,11 +211,8 @@ def build_trainer(config: RunConfig, run: "_Run"):
             r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout, task_type="CAUSAL_LM",
             target_modules=targets if targets == "all-linear" else [t.strip() for t in targets.split(",") if t.strip()],
         )
-    from .config import stop_on_rules
-    from .health import HealthMonitor, Thresholds
-
     callback = EventStreamCallback(
-        run.writer, run.stopper, echo=run.echo, on_step=lambda s: setattr(run, "last_step", s),
+        run.writer, run.stopper, echo=run.echo, on_step=run.set_step,
         monitor=HealthMonitor(Thresholds.from_mapping(config.health)), stop_on=tuple(stop_on_rules(config)),
     )
     trainer = GRPOTrainer(

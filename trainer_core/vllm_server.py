@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -19,10 +18,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import ConfigError, RunConfig
+from .contract.config import RunConfig
 
 SERVE_OVERRIDE_ENV = "GRPO_TUI_VLLM_SERVE"
-SERVER_URL_ENV = "GRPO_TUI_VLLM_SERVER_URL"  # the root tells the trainer where its server listens
 HEALTH_PATH = "/health/"
 
 
@@ -51,21 +49,6 @@ def server_command(config: RunConfig, port: int, executable: list[str] | None = 
     return cmd
 
 
-def check_port(port: int) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            raise ConfigError("vllm_port", f"port {port} on 127.0.0.1 is already taken; pass another --vllm-port "
-                              "or leave it out to pick a free one.") from None
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class RunningServer:
     process: subprocess.Popen
@@ -74,7 +57,7 @@ class RunningServer:
 
 
 def start(cmd: list[str], env: dict, log: Path, port: int) -> RunningServer:
-    from .proctree import spawn_logged
+    from .contract.process import spawn_logged
 
     return RunningServer(spawn_logged(cmd, log, env), f"http://127.0.0.1:{port}", log)
 

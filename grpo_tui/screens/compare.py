@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label
 from textual_plotext import PlotextPlot
 
-from trainer_core.run_folder import RunFolder
+from trainer_core.contract.run_folder import RunFolder
 
 from ..services.run_stream import RunStream
 from ..widgets.metric_chart import downsample

@@ -17,9 +17,10 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Label, Static
 from textual.worker import get_current_worker
 
-from trainer_core.config import RunConfig
+from trainer_core.contract.config import RunConfig
 
 from ..inspect_report import report
+from ..palette import app_palette
 from ..services import inspections
 from .confirm import ConfirmScreen
 
@@ -72,7 +73,7 @@ class InspectScreen(Screen):
         summary = self.inspection.summary()
         self.finished = bool(summary)
         self.query_one("#status", Label).update(status)
-        self.report_view = report(summary, self.inspection.records())
+        self.report_view = report(summary, self.inspection.records(), app_palette(self.app))
         self.query_one("#body", Static).update(self.report_view)
         self.query_one("#launch", Button).disabled = not self.finished or bool(summary.get("failed"))
 

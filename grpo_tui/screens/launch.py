@@ -22,9 +22,9 @@ from textual.widgets import Button, Footer, Input, Label, Select, SelectionList,
 from textual.widgets.selection_list import Selection
 from textual.worker import Worker, WorkerState
 
-from trainer_core.cli_args import config_to_argv
-from trainer_core.config import ConfigError, RunConfig
-from trainer_core.placement import Placement, plan
+from trainer_core.contract.cli_args import config_to_argv
+from trainer_core.contract.config import ConfigError, RunConfig
+from trainer_core.contract.placement import Placement, plan
 
 from ..presets import PRESETS, preset_values
 from ..services import inspections

@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Log, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from trainer_core.run_folder import RunFolder
+from trainer_core.contract.run_folder import RunFolder
 
 from ..services.gpus import list_gpus
 from ..services.registry import is_live, live_status, read_config, run_duration, run_total

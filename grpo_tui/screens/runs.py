@@ -8,7 +8,11 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label
 
-from ..services.registry import RESUMABLE_STATUSES, RunInfo, format_duration, is_live, format_steps, list_runs, short_model, status_text
+from rich.text import Text
+
+from ..formatting import format_duration, format_steps, short_model
+from ..palette import app_palette
+from ..services.catalog import RunInfo, list_runs
 from .confirm import ConfirmScreen
 
 REFRESH_SECONDS = 2.0
@@ -58,10 +62,11 @@ class RunsScreen(Screen):
         table = self.query_one(DataTable)
         selected = table.cursor_row
         table.clear()
+        palette = app_palette(self.app)
         for run in runs:
             reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
             warnings = f"{run.warnings} ({run.last_warning})" if run.warnings else "0"
-            table.add_row("●" if run.run_id in self.marked else " ", run.run_id, status_text(run.status),
+            table.add_row("●" if run.run_id in self.marked else " ", run.run_id, Text(str(run.status), style=palette.status(run.status)),
                           format_steps(run.step, run.total), reward, warnings, format_duration(run.duration),
                           short_model(run.model, 24), run.project or "-", key=run.run_id)
         if runs:
@@ -110,7 +115,7 @@ class RunsScreen(Screen):
 
     def action_stop(self) -> None:
         run = self._current()
-        if run is None or not is_live(run.status):
+        if run is None or not run.status.is_live:
             self.notify("The selected run is not running.")
             return
         self.app.push_screen(ConfirmScreen(f"Stop run {run.run_id}?", "It finishes the current step and saves a checkpoint."),
@@ -118,7 +123,7 @@ class RunsScreen(Screen):
 
     def action_resume(self) -> None:
         run = self._current()
-        if run is None or run.status not in RESUMABLE_STATUSES:
+        if run is None or not run.status.resumable:
             self.notify("Only a stopped, failed or lost run can be resumed.")
             return
         self.app.push_screen(ConfirmScreen(f"Resume run {run.run_id}?", "It continues from its newest checkpoint in the "
@@ -127,8 +132,8 @@ class RunsScreen(Screen):
 
     @work(thread=True, group="resume", exit_on_error=False)
     def _resume(self, run: RunInfo) -> None:
-        from trainer_core.config import ConfigError
-        from trainer_core.run_folder import RunFolder
+        from trainer_core.contract.config import ConfigError
+        from trainer_core.contract.run_folder import RunFolder
 
         from ..services.supervisor import prepare_resume, start_root
 
@@ -143,7 +148,7 @@ class RunsScreen(Screen):
 
     @work(thread=True, group="stop", exit_on_error=False)
     def _stop(self, run: RunInfo) -> None:
-        from trainer_core.run_folder import RunFolder
+        from trainer_core.contract.run_folder import RunFolder
 
         from ..services.supervisor import stop_run
 

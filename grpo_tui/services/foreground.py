@@ -13,50 +13,53 @@ import time
 
 from rich.console import Console
 
-from trainer_core.events import EventTail, format_metrics_line
-from trainer_core.placement import Placement
-from trainer_core.run_folder import FINAL_STATUSES, RunFolder
+from trainer_core.contract.event_log import EventTail
+from trainer_core.contract.events import (
+    Checkpoint, Error, Event, HealthWarning, Metrics, RunFinished, RunStarted, StopRequested, format_metrics_line,
+)
+from trainer_core.contract.placement import Placement
+from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.status import Status
 
-from .registry import SEVERITY_STYLES
+from ..palette import plain_palette
 from .supervisor import LaunchOptions, start_root
 
-EXIT_CODES = {"completed": 0, "stopped": 3}
+EXIT_CODES = {Status.COMPLETED: 0, Status.STOPPED: 3}
 
 
 class EventPrinter:
-    """Prints events as short lines, the way ``train`` and ``logs --events`` show a run."""
+    """Prints events as short lines, the way ``train`` and a piped ``watch`` show a run."""
 
     def __init__(self, console: Console, folder: RunFolder):
         self.console = console
         self.folder = folder
         self.total = None
+        self.palette = plain_palette()
 
-    def show(self, event: dict) -> None:
-        kind = event.get("type")
-        if kind == "run_started":
-            self.console.print(f"[bold]run {event.get('run_id')}[/] started (pid {event.get('pid')}) in {self.folder.path}")
-        elif kind == "metrics":
+    def show(self, event: Event) -> None:
+        print_, p = self.console.print, self.palette
+        if isinstance(event, RunStarted):
+            print_(f"[bold]run {event.run_id}[/] started (pid {event.pid}) in {self.folder.path}")
+        elif isinstance(event, Metrics):
             if self.total is None:
                 self.total = self.folder.read_state().get("max_steps")
-            logs = {k: v for k, v in event.items() if k not in ("type", "time", "step")}
-            self.console.print(format_metrics_line(event.get("step", 0), self.total, logs), highlight=False)
-        elif kind == "checkpoint":
-            self.console.print(f"[dim]checkpoint saved at step {event.get('step')}: {event.get('path')}[/]")
-        elif kind == "warning":
-            style = SEVERITY_STYLES.get(event.get("severity"), "yellow")
-            self.console.print(f"[{style}]warning {event.get('rule')}[/] step {event.get('step')}: {event.get('message')}")
-            if event.get("advice"):
-                self.console.print(f"  advice: {event['advice']}", highlight=False)
-        elif kind == "stop_requested":
-            self.console.print(f"[yellow]stop requested[/] ({event.get('reason')}): finishing the step and saving a checkpoint")
-        elif kind == "error":
-            self.console.print(f"[bold red]error:[/] {event.get('message')}", highlight=False)
-            if event.get("traceback"):
-                self.console.print(event["traceback"], highlight=False, markup=False)
-        elif kind == "run_finished":
-            style = {"completed": "green", "stopped": "yellow"}.get(event.get("status"), "bold red")
-            reason = f" ({event['reason']})" if event.get("reason") else ""
-            self.console.print(f"[{style}]run {event.get('status')}[/] at step {event.get('step')}{reason}")
+            print_(format_metrics_line(event.step, self.total, event.values), highlight=False)
+        elif isinstance(event, Checkpoint):
+            print_(f"[dim]checkpoint saved at step {event.step}: {event.path}[/]")
+        elif isinstance(event, HealthWarning):
+            print_(f"[{p.severity(event.severity)}]warning {event.rule}[/] step {event.step}: {event.message}")
+            if event.advice:
+                print_(f"  advice: {event.advice}", highlight=False)
+        elif isinstance(event, StopRequested):
+            print_(f"[{p.status(Status.STOPPING)}]stop requested[/] ({event.reason}): finishing the step and saving "
+                   "a checkpoint")
+        elif isinstance(event, Error):
+            print_(f"[{p.role('error', bold=True)}]error:[/] {event.message}", highlight=False)
+            if event.traceback:
+                print_(event.traceback, highlight=False, markup=False)
+        elif isinstance(event, RunFinished):
+            reason = f" ({event.reason})" if event.reason else ""
+            print_(f"[{p.status(event.status)}]run {event.status}[/] at step {event.step}{reason}")
 
 
 def run_foreground(folder: RunFolder, placement: Placement, options: LaunchOptions | None = None,
@@ -83,9 +86,10 @@ def run_foreground(folder: RunFolder, placement: Placement, options: LaunchOptio
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    status = folder.read_state().get("status")
-    if status not in FINAL_STATUSES:
-        console.print(f"[bold red]the run's root process exited with code {proc.returncode}[/]; see {folder.log_file}")
+    status = folder.status()
+    if status is None or not status.is_final:
+        console.print(f"[{printer.palette.role('error', bold=True)}]the run's root process exited with code "
+                      f"{proc.returncode}[/]; see {folder.log_file}")
         return 1
     console.print(f"run folder: {folder.path}  (log: {folder.log_file.name})", highlight=False)
     return EXIT_CODES.get(status, 1)

@@ -15,12 +15,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer_core.config import RunConfig
-from trainer_core.events import read_events
-from trainer_core.inspection import config_key
-from trainer_core.proctree import spawn_logged
-from trainer_core.run_folder import RunFolder, resolve_runs_dir
-from trainer_core.run_root import run_env
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.event_log import read_records
+from trainer_core.contract.inspection_key import config_key
+from trainer_core.contract.process import run_env, spawn_logged
+from trainer_core.contract.run_folder import RunFolder, resolve_runs_dir
 
 SUBDIR = "inspections"
 
@@ -40,7 +39,7 @@ class Inspection:
             return {}
 
     def records(self) -> list[dict]:
-        return read_events(self.path / "inspection.jsonl")
+        return read_records(self.path / "inspection.jsonl")
 
     @property
     def log(self) -> Path:
@@ -64,7 +63,7 @@ def command(inspection: Inspection, samples: int) -> list[str]:
 
 def start(inspection: Inspection, samples: int) -> subprocess.Popen:
     """Run the inspection in a child process, its output in inspect.log."""
-    return spawn_logged(command(inspection, samples), inspection.log, run_env(RunFolder(inspection.path)), new_session=True)
+    return spawn_logged(command(inspection, samples), inspection.log, run_env(inspection.path), new_session=True)
 
 
 def find_for(config: RunConfig, runs_dir) -> Inspection | None:

@@ -20,14 +20,16 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from trainer_core.events import BackwardLines, EventTail, last_events, scan_events
-from trainer_core.run_folder import FINAL_STATUSES, RunFolder
+from trainer_core.contract.event_log import BackwardLines, EventTail, last_events, scan_events
+from trainer_core.contract.events import Error, Event, EventType, HealthWarning, Metrics, RunFinished, RunStarted, StopRequested
+from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.status import Status
 
+from ..formatting import format_duration, format_steps, short_model
+from ..palette import plain_palette
 from .log_follow import LogFollower
-from .registry import (
-    SEVERITY_STYLES, format_duration, format_steps, is_live, live_status, read_config, run_duration, run_total,
-    short_model, status_text,
-)
+from .run_health import watcher_warnings
+from .run_status import is_live, live_status, run_duration, run_total
 
 RATE_WINDOW = 10
 SHOWN_WARNINGS = 5
@@ -35,7 +37,8 @@ METRIC_ROWS = (
     ("reward", "reward"), ("reward_std", "reward std"), ("kl", "kl"), ("loss", "loss"), ("entropy", "entropy"),
     ("completions/mean_length", "completion length"), ("completions/clipped_ratio", "clipped ratio"),
 )
-CATCH_UP_TYPES = ("run_started", "warning", "error", "stop_requested", "run_finished")
+CATCH_UP_TYPES = (EventType.RUN_STARTED, EventType.WARNING, EventType.ERROR, EventType.STOP_REQUESTED,
+                  EventType.RUN_FINISHED)
 
 
 # -- logs -----------------------------------------------------------------------------------------------
@@ -68,7 +71,7 @@ class Snapshot:
     """Everything one frame of the dashboard shows; ``render`` turns it into Rich renderables."""
 
     run_id: str
-    status: str
+    status: Status
     project: str | None = None
     model: str | None = None
     step: int | None = None
@@ -77,10 +80,10 @@ class Snapshot:
     steps_per_s: float | None = None
     metrics: dict = field(default_factory=dict)
     kl_coef: float | None = None
-    warnings: list[dict] = field(default_factory=list)
-    error: dict | None = None
+    warnings: list[HealthWarning] = field(default_factory=list)
+    error: Error | None = None
     stop_reason: str | None = None
-    finished: dict | None = None
+    finished: RunFinished | None = None
     exit_reason: str | None = None
 
 
@@ -89,40 +92,39 @@ class RunView:
 
     def __init__(self, folder: RunFolder):
         self.folder = folder
-        self.config = read_config(folder)
+        self.config = folder.read_config()
         self.status = live_status(folder)
-        self.recent: deque[dict] = deque(maxlen=RATE_WINDOW)
-        self.warnings: deque[dict] = deque(maxlen=SHOWN_WARNINGS)
-        self.error: dict | None = None
+        self.recent: deque[Metrics] = deque(maxlen=RATE_WINDOW)
+        self.warnings: deque[HealthWarning] = deque(maxlen=SHOWN_WARNINGS)
+        self.error: Error | None = None
         self.stop_reason: str | None = None
-        self.finished: dict | None = None
-        self.started_event: dict = {}
+        self.finished: RunFinished | None = None
+        self.started_event = RunStarted()
         self._catch_up()
 
     def _catch_up(self) -> None:
         path = self.folder.events_file
         events, end = scan_events(path, CATCH_UP_TYPES)
-        metrics = last_events(BackwardLines(path, end=end), "metrics", RATE_WINDOW)
-        for event in sorted(events + metrics, key=lambda e: e.get("time") or 0):
+        metrics = last_events(BackwardLines(path, end=end), EventType.METRICS, RATE_WINDOW)
+        for event in sorted(events + metrics, key=lambda e: e.time or 0):
             self.add(event)
         self.tail = EventTail(path, offset=end)
 
-    def add(self, event: dict) -> None:
-        kind = event.get("type")
-        if kind == "metrics":
+    def add(self, event: Event) -> None:
+        if isinstance(event, Metrics):
             self.recent.append(event)
-        elif kind == "warning":
+        elif isinstance(event, HealthWarning):
             self.warnings.append(event)
-        elif kind == "error":
+        elif isinstance(event, Error):
             self.error = event
-        elif kind == "stop_requested":
-            self.stop_reason = event.get("reason")
-        elif kind == "run_finished":
+        elif isinstance(event, StopRequested):
+            self.stop_reason = event.reason
+        elif isinstance(event, RunFinished):
             self.finished = event
-        elif kind == "run_started":
+        elif isinstance(event, RunStarted):
             self.started_event = event
 
-    def update(self) -> list[dict]:
+    def update(self) -> list[Event]:
         """Read the status, then the events written up to it; returns those events."""
         self.status = live_status(self.folder)
         events = self.tail.poll()
@@ -130,34 +132,30 @@ class RunView:
             self.add(event)
         return events
 
-    def _alerts(self, now: float | None) -> list[dict]:
-        from .run_health import watcher_warnings
-
-        return [{"type": "warning", **w.to_event()} for w in watcher_warnings(self.folder, self.status, now)]
-
     def snapshot(self, now: float | None = None) -> Snapshot:
         state = self.folder.read_state()
-        last = self.recent[-1] if self.recent else {}
+        last = self.recent[-1] if self.recent else None
         return Snapshot(
             run_id=self.folder.run_id, status=self.status,
-            project=self.config.get("project_name") or self.started_event.get("project_name"),
-            model=self.config.get("model") or self.started_event.get("model"), step=last.get("step"),
-            total=run_total(state, self.config), elapsed=run_duration(state, self.status, now, last),
+            project=self.config.get("project_name") or self.started_event.project_name,
+            model=self.config.get("model") or self.started_event.model, step=last.step if last else None,
+            total=run_total(state, self.config), elapsed=run_duration(state, self.status, now, last.time if last else None),
             steps_per_s=_rate(list(self.recent)),
-            metrics={k: v for k, v in last.items() if k not in ("type", "time")},
-            kl_coef=self.config.get("rl_kl_coef"), warnings=[*self.warnings, *self._alerts(now)], error=self.error,
+            metrics=dict(last.values) if last else {},
+            kl_coef=self.config.get("rl_kl_coef"), warnings=[*self.warnings, *watcher_warnings(self.folder, self.status, now)],
+            error=self.error,
             stop_reason=self.stop_reason, finished=self.finished, exit_reason=state.get("exit_reason"),
         )
 
 
-def _rate(metrics: list[dict]) -> float | None:
+def _rate(metrics: list[Metrics]) -> float | None:
     """Steps per second over the recent metrics events."""
     if len(metrics) < 2:
         return None
     first, last = metrics[0], metrics[-1]
     try:
-        seconds, steps = last["time"] - first["time"], last["step"] - first["step"]
-    except (KeyError, TypeError):
+        seconds, steps = last.time - first.time, last.step - first.step
+    except TypeError:
         return None
     return steps / seconds if seconds > 0 and steps > 0 else None
 
@@ -176,7 +174,7 @@ def render(snap: Snapshot) -> RenderableType:
 
 def _header(snap: Snapshot) -> RenderableType:
     line = Text.assemble(
-        (snap.run_id, "bold"), "  ", status_text(snap.status), "  ",
+        (snap.run_id, "bold"), "  ", (str(snap.status), plain_palette().status(snap.status)), "  ",
         f"step {format_steps(snap.step, snap.total)}", "  ", f"elapsed {format_duration(snap.elapsed)}",
     )
     if snap.steps_per_s:
@@ -197,7 +195,7 @@ def _number(value) -> str:
 
 def _metrics_table(snap: Snapshot) -> Table:
     table = Table(title="latest metrics", title_justify="left", box=None, show_header=False, pad_edge=False)
-    table.add_column("metric", style="cyan")
+    table.add_column("metric", style=plain_palette().role("primary"))
     table.add_column("value", justify="right")
     if not snap.metrics:
         table.add_row("", Text("no metrics yet", style="dim"))
@@ -212,44 +210,45 @@ def _metrics_table(snap: Snapshot) -> Table:
     return table
 
 
-def _warnings_table(warnings: list[dict]) -> Table:
+def _warnings_table(warnings: list[HealthWarning]) -> Table:
     table = Table(title="warnings", title_justify="left", box=None, pad_edge=False, header_style="bold")
     for name in ("step", "rule", "severity", "message"):
         table.add_column(name, overflow="fold")
     for w in warnings:
-        style = SEVERITY_STYLES.get(w.get("severity"), "dim")
-        message = Text(str(w.get("message") or ""))
-        if w.get("advice"):
-            message.append(f"\nadvice: {w['advice']}", style="italic")
-        severity = Text(str(w.get("severity")), style=style)
-        table.add_row(Text(str(w.get("step", "-"))), Text(str(w.get("rule"))), severity, message)
+        message = Text(w.message or "")
+        if w.advice:
+            message.append(f"\nadvice: {w.advice}", style="italic")
+        severity = Text(str(w.severity), style=plain_palette().severity(w.severity))
+        table.add_row(Text(str(w.step)), Text(w.rule), severity, message)
     return table
 
 
-def _error_panel(error: dict) -> Panel:
-    body = Text(str(error.get("message") or ""), style="red")
-    traceback = (error.get("traceback") or "").strip().splitlines()
+def _error_panel(error: Error) -> Panel:
+    error_style = plain_palette().role("error")
+    body = Text(error.message or "", style=error_style)
+    traceback = (error.traceback or "").strip().splitlines()
     if traceback:
         body.append("\n" + "\n".join(traceback[-6:]), style="dim")
-    return Panel(body, title=f"error ({error.get('kind', 'exception')}) at step {error.get('step', '-')}",
-                 title_align="left", border_style="red")
+    return Panel(body, title=f"error ({error.kind}) at step {error.step}", title_align="left", border_style=error_style)
 
 
 def _footer(snap: Snapshot) -> Text | None:
-    if snap.status == "lost":
+    palette = plain_palette()
+    if snap.status is Status.LOST:
         return Text("the trainer process is gone without finishing (reboot, SIGKILL or the OOM killer?)",
-                    style="magenta")
+                    style=palette.status(Status.LOST))
     if snap.finished:
-        reason = f": {snap.finished['reason']}" if snap.finished.get("reason") else ""
-        return Text(f"run {snap.finished.get('status')} at step {snap.finished.get('step')}{reason}")
-    if snap.status in FINAL_STATUSES:
+        reason = f": {snap.finished.reason}" if snap.finished.reason else ""
+        return Text(f"run {snap.finished.status} at step {snap.finished.step}{reason}")
+    if snap.status.is_final:
         return Text(f"run {snap.status}" + (f": {snap.exit_reason}" if snap.exit_reason else ""))
     if snap.stop_reason:
-        return Text(f"stop requested ({snap.stop_reason}): finishing the step and saving a checkpoint", style="yellow")
+        return Text(f"stop requested ({snap.stop_reason}): finishing the step and saving a checkpoint",
+                    style=palette.status(Status.STOPPING))
     return None
 
 
-def watch(folder: RunFolder, console: Console | None = None, refresh: float = 0.5, once: bool = False) -> str:
+def watch(folder: RunFolder, console: Console | None = None, refresh: float = 0.5, once: bool = False) -> Status:
     """Show the run live until it is no longer live; returns its status then.
 
     ``once`` prints a single frame. On a console that is not a terminal (a pipe, a file) the first frame is

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import time
 
-from trainer_core.events import BackwardLines, last_events, scan_events
-from trainer_core.health import HealthWarning, Thresholds
-from trainer_core.run_folder import RunFolder
-from trainer_core.watch_rules import classify_crash, stall_warning
-
-from .registry import LIVE_STATUSES
+from trainer_core.contract.event_log import BackwardLines, last_events, scan_events
+from trainer_core.contract.events import Error, EventType, HealthWarning, RunFinished
+from trainer_core.contract.health import Thresholds
+from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.status import Status
+from trainer_core.contract.watch_rules import classify_crash, stall_warning
 
 LOG_TAIL_BYTES = 64 * 1024
 STEP_HISTORY = 21
@@ -31,10 +31,8 @@ def log_tail(folder: RunFolder, size: int = LOG_TAIL_BYTES) -> str:
 
 
 def _thresholds(folder: RunFolder, config: dict | None) -> Thresholds:
-    from .registry import read_config
-
     try:
-        return Thresholds.from_mapping((read_config(folder) if config is None else config).get("health"))
+        return Thresholds.from_mapping((folder.read_config() if config is None else config).get("health"))
     except TypeError:
         return Thresholds()
 
@@ -50,19 +48,20 @@ def _stamp(path) -> tuple | None:
 _ended_cache: dict = {}
 
 
-def watcher_warnings(folder: RunFolder, status: str, now: float | None = None,
+def watcher_warnings(folder: RunFolder, status: Status, now: float | None = None,
                      config: dict | None = None) -> list[HealthWarning]:
     """Stall (live runs) or crash cause (failed or lost runs). ``config``: the run's config, when already read."""
     now = time.time() if now is None else now
-    if status in LIVE_STATUSES:
-        recent = last_events(BackwardLines(folder.events_file), "metrics", STEP_HISTORY)
+    status = Status(status)
+    if status.is_live:
+        recent = last_events(BackwardLines(folder.events_file), EventType.METRICS, STEP_HISTORY)
         if not recent:
             return []
-        times = [e["time"] for e in recent if isinstance(e.get("time"), (int, float))]
-        stall = stall_warning(times, recent[-1].get("step", 0), now, process_alive=True,
+        times = [e.time for e in recent if isinstance(e.time, (int, float))]
+        stall = stall_warning(times, recent[-1].step, now, process_alive=True,
                               thresholds=_thresholds(folder, config))
         return [stall] if stall else []
-    if status not in ("failed", "lost"):
+    if status not in (Status.FAILED, Status.LOST):
         return []
     # an ended run's files rarely change, and the runs list asks every few seconds
     key = (status, _stamp(folder.events_file), _stamp(folder.log_file))
@@ -72,14 +71,14 @@ def watcher_warnings(folder: RunFolder, status: str, now: float | None = None,
     return cached[1]
 
 
-def _crash(folder: RunFolder, status: str) -> list[HealthWarning]:
-    events, _ = scan_events(folder.events_file, ("error", "run_finished"))
-    errors = [e for e in events if e.get("type") == "error"]
-    finished = next((e for e in reversed(events) if e.get("type") == "run_finished"), None)
+def _crash(folder: RunFolder, status: Status) -> list[HealthWarning]:
+    events, _ = scan_events(folder.events_file, (EventType.ERROR, EventType.RUN_FINISHED))
+    errors = [e for e in events if isinstance(e, Error)]
+    finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
     crash = classify_crash(log_tail(folder), errors, finished)
-    if crash is None and status == "lost":
+    if crash is None and status is Status.LOST:
         crash = HealthWarning(
-            "crash_killed", "critical", (finished or {}).get("step") or 0,
+            "crash_killed", "critical", finished.step if finished else 0,
             "The run's processes are gone without recording an end: a reboot, SIGKILL or the kernel's OOM killer.",
             "Check `dmesg` for the OOM killer and trainer.log for the last lines; resume from the last checkpoint.",
             {"status": "lost"},

@@ -19,13 +19,16 @@ from pathlib import Path
 
 import psutil
 
-from trainer_core.config import RunConfig
-from trainer_core.placement import Placement, plan
-from trainer_core.proctree import alive, collect, spawn_logged, terminate, verified
-from trainer_core.run_folder import FINAL_STATUSES, RunFolder, process_start_time
-from trainer_core.run_root import last_step, run_env
+from trainer_core.contract.config import ConfigError, RunConfig
+from trainer_core.contract.event_log import last_step
+from trainer_core.contract.placement import Placement, plan
+from trainer_core.contract.ports import check_port
+from trainer_core.contract.process import alive, collect, process_start_time, run_env, spawn_logged, terminate, verified
+from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.status import Status
 
 from .gpus import visible_indices
+from .run_status import live_status
 
 DEFAULT_STOP_TIMEOUT = 300.0
 
@@ -36,12 +39,10 @@ def create_run(config: RunConfig, runs_dir=None, *, gpus: list[int] | None = Non
     placement = plan(config, visible_indices(), gpus, num_processes)
     config.validate(world_size=placement.num_processes)
     if vllm_port is not None and placement.starts_server:
-        from trainer_core.vllm_server import check_port
-
         check_port(vllm_port)
     folder = RunFolder.create(runs_dir)
     folder.save_config(config)
-    folder.write_state(run_id=folder.run_id, status="starting", started=round(time.time(), 3))
+    folder.write_state(run_id=folder.run_id, status=Status.STARTING, started=round(time.time(), 3))
     return folder, placement
 
 
@@ -68,7 +69,7 @@ def root_command(folder: RunFolder, placement: Placement, options: LaunchOptions
 
 def start_root(folder: RunFolder, placement: Placement, options: LaunchOptions | None = None) -> subprocess.Popen:
     cmd = root_command(folder, placement, options)
-    proc = spawn_logged(cmd, folder.log_file, run_env(folder), new_session=True)
+    proc = spawn_logged(cmd, folder.log_file, run_env(folder.path), new_session=True)
     folder.write_state(root_pid=proc.pid, root_start_time=process_start_time(proc.pid))
     return proc
 
@@ -88,7 +89,7 @@ class StopReport:
     graceful: bool = False
     forced: list[int] = field(default_factory=list)
     left: list[int] = field(default_factory=list)
-    status: str | None = None
+    status: Status | None = None
 
     def describe(self) -> str:
         if not self.was_running:
@@ -106,7 +107,7 @@ def stop_run(folder: RunFolder, *, force: bool = False, timeout: float = DEFAULT
     procs = run_processes(folder)
     report = StopReport(folder.run_id, was_running=bool(procs))
     if not procs:
-        report.status = folder.read_state().get("status")
+        report.status = live_status(folder)
         return report
     if not force:
         folder.request_stop("grpo-tui stop")
@@ -126,15 +127,16 @@ def stop_run(folder: RunFolder, *, force: bool = False, timeout: float = DEFAULT
         report.forced = [p.pid for p in alive(procs)]
         report.left = [p.pid for p in terminate(procs, grace=grace)]
         _record_forced_end(folder)
-    report.status = folder.read_state().get("status")
+    report.status = folder.status()
     return report
 
 
 def _record_forced_end(folder: RunFolder) -> None:
-    state = folder.read_state()
-    if state.get("status") in FINAL_STATUSES:
+    status = folder.status()
+    if status is not None and status.is_final:
         return
-    folder.record_end("stopped", "killed by grpo-tui stop after the graceful stop did not finish", last_step(folder))
+    folder.record_end(Status.STOPPED, "killed by grpo-tui stop after the graceful stop did not finish",
+                      last_step(folder.events_file))
 
 
 def prepare_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[int] | None = None,
@@ -144,13 +146,9 @@ def prepare_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: lis
     The new steps append to the same events.jsonl (step numbers continue) and the state records which
     checkpoint the run resumed from. Raises ConfigError with what is wrong and what to do.
     """
-    from trainer_core.config import ConfigError
-
-    from .registry import RESUMABLE_STATUSES, live_status
-
     status = live_status(folder)
-    if status not in RESUMABLE_STATUSES:
-        hint = "stop it first" if status in ("starting", "running", "stopping") else "start a new run (or raise --max-steps on a copy of its config)"
+    if not status.resumable:
+        hint = "stop it first" if status.is_live else "start a new run (or raise --max-steps on a copy of its config)"
         raise ConfigError("resume", f"run {folder.run_id} is {status}; only stopped, failed or lost runs can be resumed: {hint}.")
     checkpoints = folder.checkpoints()
     if not checkpoints:
@@ -167,5 +165,7 @@ def prepare_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: lis
     config.validate(world_size=placement.num_processes)
     folder.save_config(config)
     folder.stop_file.unlink(missing_ok=True)
-    folder.write_state(status="starting", resume_from=f"checkpoints/{checkpoint.name}", ended=None, exit_reason=None)
+    if status is Status.LOST:  # the state still says live; the run folder now records that it ended
+        folder.write_state(status=Status.FAILED, exit_reason="lost")
+    folder.write_state(status=Status.STARTING, resume_from=f"checkpoints/{checkpoint.name}", ended=None, exit_reason=None)
     return placement

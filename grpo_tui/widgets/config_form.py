@@ -21,8 +21,8 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible, Input, Label, Select, Static, Switch, TextArea
 
-from trainer_core.cli_args import GROUP_TITLES, MAPPING_FIELDS
-from trainer_core.config import ConfigError, RunConfig, config_fields, flag_for, parse_env_config
+from trainer_core.contract.cli_args import GROUP_TITLES, MAPPING_FIELDS
+from trainer_core.contract.config import ConfigError, RunConfig, config_fields, flag_for, parse_env_config
 
 JSON_FIELDS = ("rl_env_config", *MAPPING_FIELDS)
 REQUIRED = ("model", "rl_env_module", "rl_env_class")

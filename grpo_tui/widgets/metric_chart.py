@@ -1,8 +1,10 @@
-"""A live chart of one metric, downsampled to the widget's width so a one-step spike is never lost.
+"""A live chart of one metric, drawn from a frozen snapshot already downsampled to the widget's width.
 
-Each horizontal bucket keeps its minimum and maximum (not a mean), and both are drawn: a spike in a
-million-step run still shows as a spike. The full series stays on disk; only what fits is drawn.
-Drawing is delegated to textual-plotext.
+Each horizontal bucket of the snapshot holds its minimum and maximum (not a mean), and both are drawn: a
+spike in a million-step run still shows as a spike (``services/run_stream.py`` builds them, in the
+screen's reader thread). The chart only draws what it is given; when its width changes so that the
+snapshot no longer fits it, it posts ``NeedsData`` and its screen asks the reader for a new one.
+Drawing is delegated to textual-plotext; the warning markers take the theme's error colour.
 """
 
 from __future__ import annotations
@@ -10,9 +12,18 @@ from __future__ import annotations
 import time
 
 from textual.app import ComposeResult
+from textual.color import Color
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import Label
 from textual_plotext import PlotextPlot
+
+from trainer_core.contract.severity import Severity
+
+from ..palette import app_palette
+from ..services.run_stream import SeriesSnapshot
+
+MARGIN = 8  # the plot's axis labels and the border take about this many columns
 
 
 class TimedPlot(PlotextPlot):
@@ -28,27 +39,6 @@ class TimedPlot(PlotextPlot):
             self.render_seconds = time.perf_counter() - started
 
 
-def downsample(steps, values, buckets: int) -> tuple[list[float], list[float], list[float]]:
-    """(x, min, max) per bucket; at most ``buckets`` points, the extremes of every bucket preserved."""
-    n = len(values)
-    if n == 0:
-        return [], [], []
-    if n <= buckets:
-        xs = list(steps)
-        vals = list(values)
-        return xs, vals, vals
-    xs, lows, highs = [], [], []
-    for b in range(buckets):
-        lo, hi = b * n // buckets, (b + 1) * n // buckets
-        if hi <= lo:
-            continue
-        chunk = values[lo:hi]
-        xs.append(steps[hi - 1] if b == buckets - 1 else steps[lo])
-        lows.append(min(chunk))
-        highs.append(max(chunk))
-    return xs, lows, highs
-
-
 class MetricChart(Vertical):
     """Title, chart, and a plain-words line when there is nothing to draw (e.g. KL not measured)."""
 
@@ -58,14 +48,22 @@ class MetricChart(Vertical):
     MetricChart > PlotextPlot { height: 1fr; }
     """
 
+    class NeedsData(Message):
+        """The chart's width no longer matches its snapshot's buckets: it wants one built for ``buckets``."""
+
+        def __init__(self, chart: "MetricChart", buckets: int):
+            super().__init__()
+            self.chart = chart
+            self.buckets = buckets
+
     def __init__(self, key: str, title: str | None = None, *, empty_message: str | None = None, id: str | None = None):
         super().__init__(id=id)
         self.key = key
         self.title = title or key
         self.empty_message = empty_message or "no data yet"
         self.border_title = self.title
-        self._series = None
-        self._markers: list[int] = []
+        self._series: SeriesSnapshot | None = None
+        self._markers: tuple[int, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Label(self.empty_message, id="empty")
@@ -73,14 +71,30 @@ class MetricChart(Vertical):
 
     def on_mount(self) -> None:
         self.query_one(PlotextPlot).display = False
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh_plot())
 
-    def show(self, series, markers: list[int] | None = None) -> None:
+    @property
+    def buckets(self) -> int:
+        """How many points fit across the plot at its current width."""
+        return max(self.size.width - MARGIN, 10)
+
+    def show(self, series: SeriesSnapshot | None, markers=()) -> None:
         self._series = series
-        self._markers = markers or []
+        self._markers = tuple(markers)
         self.refresh_plot()
+        self._check_fit()
 
     def on_resize(self) -> None:
         self.refresh_plot()
+        self._check_fit()
+
+    def _check_fit(self) -> None:
+        series = self._series
+        if series is None or not self.is_mounted or not self.size.width:
+            return
+        want = self.buckets
+        if want != series.buckets and series.count > min(want, series.buckets):
+            self.post_message(self.NeedsData(self, want))
 
     @property
     def render_seconds(self) -> float:
@@ -91,28 +105,39 @@ class MetricChart(Vertical):
             return
         label, plot = self.query_one("#empty", Label), self.query_one(PlotextPlot)
         series = self._series
-        has_data = series is not None and len(series) > 0
+        has_data = series is not None and series.count > 0
         if label.display == has_data:  # setting display, even to the same value, re-runs the layout
             label.display = not has_data
             plot.display = has_data
         if not has_data:
             label.update(self.empty_message)
             return
-        last = series.values[-1]
-        title = f"{self.title}  {last:.4f}" if abs(last) < 1000 else f"{self.title}  {last:.4g}"
+        last = series.last_value
+        if last is None:
+            title = self.title
+        else:
+            title = f"{self.title}  {last:.4f}" if abs(last) < 1000 else f"{self.title}  {last:.4g}"
         if title != self.border_title:
             self.border_title = title
-        width = max(self.size.width - 8, 10)
-        xs, lows, highs = downsample(series.steps, series.values, width)
+        xs = list(series.steps)
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
-        if lows is highs:
-            plt.plot(xs, lows, marker="braille")
+        if series.exact:
+            plt.plot(xs, list(series.lows), marker="braille")
         else:
-            plt.plot(xs, highs, marker="braille")
-            plt.plot(xs, lows, marker="braille")
+            plt.plot(xs, list(series.highs), marker="braille")
+            plt.plot(xs, list(series.lows), marker="braille")
+        color = _plot_color(app_palette(self.app).severity(Severity.CRITICAL, bold=False))
         for step in self._markers:
-            if xs and xs[0] <= step <= series.steps[-1]:
-                plt.vline(step, "red")
+            if xs and xs[0] <= step <= xs[-1]:
+                plt.vline(step, color)
         plot.refresh()
+
+
+def _plot_color(style: str):
+    """A theme colour as plotext takes it: an (r, g, b) tuple; its named red when the theme has none."""
+    try:
+        return Color.parse(style).rgb
+    except Exception:
+        return "red"

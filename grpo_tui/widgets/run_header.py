@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from ..services.registry import STATUS_STYLES, format_duration, short_model
-
+from ..formatting import format_duration, short_model
+from ..palette import app_palette
 
 
 class RunHeader(Widget):
@@ -25,7 +25,7 @@ class RunHeader(Widget):
         text = Text()
         text.append(run_id, style="bold")
         text.append(f"  {short_model(model, 28)}  ")
-        text.append(status.upper(), style="bold " + STATUS_STYLES.get(status, "yellow").removeprefix("bold "))
+        text.append(str(status).upper(), style=app_palette(self.app).status(status, bold=True))
         text.append(f"\nstep {step or 0}/{total or '?'}")
         text.append(f"  {format_duration(elapsed)}")
         if steps_per_s and total and step is not None and status == "running":

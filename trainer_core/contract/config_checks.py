@@ -7,12 +7,54 @@ same rules to show every problem under its field.
 from __future__ import annotations
 
 import difflib
+import json
+from typing import Any
 
-from .config import LOSS_TYPES, MIXED_PRECISION, TRAINERS, VLLM_MODES, ConfigError, RunConfig, parse_env_config, stop_on_rules
-from .health import finite
+from .health import STOPPABLE_RULES, finite, threshold_names
+
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
+VLLM_MODES = ("colocate", "server")
+MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
+TRAINERS = ("grpo",)
 
 
-def iter_problems(c: RunConfig, world_size: int = 1):
+class ConfigError(ValueError):
+    """A config value that cannot run; the message names the field, the value and the fix."""
+
+    def __init__(self, field_name: str, message: str):
+        super().__init__(message)
+        self.field = field_name
+
+
+def parse_env_config(value: Any) -> dict | None:
+    """Turn --rl-env-config (a JSON string or a mapping) into constructor kwargs."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                "rl_env_config",
+                f"rl_env_config must be a JSON object, got {value!r} ({exc.msg} at position {exc.pos}). "
+                'Example: --rl-env-config \'{"max_turns": 3}\'',
+            ) from None
+    if not isinstance(value, dict):
+        raise ConfigError(
+            "rl_env_config",
+            f"rl_env_config must be a JSON object (keyword arguments for the environment class), got "
+            f"{type(value).__name__} {json.dumps(value)}. Example: --rl-env-config '{{\"max_turns\": 3}}'",
+        )
+    return value
+
+
+def stop_on_rules(c) -> list[str]:
+    return [r.strip() for r in (c.stop_on or "").split(",") if r.strip()]
+
+
+
+
+def iter_problems(c, world_size: int = 1):
     """Yield a ConfigError for every value that cannot run, in field order."""
     if not c.rl_env_module or not c.rl_env_class:
         missing = [n for n in ("rl_env_module", "rl_env_class") if not getattr(c, n)]
@@ -100,9 +142,7 @@ def iter_problems(c: RunConfig, world_size: int = 1):
                 yield ConfigError("grpo_args", f"grpo_args sets '{key}', which this tool controls through {owned[key]}; set that instead.")
 
 
-def _health_problems(c: RunConfig):
-    from .health import STOPPABLE_RULES, threshold_names
-
+def _health_problems(c):
     for rule in stop_on_rules(c):
         if rule not in STOPPABLE_RULES:
             close = difflib.get_close_matches(rule, STOPPABLE_RULES, n=1)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from statistics import median
 
-from .health import HealthWarning, Thresholds
+from .events import Error, HealthWarning, RunFinished
+from .health import Thresholds
 
 CRASH_PATTERNS = [
     ("crash_oom", re.compile(r"CUDA out of memory|OutOfMemoryError|torch\.OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED"),
@@ -51,32 +52,37 @@ def stall_warning(step_times: list[float], last_step: int, now: float, process_a
     )
 
 
-def classify_crash(log_tail: str, error_events: list[dict], finished: dict | None) -> HealthWarning | None:
+def classify_crash(log_tail: str, error_events: list[Error], finished: RunFinished | None) -> HealthWarning | None:
     """Why a failed run failed, from its error events and the end of its log."""
-    step = (finished or {}).get("step") or (error_events[-1].get("step") if error_events else 0) or 0
-    text = log_tail + "\n" + "\n".join(e.get("message", "") + "\n" + (e.get("traceback") or "") for e in error_events)
+    step = (finished.step if finished else 0) or (error_events[-1].step if error_events else 0) or 0
+    text = log_tail + "\n" + "\n".join(e.message + "\n" + (e.traceback or "") for e in error_events)
     for rule, pattern, message, advice in CRASH_PATTERNS:
         match = pattern.search(text)
         if match:
             line = next((ln for ln in text.splitlines() if pattern.search(ln)), match.group(0))
             return HealthWarning(rule, "critical", step, message, advice, {"log_line": line.strip()[:300]})
-    env_errors = [e for e in error_events if e.get("kind") == "environment"]
+    env_errors = [e for e in error_events if e.kind == "environment"]
     if env_errors:
         error = env_errors[-1]
         return HealthWarning(
-            "crash_environment", "critical", step, f"The environment raised: {error.get('message', '').splitlines()[0]}",
+            "crash_environment", "critical", step, f"The environment raised: {_first_line(error.message)}",
             "Fix the environment for this case (its traceback and columns are in the error), then resume or restart.",
-            {"case": error.get("case")},
+            {"case": error.case},
         )
-    killed = [e for e in error_events if "killed by" in (e.get("message") or "")]
+    killed = [e for e in error_events if "killed by" in (e.message or "")]
     if killed:
         return HealthWarning(
-            "crash_killed", "critical", step, killed[-1]["message"],
+            "crash_killed", "critical", step, killed[-1].message,
             "SIGKILL with no message usually means the kernel's out-of-memory killer: check `dmesg`, lower host memory "
             "use (smaller --batch-size, fewer dataloader workers), or find who sent the signal.",
-            {"message": killed[-1]["message"]},
+            {"message": killed[-1].message},
         )
     if error_events:
-        return HealthWarning("crash", "critical", step, error_events[-1].get("message", "").splitlines()[0],
+        return HealthWarning("crash", "critical", step, _first_line(error_events[-1].message),
                              "Read the traceback in the error event and trainer.log.", {})
     return None
+
+
+def _first_line(text: str | None) -> str:
+    lines = (text or "").splitlines()
+    return lines[0] if lines else ""

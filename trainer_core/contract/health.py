@@ -12,11 +12,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import mean
 from typing import Any
 
-SEVERITIES = ("info", "warn", "critical")
+from .events import HealthWarning, Metrics
+from .severity import Severity
+
 METRIC_RULES = (
     "mode_collapse", "kl_explosion", "entropy_collapse", "no_learning_signal", "reward_plateau", "non_finite",
     "truncation",
@@ -69,20 +71,6 @@ class Thresholds:
         return cls(**(values or {}))
 
 
-@dataclass
-class HealthWarning:
-    rule: str
-    severity: str
-    step: int
-    message: str
-    advice: str = ""
-    evidence: dict = field(default_factory=dict)
-
-    def to_event(self) -> dict:
-        return {"rule": self.rule, "severity": self.severity, "step": self.step, "message": self.message,
-                "advice": self.advice or ADVICE.get(self.rule, ""), "evidence": self.evidence}
-
-
 def finite(value: Any) -> bool:
     """A real number: not a bool, not NaN or infinite."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -98,7 +86,14 @@ def config_warnings(rl_kl_coef: float, num_generations: int) -> list[HealthWarni
     if num_generations < 4:
         out.append(HealthWarning("small_groups", "info", 0, f"rl_num_generations is {num_generations}: advantages "
                                  "from groups this small are noisy.", evidence={"rl_num_generations": num_generations}))
-    return out
+    return [with_advice(w) for w in out]
+
+
+def with_advice(warning: HealthWarning) -> HealthWarning:
+    """The warning with its rule's standard advice, unless it carries its own."""
+    if warning.advice:
+        return warning
+    return dataclasses.replace(warning, advice=ADVICE.get(warning.rule, ""))
 
 
 class _Rule:
@@ -118,7 +113,7 @@ class _Rule:
                     self.fired = None
             return False
         self.clear_steps = 0
-        if self.fired and SEVERITIES.index(severity) <= SEVERITIES.index(self.fired):
+        if self.fired and Severity(severity).rank <= Severity(self.fired).rank:
             return False
         self.fired = severity
         return True
@@ -148,7 +143,7 @@ class HealthMonitor:
             found = getattr(self, "_" + name)(step, metrics)
             severity = found.severity if found else None
             if self.rules[name].update(severity, clear=self._back_to_normal(name, metrics)):
-                fired.append(found)
+                fired.append(with_advice(found))
         return fired
 
     def _back_to_normal(self, rule: str, m: dict) -> bool:
@@ -258,12 +253,12 @@ class HealthMonitor:
                              evidence={"clipped_ratio": values})
 
 
-def replay(metrics_events: list[dict], thresholds: Thresholds | None = None) -> list[HealthWarning]:
+def replay(metrics_events: list[Metrics], thresholds: Thresholds | None = None) -> list[HealthWarning]:
     """Every warning the rules give over a recorded stream of ``metrics`` events."""
     monitor = HealthMonitor(thresholds)
     out = []
     for event in metrics_events:
-        out += monitor.feed(event.get("step", 0), event)
+        out += monitor.feed(event.step, event.values)
     return out
 
 

@@ -1,6 +1,6 @@
-"""The events stream: append-only JSON lines written by the trainer, read by everything else.
+"""Writing and reading ``events.jsonl``: append-only JSON lines, one typed event (``events.py``) each.
 
-Stdlib only: the app, the CLI and users' scripts read it without torch. Writers flush every line so a
+The app, the CLI and users' scripts read it without torch. Writers flush every line so a
 reader sees a step as soon as it is logged; readers keep an unfinished last line buffered (the writer may
 be mid-write, or may have died mid-write), so a torn tail never breaks them and never loses a line.
 """
@@ -8,46 +8,23 @@ be mid-write, or may have died mid-write), so a torn tail never breaks them and 
 from __future__ import annotations
 
 import json
-import math
 import os
-import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 try:  # several times faster on large streams; the format is plain JSON either way
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - stdlib fallback keeps this module dependency-free
     _loads = json.loads
 
-EVENT_TYPES = (
-    "run_started", "metrics", "checkpoint", "stop_requested", "run_finished", "error", "warning", "summary",
-)
+from .events import Event, EventType, clean, decode
 
 BLOCK_SIZE = 64 * 1024
 SCAN_CHUNK = 4 * 1024 * 1024
 
 
-def clean(value: Any) -> Any:
-    """Make a value strict-JSON safe: NaN/inf become None, tensors and numpy scalars become numbers."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, (str, int, bool)) or value is None:
-        return value
-    if isinstance(value, dict):
-        return {str(k): clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
-    item = getattr(value, "item", None)
-    if callable(item):
-        try:
-            return clean(item())
-        except (TypeError, ValueError, RuntimeError):
-            pass
-    return str(value)
-
-
-def dumps(event: dict) -> str:
-    return json.dumps(clean(event), allow_nan=False, separators=(",", ":"))
+def dumps(record: dict) -> str:
+    return json.dumps(clean(record), allow_nan=False, separators=(",", ":"))
 
 
 class JsonlWriter:
@@ -74,12 +51,12 @@ class JsonlWriter:
 
 
 class EventWriter(JsonlWriter):
-    """Writes typed, timestamped events."""
+    """Writes typed events, stamped with the time of writing unless they carry one."""
 
-    def emit(self, type: str, **fields: Any) -> dict:
-        event = {"type": type, "time": round(time.time(), 3), **fields}
-        self.write(event)
-        return event
+    def emit(self, event: Event) -> dict:
+        record = event.to_record()
+        self.write(record)
+        return record
 
 
 class EventTail:
@@ -94,7 +71,7 @@ class EventTail:
         self.offset = offset
         self.bad_lines = 0
 
-    def poll(self, max_bytes: int | None = None) -> list[dict]:
+    def poll(self, max_bytes: int | None = None) -> list[Event]:
         try:
             with open(self.path, "rb") as fh:
                 fh.seek(self.offset)
@@ -116,13 +93,30 @@ class EventTail:
                 self.bad_lines += 1
                 continue
             if isinstance(obj, dict):
-                events.append(obj)
+                events.append(decode(obj))
             else:
                 self.bad_lines += 1
         return events
 
 
-def read_events(path: str | Path) -> list[dict]:
+def read_records(path: str | Path) -> list[dict]:
+    """Every complete JSON object line of a JSONL file that is not an event stream (samples, inspections)."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return []
+    records = []
+    for line in data[: data.rfind(b"\n") + 1].splitlines():
+        try:
+            record = _loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def read_events(path: str | Path) -> list[Event]:
     """Every complete event in the file (an unfinished last line is ignored)."""
     return EventTail(path).poll()
 
@@ -170,38 +164,38 @@ class BackwardLines:
                 yield pending
 
 
-def parse_line(line: bytes) -> dict | None:
+def parse_line(line: bytes) -> Event | None:
     """One line as an event; None for a line that is not a JSON object."""
     try:
-        event = json.loads(line)
+        record = _loads(line)
     except ValueError:
         return None
-    return event if isinstance(event, dict) else None
+    return decode(record) if isinstance(record, dict) else None
 
 
-def last_events(lines: Iterable[bytes], type: str, count: int = 1) -> list[dict]:
+def last_events(lines: Iterable[bytes], type: EventType, count: int = 1) -> list[Event]:
     """The last ``count`` events of ``type`` from ``lines`` read backwards, oldest first."""
-    found: list[dict] = []
-    needle = type.encode()
+    found: list[Event] = []
+    needle = f'"{type}"'.encode()
     for line in lines:
         if needle not in line:
             continue
         event = parse_line(line)
-        if event is not None and event.get("type") == type:
+        if event is not None and event.type == type:
             found.append(event)
             if len(found) >= count:
                 break
     return found[::-1]
 
 
-def scan_events(path: str | os.PathLike, types: tuple[str, ...], start: int = 0, end: int | None = None
-                ) -> tuple[list[dict], int]:
+def scan_events(path: str | os.PathLike, types: tuple[EventType, ...], start: int = 0, end: int | None = None
+                ) -> tuple[list[Event], int]:
     """Events of ``types`` between two offsets, and the offset after the last complete line read.
 
     Only lines containing a type's quoted name are parsed, so scanning a large file costs about a read.
     """
     needles = [f'"{t}"'.encode() for t in types]
-    found: list[dict] = []
+    found: list[Event] = []
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
@@ -217,12 +211,12 @@ def scan_events(path: str | os.PathLike, types: tuple[str, ...], start: int = 0,
             pos += len(data)
             buf = pending + data
             cut = buf.rfind(b"\n") + 1
-            found.extend(e for e in _events_in(buf[:cut], needles) if e.get("type") in types)
+            found.extend(e for e in _events_in(buf[:cut], needles) if e.type in types)
             offset, pending = offset + cut, buf[cut:]
     return found, offset
 
 
-def _events_in(buf: bytes, needles: list[bytes]) -> Iterator[dict]:
+def _events_in(buf: bytes, needles: list[bytes]) -> Iterator[Event]:
     starts = set()
     for needle in needles:
         at = buf.find(needle)
@@ -235,18 +229,7 @@ def _events_in(buf: bytes, needles: list[bytes]) -> Iterator[dict]:
             yield event
 
 
-def format_metrics_line(step: int, total: int | None, logs: dict) -> str:
-    def num(key, fmt="{:.4f}"):
-        value = logs.get(key)
-        return "-" if value is None else fmt.format(value)
-
-    parts = [f"step {step}/{total}" if total else f"step {step}"]
-    parts.append(f"reward {num('reward')} ±{num('reward_std')}")
-    if "kl" in logs:
-        parts.append(f"kl {num('kl')}")
-    parts.append(f"loss {num('loss')}")
-    if "entropy" in logs:
-        parts.append(f"entropy {num('entropy', '{:.3f}')}")
-    if "completions/mean_length" in logs:
-        parts.append(f"len {num('completions/mean_length', '{:.1f}')}")
-    return "  ".join(parts)
+def last_step(path: str | os.PathLike) -> int:
+    """The step of the stream's last metrics event (0 before the first), read from the end of the file."""
+    last = last_events(BackwardLines(path), EventType.METRICS)
+    return last[0].step if last else 0

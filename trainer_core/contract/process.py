@@ -19,6 +19,29 @@ import psutil
 RUN_MARKER = "GRPO_TUI_RUN_DIR"
 
 
+def process_start_time(pid: int) -> float | None:
+    """The process's start time (seconds since the epoch) or None when it does not exist."""
+    try:
+        return round(psutil.Process(pid).create_time(), 2)
+    except Exception:  # NoSuchProcess, AccessDenied, ZombieProcess
+        return None
+
+
+def process_matches(pid: int | None, start_time: float | None) -> bool:
+    """True only if ``pid`` is alive *and* is the same process that was recorded (start time matches)."""
+    return verified(pid, start_time) is not None
+
+
+def run_env(run_dir: Path, extra: dict | None = None) -> dict:
+    """The environment of every process a run starts: this one's, plus the marker that finds them all later."""
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env[RUN_MARKER] = str(Path(run_dir).resolve())
+    env.update(extra or {})
+    return env
+
+
 def spawn_logged(cmd: list[str], log: Path, env: dict, *, new_session: bool = False) -> subprocess.Popen:
     """Start ``cmd`` with stdin from /dev/null and its output appended to ``log`` (a file, never a pipe:
     a child never blocks on a full pipe or dies with whoever read it)."""

@@ -14,18 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
-VLLM_MODES = ("colocate", "server")
-MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
-TRAINERS = ("grpo",)
+from .config_checks import (
+    LOSS_TYPES, MIXED_PRECISION, TRAINERS, VLLM_MODES, ConfigError, iter_problems, parse_env_config, stop_on_rules,
+)
 
-
-class ConfigError(ValueError):
-    """A config value that cannot run; the message names the field, the value and the fix."""
-
-    def __init__(self, field_name: str, message: str):
-        super().__init__(message)
-        self.field = field_name
+__all__ = ["ConfigError", "RunConfig", "config_fields", "flag_for", "load_file", "parse_env_config", "stop_on_rules"]
 
 
 def _f(default: Any, help: str, group: str, *, choices: tuple | None = None, flag: str | None = None, **extra):
@@ -130,16 +123,12 @@ class RunConfig:
     # ------------------------------------------------------------------------------------------------
     def validate(self, world_size: int = 1) -> "RunConfig":
         """Raise ConfigError for the first value that cannot run; return self so calls can chain."""
-        from .config_checks import iter_problems
-
         for problem in iter_problems(self, world_size):
             raise problem
         return self
 
     def problems(self, world_size: int = 1) -> list[ConfigError]:
         """Every validation problem at once (the app's form shows them all)."""
-        from .config_checks import iter_problems
-
         return list(iter_problems(self, world_size))
 
     def to_dict(self) -> dict:
@@ -204,28 +193,6 @@ def load_file(path: str | Path) -> dict:
     return data
 
 
-def parse_env_config(value: Any) -> dict | None:
-    """Turn --rl-env-config (a JSON string or a mapping) into constructor kwargs."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                "rl_env_config",
-                f"rl_env_config must be a JSON object, got {value!r} ({exc.msg} at position {exc.pos}). "
-                'Example: --rl-env-config \'{"max_turns": 3}\'',
-            ) from None
-    if not isinstance(value, dict):
-        raise ConfigError(
-            "rl_env_config",
-            f"rl_env_config must be a JSON object (keyword arguments for the environment class), got "
-            f"{type(value).__name__} {json.dumps(value)}. Example: --rl-env-config '{{\"max_turns\": 3}}'",
-        )
-    return value
-
-
 def _check_keys(data: dict, source: str) -> None:
     names = [f.name for f in dataclasses.fields(RunConfig)]
     for key in data:
@@ -233,7 +200,3 @@ def _check_keys(data: dict, source: str) -> None:
             close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
             hint = f" Did you mean '{close[0]}'?" if close else " Other GRPOConfig fields go under 'grpo_args'."
             raise ConfigError(key, f"unknown key '{key}' in {source}.{hint}")
-
-
-def stop_on_rules(c: RunConfig) -> list[str]:
-    return [r.strip() for r in (c.stop_on or "").split(",") if r.strip()]

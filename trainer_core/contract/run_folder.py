@@ -17,9 +17,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .events import RunFinished
+from .event_log import EventWriter
+from .process import process_start_time
+from .status import IllegalTransition, Status
+
 FORMAT_VERSION = 1
-STATUSES = ("starting", "running", "stopping", "completed", "stopped", "failed")
-FINAL_STATUSES = ("completed", "stopped", "failed")
 RUNS_DIR_ENV = "GRPO_TUI_RUNS_DIR"
 
 
@@ -36,23 +39,6 @@ def new_run_id(now: float | None = None) -> str:
     now = time.time() if now is None else now
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
     return f"{stamp}-{int(now * 1000) % 1000:03d}-{secrets.token_hex(3)}"
-
-
-def process_start_time(pid: int) -> float | None:
-    """The process's start time (seconds since the epoch) or None when it does not exist."""
-    try:
-        import psutil
-
-        return round(psutil.Process(pid).create_time(), 2)
-    except Exception:  # NoSuchProcess, AccessDenied, ZombieProcess
-        return None
-
-
-def process_matches(pid: int | None, start_time: float | None) -> bool:
-    """True only if ``pid`` is alive *and* is the same process that was recorded (start time matches)."""
-    from .proctree import verified
-
-    return verified(pid, start_time) is not None
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -110,14 +96,34 @@ class RunFolder:
         config.save(self.config_file)
         os.chmod(self.config_file, 0o600)
 
+    def read_config(self) -> dict:
+        """config.yaml as a mapping; {} when it is missing, unreadable or not YAML (the run still lists)."""
+        try:
+            import yaml
+
+            data = yaml.safe_load(self.config_file.read_text())
+        except Exception:
+            return {}
+        return data if isinstance(data, dict) else {}
+
     def read_state(self) -> dict:
         try:
             return json.loads(self.state_file.read_text())
         except (OSError, ValueError):
             return {}
 
+    def status(self) -> Status | None:
+        """The status state.json records (not what a viewer shows: see ``lost``)."""
+        return Status.parse(self.read_state().get("status"))
+
     def write_state(self, **changes) -> dict:
+        """Merge ``changes`` into state.json; a status change must be a legal transition (status.py)."""
         state = self.read_state()
+        if "status" in changes:
+            new, old = Status(changes["status"]), Status.parse(state.get("status"))
+            if old is not None and not old.can_become(new):
+                raise IllegalTransition(old, new)
+            changes["status"] = new.value
         state.update(changes)
         state.setdefault("format_version", FORMAT_VERSION)
         state["updated"] = round(time.time(), 3)
@@ -127,21 +133,21 @@ class RunFolder:
     def initial_state(self, pid: int | None = None) -> dict:
         pid = pid or os.getpid()
         return self.write_state(
-            format_version=FORMAT_VERSION, run_id=self.run_id, status="starting", pid=pid,
+            format_version=FORMAT_VERSION, run_id=self.run_id, status=Status.STARTING, pid=pid,
             pid_start_time=process_start_time(pid), host=socket.gethostname(), started=round(time.time(), 3),
             ended=None, exit_reason=None,
         )
 
-    def record_end(self, status: str, reason: str | None, step: int, emit=None) -> None:
+    def record_end(self, status: Status, reason: str | None, step: int, emit=None) -> None:
         """The run's last words: a ``run_finished`` event, then the final state. ``emit`` is the caller's open
-        event writer; without one, the events file is opened for this one line."""
+        event writer's ``emit``; without one, the events file is opened for this one line."""
+        status = Status(status)
+        event = RunFinished(status=status, reason=reason, step=step)
         if emit is None:
-            from .events import EventWriter
-
             with EventWriter(self.events_file) as writer:
-                writer.emit("run_finished", status=status, reason=reason, step=step)
+                writer.emit(event)
         else:
-            emit("run_finished", status=status, reason=reason, step=step)
+            emit(event)
         self.write_state(status=status, exit_reason=reason, ended=round(time.time(), 3), last_step=step)
 
     def request_stop(self, reason: str = "user request") -> None:

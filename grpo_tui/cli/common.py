@@ -1,0 +1,73 @@
+"""What every grpo-tui command shares: the bad-input error, common flags, run lookup, starting the app."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import contextmanager
+
+from trainer_core.contract.cli_args import config_from_args
+from trainer_core.contract.config import ConfigError, RunConfig
+from trainer_core.contract.run_folder import RUNS_DIR_ENV, RunFolder
+
+EXIT_BAD_INPUT = 2
+
+
+class BadInput(Exception):
+    """A mistake in what the user asked for: ``main`` prints it as ``error: …`` and exits with EXIT_BAD_INPUT."""
+
+
+def runs_dir_help() -> str:
+    return f"folder holding run folders (default: ${RUNS_DIR_ENV}, else ./runs)"
+
+
+def add_runs_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--runs-dir", metavar="DIR", default=None, help=runs_dir_help())
+
+
+def add_theme(parser: argparse.ArgumentParser, dest: str = "theme") -> None:
+    parser.add_argument("--theme", dest=dest, default=None, metavar="NAME",
+                        help="app theme: grpo-dark (default), grpo-light, grpo-high-contrast, or any Textual theme")
+
+
+def add_run_ref(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", metavar="RUN", help="run id, a unique prefix of one, 'latest', or a run folder path")
+    add_runs_dir(parser)
+
+
+@contextmanager
+def creating():
+    """Around creating a run or inspection folder: a bad config or a runs dir that cannot be written is BadInput."""
+    try:
+        yield
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from None
+    except OSError as exc:
+        raise BadInput(exc.strerror or str(exc)) from None
+
+
+def resolve(args) -> RunFolder:
+    from ..services.catalog import UnknownRunError, resolve_run
+
+    try:
+        return resolve_run(args.runs_dir, args.run)
+    except UnknownRunError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def run_app(runs_dir, theme, **kwargs) -> int:
+    from ..app import make_app
+
+    make_app(runs_dir, theme=theme, **kwargs).run()
+    return 0
+
+
+def config_of(args) -> RunConfig:
+    try:
+        return config_from_args(args)
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from None

@@ -1,0 +1,44 @@
+"""``grpo-tui inspect``: generate and score completions before training (the reward-inspection gate)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from trainer_core.contract.cli_args import add_run_config_arguments
+from trainer_core.contract.severity import Severity
+
+from ..services import inspections
+from .common import BadInput, add_runs_dir, config_of, creating
+
+
+def register(sub) -> None:
+    parser = sub.add_parser(
+        "inspect", help="generate and score completions before training: the reward-inspection gate",
+        description="Load the model and environment as training would, generate rl_num_generations completions for "
+        "enough prompts, score them, and report the distribution, per-group spread and problems (exceptions, "
+        "out-of-range or identical scores, zero-spread groups, a model that never succeeds or always does). "
+        "Exit code: 0 no critical problem, 4 critical problems, 1 the inspection failed, 2 bad input.")
+    add_run_config_arguments(parser)
+    add_runs_dir(parser)
+    parser.add_argument("--samples", type=int, default=64, metavar="N", help="completions to score (default: 64)")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    from rich.console import Console
+
+    from ..inspect_report import report
+
+    config = config_of(args)
+    with creating():
+        inspection = inspections.create(config, args.runs_dir)
+    print(f"inspecting {args.samples} completions into {inspection.path} ...", flush=True)
+    code = subprocess.call(inspections.command(inspection, args.samples))
+    summary = inspection.summary()
+    if not summary:
+        raise BadInput(f"the inspection wrote no report (exit code {code})")
+    Console(soft_wrap=False).print(report(summary, inspection.records()))
+    print(f"report: {inspection.path / 'summary.json'}  samples: {inspection.path / 'inspection.jsonl'}")
+    if summary.get("failed") or code:
+        return 1
+    return 4 if any(f["severity"] == Severity.CRITICAL for f in summary.get("flags", [])) else 0

@@ -1,0 +1,29 @@
+"""``grpo-tui merge``: fold a run's LoRA adapters into the base model, or export a full fine-tune.
+
+The work happens in a ``python -m trainer_core merge`` child process: this one stays torch-free.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from .common import add_run_ref, resolve
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("merge", help="merge a run's LoRA adapters into the base model (or export a full fine-tune)")
+    add_run_ref(parser)
+    parser.add_argument("--output", required=True, type=Path, metavar="DIR", help="folder for the merged model and tokenizer")
+    parser.add_argument("--checkpoint", type=int, default=None, metavar="N",
+                        help="merge checkpoint-N (default: the completed run's final model, else the newest checkpoint)")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    folder = resolve(args)
+    cmd = [sys.executable, "-m", "trainer_core", "merge", str(folder.path), "--output", str(args.output)]
+    if args.checkpoint is not None:
+        cmd += ["--checkpoint", str(args.checkpoint)]
+    return subprocess.call(cmd)

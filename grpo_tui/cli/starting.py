@@ -1,0 +1,61 @@
+"""Creating or resuming a run from command-line flags: shared by ``train``, ``launch`` and ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+
+from trainer_core.contract.cli_args import add_run_config_arguments
+from trainer_core.contract.config import ConfigError, RunConfig, config_fields
+from trainer_core.contract.placement import Placement, parse_gpus
+from trainer_core.contract.run_folder import RunFolder
+
+from ..services.supervisor import LaunchOptions, create_run, prepare_resume
+from .common import BadInput, add_runs_dir, creating, resolve
+
+
+def add_start_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every RunConfig flag, the runs dir, placement and --resume."""
+    add_run_config_arguments(parser)
+    add_runs_dir(parser)
+    group = parser.add_argument_group("placement")
+    group.add_argument("--gpus", metavar="0,1,...", default=None,
+                       help="GPU indices for the run (default: every visible GPU; none on a machine without GPUs)")
+    group.add_argument("--num-processes", type=int, default=None, metavar="N",
+                       help="training processes; more than 1 goes through accelerate launch (gloo on CPU) "
+                            "(default: one per training GPU, else 1)")
+    group.add_argument("--accelerate-config", metavar="FILE", default=None,
+                       help="accelerate config file for DeepSpeed/FSDP/multi-node setups")
+    group.add_argument("--vllm-port", type=int, default=None, metavar="PORT",
+                       help="port for the vLLM server a server-mode run starts on 127.0.0.1 (default: a free one)")
+    group.add_argument("--vllm-timeout", type=float, default=None, metavar="S",
+                       help="seconds to wait for that server to become healthy (default: 600)")
+    parser.add_argument("--resume", metavar="RUN", default=None,
+                        help="continue a stopped or failed run from its last checkpoint, in the same run folder (step "
+                             "numbers continue; events append to the same stream); only --max-steps may change")
+
+
+def create(config: RunConfig, args) -> tuple[RunFolder, Placement]:
+    """Validate config and placement, create the folder."""
+    with creating():
+        return create_run(config, args.runs_dir, gpus=parse_gpus(args.gpus), num_processes=args.num_processes,
+                          vllm_port=args.vllm_port)
+
+
+def resume(args) -> tuple[RunFolder, Placement]:
+    """(folder, placement) for --resume."""
+    changed = [f.name for f in config_fields() if hasattr(args, f.name) and f.name != "max_steps"]
+    if changed or getattr(args, "config", None):
+        names = ", ".join(["--config"] * bool(getattr(args, "config", None)) + ["--" + n.replace("_", "-") for n in changed])
+        raise BadInput(f"--resume continues the run with its own config.yaml; only --max-steps may change (got {names}). "
+                       "Start a new run to change anything else.")
+    folder = resolve(argparse.Namespace(runs_dir=args.runs_dir, run=args.resume))
+    try:
+        placement = prepare_resume(folder, max_steps=getattr(args, "max_steps", None), gpus=parse_gpus(args.gpus),
+                                   num_processes=args.num_processes)
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from None
+    return folder, placement
+
+
+def options(args) -> LaunchOptions:
+    return LaunchOptions(args.accelerate_config, args.vllm_port, args.vllm_timeout)

@@ -1,0 +1,22 @@
+"""``grpo-tui train``: run GRPO and print one line per step until it ends."""
+
+from __future__ import annotations
+
+from ..services.foreground import run_foreground
+from .common import config_of
+from .starting import add_start_arguments, create, options, resume
+
+
+def register(sub) -> None:
+    parser = sub.add_parser(
+        "train", help="run a GRPO training and print its metrics until it ends",
+        description="Run GRPO and print one line per step until it ends. Ctrl-C (or SIGTERM) stops after the current "
+        "step with a checkpoint; a second Ctrl-C stops at once. Exit code: 0 completed, 3 stopped, 1 failed, 2 bad input.",
+    )
+    add_start_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    folder, placement = resume(args) if args.resume else create(config_of(args), args)
+    return run_foreground(folder, placement, options(args))

@@ -1,0 +1,50 @@
+"""A task a tiny random model learns within a few GRPO steps.
+
+The reward is the share of the completion's visible characters that are the target letter, so every
+completion earns some partial credit and a group of samples almost always differs in reward. That
+non-zero reward spread is what lets the demo and the tests watch a model actually improve on a CPU.
+"""
+
+from __future__ import annotations
+
+from datasets import Dataset
+
+_TEMPLATES = (
+    "Write the letter {t} many times:",
+    "Repeat {t} again and again:",
+    "Type {t} over and over:",
+    "Say {t} {t} {t} and keep going:",
+    "Fill the line with {t}:",
+    "Only write {t}, nothing else:",
+    "Print {t} {n} times:",
+    "Give me a row of {t}:",
+)
+
+
+def pattern_prompts(target: str, num_prompts: int) -> list[str]:
+    return [_TEMPLATES[i % len(_TEMPLATES)].format(t=target, n=3 + i % 7) for i in range(num_prompts)]
+
+
+def target_fraction(completion: str, target: str) -> float:
+    """Share of non-whitespace characters that belong to occurrences of ``target``."""
+    visible = "".join(completion.split())
+    if not visible or not target:
+        return 0.0
+    return min(1.0, visible.count(target) * len(target) / len(visible))
+
+
+class PatternEnv:
+    """Reward completions made of the target letter."""
+
+    def __init__(self, target: str = "a", num_prompts: int = 64):
+        if not target or target != target.strip():
+            raise ValueError("target must be a non-empty string without surrounding whitespace")
+        self.target = target
+        self.num_prompts = num_prompts
+
+    def build_dataset(self, tokenizer=None) -> Dataset:
+        prompts = pattern_prompts(self.target, self.num_prompts)
+        return Dataset.from_dict({"prompt": prompts, "target": [self.target] * len(prompts)})
+
+    def score_episode(self, model, tokenizer, completion: str, target: str | None = None, **row) -> float:
+        return target_fraction(completion, target or self.target)

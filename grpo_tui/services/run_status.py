@@ -1,0 +1,68 @@
+"""How a run stands right now: the status to show, how long it has run, how many steps it will take.
+
+A run's status comes from state.json, but a state that says it is still going is believed only while its
+process is alive *and* is the same process (pid plus start time): otherwise the trainer died without
+writing its end and the run reads as ``lost``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from trainer_core.contract.process import process_matches
+from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.status import Status
+
+STARTING_GRACE_S = 10.0
+
+
+def is_live(status: Status | str | None) -> bool:
+    return Status.parse(status) in (Status.STARTING, Status.RUNNING, Status.STOPPING)
+
+
+def live_status(folder: RunFolder, state: dict | None = None) -> Status:
+    """The status to show: a final status as written, a live one only while its process is the run's."""
+    state = folder.read_state() if state is None else state
+    status = Status.parse(state.get("status"))
+    if status is not None and status.is_final:
+        return status
+    if process_matches(state.get("root_pid"), state.get("root_start_time")) or process_matches(
+        state.get("pid"), state.get("pid_start_time")
+    ):
+        return status if status is not None and status.is_live else Status.STARTING
+    if status is None and _age(folder.path) < STARTING_GRACE_S:
+        # the launcher has made the folder but the trainer has not written its state yet
+        return Status.STARTING
+    return Status.LOST
+
+
+def _age(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return float("inf")
+
+
+def _positive(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def run_total(state: dict, config: dict) -> int | None:
+    """Steps the run will take: the trainer's count once known, else the configured max_steps."""
+    return _positive(state.get("max_steps")) or _positive(config.get("max_steps"))
+
+
+def run_duration(state: dict, status: str, now: float | None = None, last_event_time: float | None = None) -> float | None:
+    """How long the run has run: to its end, to now while it lives, to its last sign of life when lost."""
+    started, ended = state.get("started"), state.get("ended")
+    now = time.time() if now is None else now
+    if not isinstance(started, (int, float)):
+        return None
+    if isinstance(ended, (int, float)):
+        return max(0.0, ended - started)
+    if is_live(status):
+        return max(0.0, now - started)
+    # lost: the last sign of life is the newest of the state's update and the last event
+    times = [t for t in (state.get("updated"), last_event_time) if isinstance(t, (int, float))]
+    return max(0.0, max(times) - started) if times else None

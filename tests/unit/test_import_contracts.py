@@ -1,0 +1,103 @@
+"""The import boundaries hold, and the tools guarding them notice when one breaks.
+
+The contracts are in pyproject.toml (``[tool.importlinter]``, two contract types in ``import_contracts.py``
+next to this file); CI runs them and ruff through ``./dev lint``. A linter that passes whatever it is given
+is worse than none, so each contract is shown failing on an import planted in a copy of the packages under
+tmp_path: the copy comes first on the path, and every failure must name the planted module, which exists
+only in the copy. The runtime check (no torch in ``sys.modules`` after importing the app) stays in
+test_isolation_and_commands.py: this one reads the source, that one sees what really gets loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT_IMPORTS = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+
+
+def run_tool(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    # wide COLUMNS: the report is wrapped to the terminal, which would split the names asserted on
+    env = {**os.environ, "PYTHONPATH": str(cwd), "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "500"}
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def lint_imports(cwd: Path) -> subprocess.CompletedProcess:
+    return run_tool(["-c", LINT_IMPORTS, "--no-cache", "--no-logo"], cwd)
+
+
+@pytest.fixture
+def copy(tmp_path) -> Path:
+    """The packages, their contracts and the custom contract types, copied where planting harms nothing."""
+    skip = shutil.ignore_patterns("__pycache__")
+    for package in ("grpo_tui", "trainer_core"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=skip)
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    (tmp_path / "tests" / "unit").mkdir(parents=True)
+    for name in ("__init__.py", "unit/__init__.py", "unit/import_contracts.py"):
+        shutil.copy(ROOT / "tests" / name, tmp_path / "tests" / name)
+    return tmp_path
+
+
+def plant(path: Path, line: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(f"\n{line}  # planted\n")
+
+
+def test_the_contracts_hold_on_the_real_tree():
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ci_lints_before_it_tests():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "./dev lint" in ci and ci.index("./dev lint") < ci.index("./dev test")
+
+
+@pytest.mark.parametrize(("where", "line", "named"), [
+    ("grpo_tui/planted.py", "from trainer_core import runner", "grpo_tui.planted -> trainer_core.runner"),
+    ("grpo_tui/planted.py", "import torch", "grpo_tui.planted -> torch"),
+    ("trainer_core/contract/events.py", "import textual", "trainer_core.contract.events -> textual"),
+    ("trainer_core/contract/config.py", "import trainer_core.runner",
+     "trainer_core.contract.config -> trainer_core.runner"),
+    ("trainer_core/contract/planted.py", "import requests", "trainer_core.contract.planted -> requests"),
+], ids=["app-imports-heavy-module", "app-imports-torch", "contract-imports-textual",
+        "contract-imports-heavy-side", "contract-imports-unlisted-package"])
+def test_a_planted_import_breaks_a_contract(copy, where, line, named):
+    plant(copy / where, line)
+    result = lint_imports(copy)
+    assert result.returncode != 0
+    assert named in result.stdout, result.stdout + result.stderr
+
+
+def test_a_planted_import_circle_is_found_even_through_a_function_level_import(copy):
+    plant(copy / "grpo_tui/planted_a.py", "from grpo_tui import planted_b")
+    plant(copy / "grpo_tui/planted_b.py", "def later():\n    from grpo_tui import planted_a")
+    result = lint_imports(copy)
+    assert result.returncode != 0
+    assert "Import circle among grpo_tui.planted_a, grpo_tui.planted_b:" in result.stdout, result.stdout
+
+
+def test_an_import_for_type_checking_only_is_no_violation(copy):
+    plant(copy / "grpo_tui/planted.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import torch")
+    result = lint_imports(copy)
+    assert "Contracts:" in result.stdout and "grpo_tui.planted" not in result.stdout, result.stdout + result.stderr
+
+
+def test_ruff_reads_the_project_config_and_fails_on_a_planted_unused_import(copy):
+    module = copy / "tests/unit/import_contracts.py"
+    check = ["-m", "ruff", "check", "--no-cache", str(module.relative_to(copy))]
+    clean = run_tool(check, copy)
+    assert clean.returncode == 0, clean.stdout
+    # unused (F401, ruff's default set) and deprecated (UP035, only in ours): both reported = our config is read
+    module.write_text(module.read_text().replace("import sys\n", "import sys\nfrom typing import Callable\n", 1))
+    result = run_tool(check, copy)
+    assert result.returncode != 0
+    assert "F401" in result.stdout and "UP035" in result.stdout, result.stdout

@@ -1,0 +1,59 @@
+"""Run statuses: one enum, the transitions a run folder may make, and the groups viewers ask about.
+
+``state.json`` stores the value as a plain string (docs/run-format.md). ``lost`` is never written by a
+trainer: a viewer derives it when a state that says the run is live has no live process behind it.
+"""
+
+from __future__ import annotations
+
+from .value_enum import ValueEnum
+
+
+class Status(ValueEnum):
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    COMPLETED = "completed"
+    STOPPED = "stopped"
+    FAILED = "failed"
+    LOST = "lost"
+
+    @property
+    def is_live(self) -> bool:
+        return self in LIVE
+
+    @property
+    def is_final(self) -> bool:
+        return self in FINAL
+
+    @property
+    def resumable(self) -> bool:
+        return self in RESUMABLE
+
+    def can_become(self, new: "Status") -> bool:
+        return new is self or new in TRANSITIONS[self]
+
+
+LIVE = frozenset({Status.STARTING, Status.RUNNING, Status.STOPPING})
+FINAL = frozenset({Status.COMPLETED, Status.STOPPED, Status.FAILED})
+RESUMABLE = frozenset({Status.STOPPED, Status.FAILED, Status.LOST})
+
+# a run ends from any live status; an ended (or lost) run that is resumable starts again
+TRANSITIONS: dict[Status, frozenset[Status]] = {
+    Status.STARTING: frozenset({Status.RUNNING, Status.STOPPING, *FINAL}),
+    Status.RUNNING: frozenset({Status.STOPPING, *FINAL}),
+    Status.STOPPING: frozenset(FINAL),
+    Status.COMPLETED: frozenset(),
+    Status.STOPPED: frozenset({Status.STARTING}),
+    Status.FAILED: frozenset({Status.STARTING}),
+    Status.LOST: frozenset({Status.STARTING, *FINAL}),
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A write that would move a run folder's status along a transition the format does not have."""
+
+    def __init__(self, old: Status, new: Status):
+        allowed = ", ".join(sorted(s.value for s in TRANSITIONS[old])) or "nothing (it is final)"
+        super().__init__(f"a {old.value} run cannot become {new.value}; from {old.value} it may become {allowed}")
+        self.old, self.new = old, new
