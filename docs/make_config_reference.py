@@ -23,7 +23,7 @@ def render() -> str:
         "# Configuration reference",
         "",
         "Every field of a run, as a `--flag` of `grpo-tui train`, a key of a `--config` YAML/JSON file, and a",
-        "field of `trainer_core.RunConfig`. Flags override the file. Generated from `trainer_core/config.py`",
+        "field of `trainer_core.RunConfig`. Flags override the file. Generated from `trainer_core/contract/config.py`",
         "by `docs/make_config_reference.py`.",
         "",
     ]

@@ -1,7 +1,8 @@
 """trainer_core: the headless GRPO runner that writes run folders.
 
-``RunConfig`` and the run-folder readers are stdlib only; ``train`` imports torch, transformers and TRL
-when it is called, not when this package is imported.
+``trainer_core.contract`` is the light layer every reader of a run folder shares (RunConfig, the typed
+events, statuses); ``train`` imports torch, transformers and TRL when it is called, not when this package
+is imported.
 """
 
 from .contract.config import ConfigError, RunConfig

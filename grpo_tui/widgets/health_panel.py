@@ -1,24 +1,32 @@
-"""The run's warnings, newest first, with their advice; a banner that critical ones cannot hide behind."""
+"""The run's warnings, newest first, with their advice; a banner that critical ones cannot hide behind.
+
+Warnings are the contract's ``HealthWarning`` events (trainer-written and the watcher's alike), and their
+severities are drawn in the current theme's colours (``palette.py``), redrawn when the theme changes.
+"""
 
 from __future__ import annotations
+
+from typing import Sequence
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-SEVERITY_STYLE = {"critical": "bold red", "warn": "bold yellow", "info": "cyan"}
+from trainer_core.contract.events import HealthWarning
+
+from ..palette import Palette, app_palette
 
 
-def warning_text(w: dict) -> Text:
+def warning_text(w: HealthWarning, palette: Palette) -> Text:
     text = Text()
-    text.append(f"{w.get('severity', 'warn').upper():8}", style=SEVERITY_STYLE.get(w.get("severity"), ""))
-    text.append(f" {w.get('rule')}", style="bold")
-    text.append(f"  step {w.get('step')}\n")
-    text.append(f"{w.get('message', '')}\n")
-    if w.get("advice"):
+    text.append(f"{w.severity.value.upper():8}", style=palette.severity(w.severity, bold=w.severity.alarming))
+    text.append(f" {w.rule}", style="bold")
+    text.append(f"  step {w.step}\n")
+    text.append(f"{w.message}\n")
+    if w.advice:
         text.append("→ ", style="bold")
-        text.append(w["advice"] + "\n", style="italic")
+        text.append(w.advice + "\n", style="italic")
     return text
 
 
@@ -30,10 +38,10 @@ class CriticalBanner(Static):
     CriticalBanner.-active { display: block; }
     """
 
-    def show(self, warning: dict | None) -> None:
+    def show(self, warning: HealthWarning | None) -> None:
         self.set_class(warning is not None, "-active")
         if warning is not None:
-            self.update(f"CRITICAL {warning.get('rule')} at step {warning.get('step')}: {warning.get('message')}")
+            self.update(f"CRITICAL {warning.rule} at step {warning.step}: {warning.message}")
 
 
 class HealthPanel(VerticalScroll):
@@ -46,15 +54,26 @@ class HealthPanel(VerticalScroll):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.shown = 0
+        self._warnings: tuple[HealthWarning, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Static("No warnings: the health rules see nothing wrong.", id="none")
 
-    def set_warnings(self, warnings: list[dict]) -> None:
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._redraw())
+
+    def set_warnings(self, warnings: Sequence[HealthWarning]) -> None:
         """Show every warning (trainer-written and watcher alerts), newest first."""
+        self._warnings = tuple(warnings)
+        self._redraw()
+
+    def _redraw(self) -> None:
         for child in list(self.children):
             if child.id != "none":
                 child.remove()
+        warnings = self._warnings
         self.query_one("#none").display = not warnings
-        self.mount_all([Static(warning_text(w), classes=f"warning {w.get('severity')}") for w in reversed(warnings)])
+        palette = app_palette(self.app)
+        self.mount_all([Static(warning_text(w, palette), classes=f"warning {w.severity.value}")
+                        for w in reversed(warnings)])
         self.shown = len(warnings)

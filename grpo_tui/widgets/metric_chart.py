@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from textual.app import ComposeResult
-from textual.color import Color
+from textual.color import Color, ColorParseError
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Label
@@ -139,5 +139,5 @@ def _plot_color(style: str):
     """A theme colour as plotext takes it: an (r, g, b) tuple; its named red when the theme has none."""
     try:
         return Color.parse(style).rgb
-    except Exception:
+    except ColorParseError:
         return "red"

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import pytest
 
+from grpo_tui.theming import theme_colors
+
 from ..conftest import ROOT, wait_for
 
 pytestmark = [
@@ -44,7 +46,6 @@ pytestmark = [
 
 NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "venv", "build", "dist", "runs", "*.egg-info", "__pycache__",
                                     ".pytest_cache")
-DARK_BACKGROUND = "48;2;20;23;28"  # grpo-dark's background #14171C as a 24-bit SGR colour
 STEPS = 20
 
 
@@ -76,6 +77,11 @@ class Installed:
 def checked(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     assert result.returncode == 0, f"{result.args} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
     return result
+
+
+def sgr(kind: int, colour: str) -> str:
+    """The 24-bit SGR parameters tmux writes for ``colour`` (#RRGGBB) as foreground (38) or background (48)."""
+    return f"{kind};2;" + ";".join(str(int(colour[i:i + 2], 16)) for i in (1, 3, 5))
 
 
 def dev_site_packages() -> list[str]:
@@ -163,6 +169,11 @@ class Tmux:
     def exited(self) -> bool:
         return self.tmux("display-message", "-p", "-t", "app", "#{pane_dead}").stdout.strip() == "1"
 
+    def exit_status(self) -> str | None:
+        """``code/signal`` once tmux has reaped the command (the pane can be dead a moment before that)."""
+        status = self.tmux("display-message", "-p", "-t", "app", "#{pane_dead_status}/#{pane_dead_signal}").stdout
+        return status.strip() if status.strip() != "/" else None
+
     def kill(self) -> None:
         socket = self.tmux("display-message", "-p", "#{socket_path}", check=False).stdout.strip()
         self.tmux("kill-server", check=False)
@@ -192,9 +203,9 @@ def test_the_app_opens_on_the_demo_run_with_its_theme(installed, demo_run, tmux)
     except AssertionError:
         raise AssertionError(f"the runs screen with {run_id} did not show; the pane shows:\n{tmux.screen()}")
     assert "Traceback" not in text and not tmux.exited(), text
-    assert DARK_BACKGROUND in tmux.screen(colours=True), "no grpo-dark background colour on screen"
+    dark, coloured = theme_colors("grpo-dark"), tmux.screen(colours=True)
+    assert sgr(38, dark["foreground"]) in coloured and sgr(48, dark["panel"]) in coloured, coloured
 
     tmux.tmux("send-keys", "-t", "app", "q")
-    wait_for(tmux.exited, timeout=30, interval=0.2)
-    assert "Traceback" not in tmux.screen()
-    assert tmux.tmux("display-message", "-p", "-t", "app", "#{pane_dead_status}").stdout.strip() == "0"
+    status = wait_for(tmux.exit_status, timeout=30, interval=0.2)
+    assert status == "0/" and "Traceback" not in tmux.screen(), f"exit {status}\n{tmux.screen()}"

@@ -61,20 +61,34 @@ def test_ci_lints_before_it_tests():
     assert "./dev lint" in ci and ci.index("./dev lint") < ci.index("./dev test")
 
 
-@pytest.mark.parametrize(("where", "line", "named"), [
-    ("grpo_tui/planted.py", "from trainer_core import runner", "grpo_tui.planted -> trainer_core.runner"),
-    ("grpo_tui/planted.py", "import torch", "grpo_tui.planted -> torch"),
-    ("trainer_core/contract/events.py", "import textual", "trainer_core.contract.events -> textual"),
+def broken_contracts(result: subprocess.CompletedProcess) -> list[str]:
+    return [line.removesuffix(" BROKEN") for line in result.stdout.splitlines() if line.endswith(" BROKEN")]
+
+
+APP_TO_CORE = "The app imports only the contract layer of trainer_core"
+APP_TO_HEAVY = "The app never loads the training stack"
+CONTRACT_LAYER = "The contract layer imports only itself"
+TRAINER_TO_APP = "The trainer never imports the app"
+
+
+@pytest.mark.parametrize(("where", "line", "named", "contract"), [
+    ("grpo_tui/planted.py", "from trainer_core import runner", "grpo_tui.planted -> trainer_core.runner",
+     APP_TO_CORE),
+    ("grpo_tui/planted.py", "import torch", "grpo_tui.planted -> torch", APP_TO_HEAVY),
+    ("trainer_core/contract/events.py", "import textual", "trainer_core.contract.events -> textual", CONTRACT_LAYER),
     ("trainer_core/contract/config.py", "import trainer_core.runner",
-     "trainer_core.contract.config -> trainer_core.runner"),
-    ("trainer_core/contract/planted.py", "import requests", "trainer_core.contract.planted -> requests"),
+     "trainer_core.contract.config -> trainer_core.runner", CONTRACT_LAYER),
+    ("trainer_core/contract/planted.py", "import requests", "trainer_core.contract.planted -> requests",
+     CONTRACT_LAYER),
+    ("trainer_core/planted.py", "import grpo_tui.app", "trainer_core.planted -> grpo_tui.app", TRAINER_TO_APP),
 ], ids=["app-imports-heavy-module", "app-imports-torch", "contract-imports-textual",
-        "contract-imports-heavy-side", "contract-imports-unlisted-package"])
-def test_a_planted_import_breaks_a_contract(copy, where, line, named):
+        "contract-imports-heavy-side", "contract-imports-unlisted-package", "trainer-imports-app"])
+def test_a_planted_import_breaks_its_contract(copy, where, line, named, contract):
     plant(copy / where, line)
     result = lint_imports(copy)
     assert result.returncode != 0
-    assert named in result.stdout, result.stdout + result.stderr
+    assert any(name.startswith(contract) for name in broken_contracts(result)), result.stdout + result.stderr
+    assert named in result.stdout, result.stdout
 
 
 def test_a_planted_import_circle_is_found_even_through_a_function_level_import(copy):
