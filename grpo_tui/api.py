@@ -26,7 +26,7 @@ class RunHandle:
     folder: RunFolder
 
     @classmethod
-    def open(cls, run: str, runs_dir=None) -> "RunHandle":
+    def open(cls, run: str, runs_dir=None) -> RunHandle:
         return cls(resolve_run(runs_dir, run))
 
     @property

@@ -6,10 +6,9 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
-
+from collections.abc import Iterable
 from functools import partial
-from typing import Iterable
+from pathlib import Path
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding

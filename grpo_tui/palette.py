@@ -7,8 +7,8 @@ Colours live in the theme files only. A status or severity names a theme *role* 
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Mapping
+from collections.abc import Mapping
+from functools import cache
 
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
@@ -42,7 +42,7 @@ class Palette:
         return self.role(SEVERITY_ROLES[parsed], parsed is Severity.CRITICAL if bold is None else bold)
 
 
-@lru_cache(maxsize=None)
+@cache
 def plain_palette(theme: str | None = None) -> Palette:
     """The palette of a theme shipped with grpo-tui (the default one unless named), for plain output."""
     from .theming import DEFAULT_THEME, theme_colors

@@ -16,8 +16,9 @@ import math
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REQUIRED_METHODS = ("build_dataset", "score_episode")
 _COMPLETION_PREVIEW = 200

@@ -20,12 +20,12 @@ from pathlib import Path
 from statistics import mean, pstdev
 
 from .contract.config import RunConfig
-from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, load_environment
 from .contract.event_log import JsonlWriter
 from .contract.events import clean
 from .contract.inspection_key import config_key
-from .contract.severity import Severity
 from .contract.run_folder import write_json_atomic
+from .contract.severity import Severity
+from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, load_environment
 
 MAX_ERRORS = 5
 

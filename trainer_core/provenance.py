@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from .contract.config import RunConfig
-from .environments import looks_like_file
 from .contract.run_folder import RunFolder, write_json_atomic
+from .environments import looks_like_file
 
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "vllm", "grpo-tui")
 

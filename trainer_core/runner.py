@@ -8,7 +8,6 @@ outside, a crash in the user's environment — the run folder ends with a final 
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import traceback

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 
 class StopBeforeTraining(Exception):

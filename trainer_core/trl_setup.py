@@ -7,6 +7,7 @@ the same trainer a plain TRL script would.
 from __future__ import annotations
 
 import os
+
 from .contract.config import RunConfig, stop_on_rules
 from .contract.events import HealthWarning
 from .contract.health import HealthMonitor, Thresholds

@@ -1,4 +1,9 @@
-"""Two runs' curves on one chart: reward, reward_std, KL — whichever metric is chosen."""
+"""Two runs' curves on one chart: reward, reward_std, KL — whichever metric is chosen.
+
+A worker reads each run once and posts frozen snapshots of every metric the screen can show, already
+downsampled to the plot's width; the streams themselves stay in the worker and are dropped with it, so
+switching metrics (``m``) only redraws what the screen already holds.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,14 @@ from pathlib import Path
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Label
 from textual_plotext import PlotextPlot
 
 from trainer_core.contract.run_folder import RunFolder
 
-from ..services.run_stream import RunStream
-from ..widgets.metric_chart import downsample
+from ..services.run_stream import ChartData, ChartRequest, RunStream
 
 METRICS = ("reward", "reward_std", "kl", "entropy", "loss", "completions/mean_length")
 
@@ -22,10 +27,17 @@ METRICS = ("reward", "reward_std", "kl", "entropy", "loss", "completions/mean_le
 class CompareScreen(Screen):
     BINDINGS = [Binding("m", "next_metric", "Next metric"), Binding("escape", "app.pop_screen", "Back")]
 
+    class Loaded(Message):
+        """Each run's snapshots, in the order of the screen's paths."""
+
+        def __init__(self, runs: tuple[ChartData, ...]):
+            super().__init__()
+            self.runs = runs
+
     def __init__(self, paths: list[Path]):
         super().__init__()
         self.paths = paths
-        self.streams = [RunStream(RunFolder(p)) for p in paths]
+        self.runs: tuple[ChartData, ...] = ()
         self.metric = 0
 
     def compose(self) -> ComposeResult:
@@ -34,13 +46,21 @@ class CompareScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.load()
+        width = (self.size.width or self.app.size.width) - 10
+        self.load(ChartRequest(1, tuple((key, max(width, 10)) for key in METRICS)))
 
     @work(thread=True, exclusive=True, exit_on_error=False)
-    def load(self) -> None:
-        for stream in self.streams:
+    def load(self, request: ChartRequest) -> None:
+        runs = []
+        for path in self.paths:
+            stream = RunStream(RunFolder(path))
             stream.poll()
-        self.app.call_from_thread(self.draw)
+            runs.append(stream.charts(request))
+        self.post_message(self.Loaded(tuple(runs)))
+
+    def on_compare_screen_loaded(self, message: Loaded) -> None:
+        self.runs = message.runs
+        self.draw()
 
     def draw(self) -> None:
         key = METRICS[self.metric % len(METRICS)]
@@ -48,13 +68,11 @@ class CompareScreen(Screen):
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
-        width = max(self.size.width - 10, 10)
-        for path, stream in zip(self.paths, self.streams):
-            series = stream.series.get(key)
-            if series is None or not len(series):
+        for path, charts in zip(self.paths, self.runs):
+            series = charts.get(key)
+            if series is None or not series.count:
                 continue
-            xs, lows, highs = downsample(series.steps, series.values, width)
-            plt.plot(xs, highs, marker="braille", label=path.name)
+            plt.plot(list(series.steps), list(series.highs), marker="braille", label=path.name)
         plt.title(key)
         plot.refresh()
         self.query_one("#legend", Label).update(f"comparing {' vs '.join(p.name for p in self.paths)} — {key} (m: next)")

@@ -13,6 +13,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Label, Static
 from textual.worker import get_current_worker
@@ -40,6 +41,14 @@ class InspectScreen(Screen):
     InspectScreen Horizontal { height: auto; padding: 0 1; }
     InspectScreen Button { margin-right: 2; }
     """
+
+    class Progress(Message):
+        """The inspection worker's news: a status line, or (with ``inspection``) that it finished."""
+
+        def __init__(self, text: str, inspection: inspections.Inspection | None = None):
+            super().__init__()
+            self.text = text
+            self.inspection = inspection
 
     def __init__(self, config: RunConfig, runs_dir, samples: int = DEFAULT_SAMPLES):
         super().__init__()
@@ -83,10 +92,8 @@ class InspectScreen(Screen):
         try:
             inspection = inspections.create(self.config, self.runs_dir)
         except (OSError, ValueError) as exc:
-            message = getattr(exc, "strerror", None) or str(exc)
-            self.app.call_from_thread(self.query_one("#status", Label).update, f"cannot inspect: {message}")
+            self.post_message(self.Progress(f"cannot inspect: {getattr(exc, 'strerror', None) or exc}"))
             return
-        self.inspection = inspection
         proc = inspections.start(inspection, self.samples)
         started = time.monotonic()
         while proc.poll() is None:
@@ -95,10 +102,17 @@ class InspectScreen(Screen):
                 return
             lines = inspection.log.read_text(errors="replace").splitlines() if inspection.log.exists() else []
             progress = lines[-1] if lines else "loading the model and the environment"
-            self.app.call_from_thread(self.query_one("#status", Label).update,
-                                      f"inspecting {self.samples} completions ({time.monotonic() - started:.0f}s): {progress}")
+            self.post_message(self.Progress(
+                f"inspecting {self.samples} completions ({time.monotonic() - started:.0f}s): {progress}"))
             time.sleep(0.5)
-        self.app.call_from_thread(self._show, f"inspection {inspection.id} finished; read it, then launch (ctrl+l)")
+        self.post_message(self.Progress(f"inspection {inspection.id} finished; read it, then launch (ctrl+l)", inspection))
+
+    def on_inspect_screen_progress(self, message: Progress) -> None:
+        if message.inspection is None:
+            self.query_one("#status", Label).update(message.text)
+        else:
+            self.inspection = message.inspection
+            self._show(message.text)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         {"launch": self.action_launch, "skip": self.action_skip, "back": self.action_back}[event.button.id]()

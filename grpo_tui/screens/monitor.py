@@ -1,24 +1,18 @@
 """The monitor: one run's health at a glance — header, charts, warnings, completions, log, GPUs, Stop.
 
-Everything comes from the run folder, read by one worker thread (``follow``) that owns the run's
-``RunStream``: it reads and folds, and posts ``Updated`` messages that carry frozen values only — a
-``StreamView`` (last step, rates, metric keys, new warnings), the slow reads (status, samples, log) and,
-when the screen asked for them, ``ChartData``. The UI thread keeps its own copies and draws from them,
-so a metric key that first appears mid-run never changes a dict the UI is looping over.
-
-The screen says what it will draw by putting a frozen ``ChartRequest`` (the keys and their widths) on a
-queue the reader waits on; the reader downsamples only then, at the charts' pace, not with every post.
-A finished run is read once: the reader hands the stream, which nothing changes any more, to short
-``charts`` workers that answer later requests (the next metric, a resize).
+One worker thread (``follow``) owns the run's ``RunStream``: it reads and folds, and posts ``Updated``
+messages carrying frozen values only (``StreamView``, the slow reads, ``ChartData`` when asked for). The UI
+keeps its own copies and draws from them, so a metric that first appears mid-run never changes a dict the
+UI is looping over. The UI asks for charts with a frozen ``ChartRequest`` on a queue the reader waits on:
+downsampling runs at the charts' pace, not with every post. A finished run is read once; the reader then
+hands over the stream, which nothing changes any more, to short ``charts`` workers for later requests.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from queue import Empty, SimpleQueue
+from queue import SimpleQueue
 from types import MappingProxyType
-from typing import Mapping
 
 from textual import work
 from textual.app import ComposeResult
@@ -34,11 +28,10 @@ from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 
+from ..services import run_stream
 from ..services.gpus import list_gpus
-from ..services.log_follow import LogFollower
-from ..services.run_health import watcher_warnings
-from ..services.run_status import live_status, run_duration, run_total
-from ..services.run_stream import EMPTY_CHARTS, ChartData, ChartRequest, RunStream, StreamUpdate, StreamView, read_samples
+from ..services.run_status import run_duration, run_total
+from ..services.run_stream import EMPTY_CHARTS, ChartData, ChartRequest, Post, RunStream, StreamView
 from ..widgets.completions import CompletionsTable
 from ..widgets.gpu_panel import GpuPanel
 from ..widgets.health_panel import CriticalBanner, HealthPanel
@@ -49,40 +42,14 @@ from .confirm import ConfirmScreen
 MAIN_CHARTS = (("reward", "reward"), ("reward_std", "reward_std"), ("kl", "KL"))
 MAIN_KEYS = frozenset(key for key, _ in MAIN_CHARTS)
 EXTRA_METRICS = ("loss", "completions/mean_length", "entropy", "clip_ratio/region_mean", "grad_norm", "learning_rate")
-POLL_SECONDS = 0.15
-SLOW_SECONDS = 1.0  # status, samples, log
-ALERT_SECONDS = 5.0  # stall and crash checks
 CHART_SECONDS = 3.0  # charts redraw at most this often: drawing them (plotext, Rich, the terminal) is what costs CPU
 HEADER_SECONDS = 0.5
-LOG_TAIL_BYTES = 256 * 1024  # the Log tab shows the end of trainer.log
-POST_SECONDS = 0.25
 CHART_CPU_SHARE = 0.015  # and slower still when rendering alone would take more than 1.5% of a core
-
-
-@dataclass(frozen=True)
-class Slow:
-    """What the reader re-reads once a second: state and status, watcher alerts, samples, new log text."""
-
-    status: Status
-    state: Mapping
-    alerts: tuple[HealthWarning, ...]
-    samples: tuple[dict, ...]
-    log_text: str
 
 
 def extra_keys(keys) -> list[str]:
     """The metrics the fourth chart cycles through (``m``), among those the run has logged."""
     return [k for k in EXTRA_METRICS if k in keys] + sorted(k for k in keys if k.startswith("rewards/") and k.endswith("/mean"))
-
-
-def _latest(requests: SimpleQueue, current: ChartRequest | None, timeout: float = 0.0) -> ChartRequest | None:
-    """The newest request on the queue (waiting up to ``timeout`` for one), else ``current``."""
-    try:
-        current = requests.get(timeout=timeout) if timeout else requests.get_nowait()
-        while True:
-            current = requests.get_nowait()
-    except Empty:
-        return current
 
 
 class MonitorScreen(Screen):
@@ -105,11 +72,9 @@ class MonitorScreen(Screen):
     """
 
     class Updated(Message):
-        """From the reader: where the stream stands; ``final``: the stream, handed over once it is read to its end."""
-
-        def __init__(self, view: StreamView, slow: Slow | None, charts: ChartData | None, final: RunStream | None):
+        def __init__(self, post: Post):
             super().__init__()
-            self.view, self.slow, self.charts, self.final = view, slow, charts, final
+            self.post = post
 
     class ChartsReady(Message):
         def __init__(self, charts: ChartData):
@@ -122,12 +87,11 @@ class MonitorScreen(Screen):
         self.config = folder.read_config()
         self.status = Status.STARTING
         # the UI's own copies of what the reader posted
-        self.view = StreamView()
-        self.state: Mapping = MappingProxyType({})
-        self.warnings: list[HealthWarning] = []  # written by the trainer, in the events
+        self.view, self.state = StreamView(), MappingProxyType({})
+        self.warnings: list[HealthWarning] = []  # the trainer's, from the events
         self.alerts: tuple[HealthWarning, ...] = ()  # the watcher's (stall, crash cause)
-        self.shown_alerts: tuple[HealthWarning, ...] | None = None  # the watcher alerts the warnings tab last drew
-        self.charts: ChartData = EMPTY_CHARTS  # the snapshots the charts last drew
+        self.shown_alerts = None  # the watcher alerts the warnings tab last drew
+        self.charts: ChartData = EMPTY_CHARTS  # what the charts last drew
         self.extra_keys: list[str] = []
         self.extra_index = 0
         self.stop_requested = False
@@ -137,8 +101,7 @@ class MonitorScreen(Screen):
         self.chart_timer = None
         self.header_drawn_at = 0.0
         self.last_sample: dict | None = None
-        # to the reader: frozen requests on a queue; nothing else crosses between the threads
-        self._requests: SimpleQueue[ChartRequest] = SimpleQueue()
+        self._requests: SimpleQueue[ChartRequest] = SimpleQueue()  # to the reader
         self._asked: ChartRequest | None = None
         self._final: RunStream | None = None
         self._refit_pending = False
@@ -175,42 +138,9 @@ class MonitorScreen(Screen):
 
     @work(thread=True, exclusive=True, group="tail", exit_on_error=False)
     def follow(self) -> None:
-        """Read the run folder and post what changed: at once for warnings, lifecycle events and asked-for
-        charts, at most every POST_SECONDS for plain metrics (the UI draws no faster than that anyway)."""
         worker = get_current_worker()
-        stream = RunStream(self.folder)
-        log = LogFollower(self.folder.log_file, limit=LOG_TAIL_BYTES)
-        pending = StreamUpdate()
-        request: ChartRequest | None = None
-        answered, built = 0, None
-        posted_at = slow_at = alerts_at = float("-inf")
-        alerts: tuple[HealthWarning, ...] = ()
-        while not worker.is_cancelled:
-            update = stream.poll()
-            pending.add(update)
-            now = time.monotonic()
-            slow = None
-            if now - slow_at >= SLOW_SECONDS:
-                slow_at = now
-                state = self.folder.read_state()
-                status = live_status(self.folder, state)
-                log_text = log.read()
-                if now - alerts_at >= ALERT_SECONDS or not status.is_live:
-                    alerts_at = now
-                    alerts = tuple(watcher_warnings(self.folder, status, config=self.config))
-                slow = Slow(status, MappingProxyType(state), alerts, tuple(read_samples(self.folder)), log_text)
-            done = slow is not None and not slow.status.is_live and not update
-            request = _latest(self._requests, request)
-            charts = None
-            if request is not None and (request.serial > answered or done) and (request.serial, stream.metrics_read) != built:
-                charts, answered, built = stream.charts(request), request.serial, (request.serial, stream.metrics_read)
-            if slow or charts or done or pending.warnings or pending.lifecycle or (
-                    pending and now - posted_at >= POST_SECONDS):
-                self.post_message(self.Updated(stream.view(pending), slow, charts, stream if done else None))
-                pending, posted_at = StreamUpdate(), now
-            if done:
-                return
-            request = _latest(self._requests, request, timeout=POLL_SECONDS)
+        run_stream.follow(self.folder, self.config, self._requests, lambda post: self.post_message(self.Updated(post)),
+                          lambda: worker.is_cancelled)
 
     @work(thread=True, exclusive=True, group="charts", exit_on_error=False)
     def answer_charts(self, stream: RunStream, request: ChartRequest) -> None:
@@ -222,7 +152,8 @@ class MonitorScreen(Screen):
     # -- the UI thread ----------------------------------------------------------------------------------
 
     def on_monitor_screen_updated(self, message: Updated) -> None:
-        slow, view = message.slow, message.view
+        post = message.post
+        slow, view = post.slow, post.view
         if slow:
             self.status, self.state, self.alerts = slow.status, slow.state, slow.alerts
             if slow.samples and slow.samples[-1] != self.last_sample:
@@ -239,15 +170,15 @@ class MonitorScreen(Screen):
             if slow:
                 self.shown_alerts = slow.alerts
             self._show_warnings(view.warnings)
-        if message.charts is not None:
-            self._draw_charts(message.charts)
+        if post.charts is not None:
+            self._draw_charts(post.charts)
         if new_steps or view.warnings:
             self._request_charts()
         if new_steps or slow:
             if slow or time.monotonic() - self.header_drawn_at >= HEADER_SECONDS:
                 self._refresh_header()
-        if message.final is not None:
-            self._final = message.final
+        if post.final is not None:
+            self._final = post.final
             if self._asked is not None and self._asked.serial > self.charts.request.serial:
                 self._ask_charts()  # asked for after the reader's last look at its queue
         self.loaded = True

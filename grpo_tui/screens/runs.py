@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label
-
-from rich.text import Text
 
 from ..formatting import format_duration, format_steps, short_model
 from ..palette import app_palette
@@ -33,6 +33,18 @@ class RunsScreen(Screen):
     RunsScreen DataTable { height: 1fr; }
     """
 
+    class Loaded(Message):
+        def __init__(self, runs: list[RunInfo]):
+            super().__init__()
+            self.runs = runs
+
+    class Done(Message):
+        """A stop or resume worker finished: what to tell the user, and the run to open, if any."""
+
+        def __init__(self, text: str, error: bool = False, open_path=None):
+            super().__init__()
+            self.text, self.error, self.open_path = text, error, open_path
+
     def __init__(self, runs_dir):
         super().__init__()
         self.runs_dir = runs_dir
@@ -54,8 +66,16 @@ class RunsScreen(Screen):
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def load(self) -> None:
-        runs = list_runs(self.runs_dir)
-        self.app.call_from_thread(self._show, runs)
+        self.post_message(self.Loaded(list_runs(self.runs_dir)))
+
+    def on_runs_screen_loaded(self, message: Loaded) -> None:
+        self._show(message.runs)
+
+    def on_runs_screen_done(self, message: Done) -> None:
+        self.notify(message.text, severity="error" if message.error else "information", timeout=10 if message.error else 5)
+        if message.open_path is not None:
+            self.app.open_monitor(message.open_path)
+        self.load()
 
     def _show(self, runs: list[RunInfo]) -> None:
         self.runs = runs
@@ -141,10 +161,10 @@ class RunsScreen(Screen):
         try:
             placement = prepare_resume(folder)
         except ConfigError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
+            self.post_message(self.Done(str(exc), error=True))
             return
         start_root(folder, placement)
-        self.app.call_from_thread(self.app.open_monitor, run.path)
+        self.post_message(self.Done(f"resumed run {run.run_id}", open_path=run.path))
 
     @work(thread=True, group="stop", exit_on_error=False)
     def _stop(self, run: RunInfo) -> None:
@@ -153,7 +173,6 @@ class RunsScreen(Screen):
         from ..services.supervisor import stop_run
 
         report = stop_run(RunFolder(run.path))
-        self.app.call_from_thread(self.notify, report.describe())
-        self.load()
+        self.post_message(self.Done(report.describe()))
 
 

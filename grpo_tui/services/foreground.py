@@ -15,7 +15,15 @@ from rich.console import Console
 
 from trainer_core.contract.event_log import EventTail
 from trainer_core.contract.events import (
-    Checkpoint, Error, Event, HealthWarning, Metrics, RunFinished, RunStarted, StopRequested, format_metrics_line,
+    Checkpoint,
+    Error,
+    Event,
+    HealthWarning,
+    Metrics,
+    RunFinished,
+    RunStarted,
+    StopRequested,
+    format_metrics_line,
 )
 from trainer_core.contract.placement import Placement
 from trainer_core.contract.run_folder import RunFolder

@@ -21,7 +21,16 @@ from rich.table import Table
 from rich.text import Text
 
 from trainer_core.contract.event_log import BackwardLines, EventTail, last_events, scan_events
-from trainer_core.contract.events import Error, Event, EventType, HealthWarning, Metrics, RunFinished, RunStarted, StopRequested
+from trainer_core.contract.events import (
+    Error,
+    Event,
+    EventType,
+    HealthWarning,
+    Metrics,
+    RunFinished,
+    RunStarted,
+    StopRequested,
+)
 from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.status import Status
 

@@ -7,8 +7,8 @@ written only half of when a read happened comes out whole on the next read inste
 from __future__ import annotations
 
 import codecs
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 CHUNK = 1024 * 1024
 

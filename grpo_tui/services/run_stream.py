@@ -1,38 +1,45 @@
-"""A run's event stream folded into what the monitor draws, and the frozen views of it the UI may hold.
+"""A run's event stream folded into what the monitor draws, by one reader thread that posts frozen values.
 
-A ``RunStream`` belongs to one thread, the screen's reader: ``poll()`` reads whatever was appended to
+``follow`` is that reader. It owns a ``RunStream``, whose ``poll()`` reads what was appended to
 events.jsonl since the last call (by byte offset; an unfinished last line waits for the next poll) and
-folds it into metric series, so the UI gets one message per poll, not one per line. The series keep every
-point of the metrics the monitor can chart (float32; the disk keeps everything at full precision) and are
-filled column by column, so a 100k-step run loads in about a second and a million steps fit in ~200 MB.
+folds it into series that keep every charted point (float32, filled column by column: a 100k-step run
+loads in about a second, a million steps fit in ~200 MB; the disk keeps full precision).
 
-The UI thread never sees the series: a metric that first appears mid-run would change the dict under a
-loop drawing it. The reader hands out values that cannot change instead: a ``StreamView`` (the last step,
-the rates, the keys seen, the new warnings) with every post, and ``ChartData`` (each asked-for series
-downsampled to its chart's width, min and max per bucket) only when the UI asks with a ``ChartRequest``,
-so the cost of downsampling a million points is paid at the pace the charts are drawn, not the pace of
-the posts.
+No other thread sees the series, or a metric first logged mid-run would change a dict under the loop
+drawing it. Viewers get values that cannot change: a ``StreamView`` (last step, rates, keys, new warnings)
+with each post, and ``ChartData`` (each series downsampled to its chart's width, min and max per bucket,
+so a one-step spike is never dropped) only for a ``ChartRequest``: downsampling a million points is paid
+at the pace charts are drawn, not at the pace of the posts.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from array import array
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import groupby
+from queue import Empty, SimpleQueue
 from types import MappingProxyType
-from typing import Mapping
 
 from trainer_core.contract.event_log import EventTail
-from trainer_core.contract.events import (
-    Checkpoint, Error, Event, HealthWarning, Metrics, RunFinished, RunStarted, StopRequested, Summary,
-)
+from trainer_core.contract.events import Event, HealthWarning, Metrics, UnknownEvent
 from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.status import Status
+
+from .log_follow import LogFollower
+from .run_health import watcher_warnings
+from .run_status import live_status
 
 CHARTED = {"reward", "reward_std", "kl", "loss", "entropy", "completions/mean_length", "completions/clipped_ratio",
            "clip_ratio/region_mean", "grad_norm", "learning_rate", "num_tokens", "frac_reward_zero_std"}
-LIFECYCLE = (RunStarted, Checkpoint, StopRequested, RunFinished, Error, Summary)
 CHUNK_BYTES = 2 * 1024 * 1024
+POLL_SECONDS = 0.15
+SLOW_SECONDS = 1.0  # state and status, samples, log
+ALERT_SECONDS = 5.0  # stall and crash checks
+POST_SECONDS = 0.25  # plain metrics are posted no more often (a viewer draws no faster than that anyway)
+LOG_TAIL_BYTES = 256 * 1024  # a viewer shows the end of trainer.log
 
 
 def charted(key: str) -> bool:
@@ -108,7 +115,7 @@ class Series:
     def __len__(self) -> int:
         return len(self.values)
 
-    def snapshot(self, key: str, buckets: int) -> "SeriesSnapshot":
+    def snapshot(self, key: str, buckets: int) -> SeriesSnapshot:
         xs, lows, highs = downsample(self.steps, self.values, buckets)
         lows_t = tuple(lows)
         return SeriesSnapshot(key, len(self.values), buckets, tuple(xs), lows_t,
@@ -193,7 +200,7 @@ class StreamView:
 
 @dataclass
 class StreamUpdate:
-    """What polls read since the reader last posted; the reader's own, turned into a ``StreamView`` to post."""
+    """What polls read since the reader last posted (the reader's own; posted as a ``StreamView``)."""
 
     steps: int = 0  # metrics events read
     warnings: list[HealthWarning] = field(default_factory=list)
@@ -202,7 +209,7 @@ class StreamUpdate:
     def __bool__(self) -> bool:
         return bool(self.steps or self.warnings or self.lifecycle)
 
-    def add(self, other: "StreamUpdate") -> None:
+    def add(self, other: StreamUpdate) -> None:
         self.steps += other.steps
         self.warnings += other.warnings
         self.lifecycle += other.lifecycle
@@ -270,7 +277,7 @@ class RunStream:
         if isinstance(event, HealthWarning):
             self.warnings.append(event)
             update.warnings.append(event)
-        elif isinstance(event, LIFECYCLE):
+        elif not isinstance(event, UnknownEvent):  # run_started, checkpoint, stop, run_finished, error, summary
             self.lifecycle.append(event)
             update.lifecycle.append(event)
 
@@ -308,6 +315,79 @@ class RunStream:
             if found is not None and key not in series:
                 series[key] = found.snapshot(key, max(int(buckets), 1))
         return ChartData(request, MappingProxyType(series))
+
+
+# -- the reader: the one thread that owns a RunStream ---------------------------------------------------
+
+@dataclass(frozen=True)
+class Slow:
+    """What the reader re-reads once a second: state and status, watcher alerts, samples, new log text."""
+
+    status: Status
+    state: Mapping
+    alerts: tuple[HealthWarning, ...]
+    samples: tuple[dict, ...]
+    log_text: str
+
+
+@dataclass(frozen=True)
+class Post:
+    """One message's worth from the reader. ``final``: the stream, handed over once it is read to its end
+    (the reader has stopped and nothing changes it any more)."""
+
+    view: StreamView
+    slow: Slow | None = None
+    charts: ChartData | None = None
+    final: RunStream | None = None
+
+
+def latest_request(requests: SimpleQueue, current: ChartRequest | None, timeout: float = 0.0) -> ChartRequest | None:
+    """The newest request on the queue (waiting up to ``timeout`` for one), else ``current``."""
+    try:
+        current = requests.get(timeout=timeout) if timeout else requests.get_nowait()
+        while True:
+            current = requests.get_nowait()
+    except Empty:
+        return current
+
+
+def follow(folder: RunFolder, config: dict, requests: SimpleQueue, post: Callable[[Post], None],
+           cancelled: Callable[[], bool]) -> None:
+    """Read a run until it has ended (or ``cancelled()``), posting what changed: at once for warnings,
+    lifecycle events and asked-for charts, at most every POST_SECONDS for plain metrics. Charts are built
+    only for the ``ChartRequest``s that arrive on ``requests``; waiting on it lets one wake the reader."""
+    stream = RunStream(folder)
+    log = LogFollower(folder.log_file, limit=LOG_TAIL_BYTES)
+    pending = StreamUpdate()
+    request: ChartRequest | None = None
+    answered, built = 0, None
+    posted_at = slow_at = alerts_at = float("-inf")
+    alerts: tuple[HealthWarning, ...] = ()
+    while not cancelled():
+        update = stream.poll()
+        pending.add(update)
+        now = time.monotonic()
+        slow = None
+        if now - slow_at >= SLOW_SECONDS:
+            slow_at = now
+            state = folder.read_state()
+            status = live_status(folder, state)
+            log_text = log.read()
+            if now - alerts_at >= ALERT_SECONDS or not status.is_live:
+                alerts_at = now
+                alerts = tuple(watcher_warnings(folder, status, config=config))
+            slow = Slow(status, MappingProxyType(state), alerts, tuple(read_samples(folder)), log_text)
+        done = slow is not None and not slow.status.is_live and not update
+        request = latest_request(requests, request)
+        charts = None
+        if request is not None and (request.serial > answered or done) and (request.serial, stream.metrics_read) != built:
+            charts, answered, built = stream.charts(request), request.serial, (request.serial, stream.metrics_read)
+        if slow or charts or done or pending.warnings or pending.lifecycle or (pending and now - posted_at >= POST_SECONDS):
+            post(Post(stream.view(pending), slow, charts, stream if done else None))
+            pending, posted_at = StreamUpdate(), now
+        if done:
+            return
+        request = latest_request(requests, request, timeout=POLL_SECONDS)
 
 
 def read_samples(folder: RunFolder, limit: int = 50) -> list[dict]:

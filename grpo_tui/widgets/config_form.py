@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical
@@ -141,12 +142,12 @@ class ConfigForm(Vertical):
     class Changed(Message):
         """Posted after a (debounced) validation following any change to the form."""
 
-        def __init__(self, form: "ConfigForm"):
+        def __init__(self, form: ConfigForm):
             super().__init__()
             self.form = form
 
         @property
-        def control(self) -> "ConfigForm":
+        def control(self) -> ConfigForm:
             return self.form
 
     def __init__(self, config: RunConfig | None = None, *, world_size: int = 1, id: str | None = None,

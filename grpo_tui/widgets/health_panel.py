@@ -6,7 +6,7 @@ severities are drawn in the current theme's colours (``palette.py``), redrawn wh
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.app import ComposeResult

@@ -51,7 +51,7 @@ class MetricChart(Vertical):
     class NeedsData(Message):
         """The chart's width no longer matches its snapshot's buckets: it wants one built for ``buckets``."""
 
-        def __init__(self, chart: "MetricChart", buckets: int):
+        def __init__(self, chart: MetricChart, buckets: int):
             super().__init__()
             self.chart = chart
             self.buckets = buckets
@@ -61,7 +61,7 @@ class MetricChart(Vertical):
         self.key = key
         self.title = title or key
         self.empty_message = empty_message or "no data yet"
-        self.border_title = self.title
+        self.border_title = self._drawn_title = self.title
         self._series: SeriesSnapshot | None = None
         self._markers: tuple[int, ...] = ()
 
@@ -117,8 +117,8 @@ class MetricChart(Vertical):
             title = self.title
         else:
             title = f"{self.title}  {last:.4f}" if abs(last) < 1000 else f"{self.title}  {last:.4g}"
-        if title != self.border_title:
-            self.border_title = title
+        if title != self._drawn_title:  # border_title reads back as markup: compare with what was set
+            self.border_title = self._drawn_title = title
         xs = list(series.steps)
         plt = plot.plt
         plt.clear_data()

@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from .config_checks import (
-    LOSS_TYPES, MIXED_PRECISION, TRAINERS, VLLM_MODES, ConfigError, iter_problems, parse_env_config, stop_on_rules,
+    LOSS_TYPES,
+    MIXED_PRECISION,
+    TRAINERS,
+    VLLM_MODES,
+    ConfigError,
+    iter_problems,
+    parse_env_config,
+    stop_on_rules,
 )
 
 __all__ = ["ConfigError", "RunConfig", "config_fields", "flag_for", "load_file", "parse_env_config", "stop_on_rules"]
@@ -121,7 +128,7 @@ class RunConfig:
     )
 
     # ------------------------------------------------------------------------------------------------
-    def validate(self, world_size: int = 1) -> "RunConfig":
+    def validate(self, world_size: int = 1) -> RunConfig:
         """Raise ConfigError for the first value that cannot run; return self so calls can chain."""
         for problem in iter_problems(self, world_size):
             raise problem
@@ -135,7 +142,7 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict, *, source: str = "config") -> "RunConfig":
+    def from_dict(cls, data: dict, *, source: str = "config") -> RunConfig:
         data = dict(data)
         _check_keys(data, source)
         if isinstance(data.get("rl_env_config"), str):
@@ -156,7 +163,7 @@ class RunConfig:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> "RunConfig":
+    def load(cls, path: str | Path) -> RunConfig:
         return cls.from_dict(load_file(path), source=str(path))
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 try:  # several times faster on large streams; the format is plain JSON either way
     from orjson import loads as _loads

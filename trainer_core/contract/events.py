@@ -13,12 +13,11 @@ import math
 import time as _time
 from dataclasses import dataclass, field, fields
 from enum import Enum
-
-from .value_enum import ValueEnum
 from typing import Any, ClassVar
 
 from .severity import Severity
 from .status import Status
+from .value_enum import ValueEnum
 
 
 class EventType(ValueEnum):

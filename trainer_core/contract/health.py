@@ -67,7 +67,7 @@ class Thresholds:
     stall_min_seconds: float = 60.0
 
     @classmethod
-    def from_mapping(cls, values: dict | None) -> "Thresholds":
+    def from_mapping(cls, values: dict | None) -> Thresholds:
         return cls(**(values or {}))
 
 

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .events import RunFinished
 from .event_log import EventWriter
+from .events import RunFinished
 from .process import process_start_time
 from .status import IllegalTransition, Status
 
@@ -75,7 +75,7 @@ class RunFolder:
     stop_file = property(lambda self: self.path / "stop_request")
 
     @classmethod
-    def create(cls, runs_dir: str | os.PathLike | None = None, run_id: str | None = None) -> "RunFolder":
+    def create(cls, runs_dir: str | os.PathLike | None = None, run_id: str | None = None) -> RunFolder:
         base = resolve_runs_dir(runs_dir)
         try:
             base.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ class Status(ValueEnum):
     def resumable(self) -> bool:
         return self in RESUMABLE
 
-    def can_become(self, new: "Status") -> bool:
+    def can_become(self, new: Status) -> bool:
         return new is self or new in TRANSITIONS[self]
 
 
