@@ -42,9 +42,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from trainer_core.contract.config import RunConfig  # noqa: E402
-from trainer_core.contract.event_log import EventWriter
-from trainer_core.contract.events import dumps  # noqa: E402
+from trainer_core.contract.event_log import EventWriter, dumps, read_events  # noqa: E402
+from trainer_core.contract.events import Metrics, RunFinished, RunStarted  # noqa: E402
 from trainer_core.contract.run_folder import RunFolder  # noqa: E402
+from trainer_core.contract.status import Status  # noqa: E402
 
 BENCHES = ("load", "latency", "cpu", "rss", "coldstart")
 # (key, scale): what TRL logs for a GRPO step with one reward function, in realistic magnitudes.
@@ -101,23 +102,23 @@ def cached_run(work: Path, name: str, steps: int, keys: int = len(METRICS)) -> R
     RunConfig(model="m", rl_env_module="e", rl_env_class="E").save(folder.config_file)
     rand = random.Random(0).random
     start = time.time() - steps * 10.0
+    # the lines EventWriter writes (the same typed events and encoder), batched: a million flushes would be slow
     with open(folder.events_file, "w", encoding="utf-8") as fh:
-        fh.write(dumps({"type": "run_started", "time": round(start, 3), "run_id": folder.run_id, "pid": 1,
-                        "host": "bench", "world_size": 1, "project_name": "bench", "model": "m",
-                        "max_steps": steps}) + "\n")
+        fh.write(dumps(RunStarted(time=round(start, 3), run_id=folder.run_id, pid=1, host="bench", world_size=1,
+                                  project_name="bench", model="m", max_steps=steps).to_record()) + "\n")
         lines = []
         for step in range(1, steps + 1):
-            lines.append(dumps({"type": "metrics", "time": round(start + step * 10.0, 3), "step": step,
-                                **metric_values(step, steps, rand, keys)}))
+            event = Metrics(time=round(start + step * 10.0, 3), step=step, values=metric_values(step, steps, rand, keys))
+            lines.append(dumps(event.to_record()))
             if len(lines) == 10_000:
                 fh.write("\n".join(lines) + "\n")
                 lines.clear()
         if lines:
             fh.write("\n".join(lines) + "\n")
         end = round(start + steps * 10.0 + 1, 3)
-        fh.write(dumps({"type": "run_finished", "time": end, "status": "completed", "reason": "max_steps reached",
-                        "step": steps}) + "\n")
-    folder.write_state(format_version=1, run_id=folder.run_id, status="completed", pid=1, pid_start_time=0.0,
+        fh.write(dumps(RunFinished(time=end, status=Status.COMPLETED, reason="max_steps reached",
+                                   step=steps).to_record()) + "\n")
+    folder.write_state(format_version=1, run_id=folder.run_id, status=Status.COMPLETED, pid=1, pid_start_time=0.0,
                        host="bench", started=round(start, 3), ended=end, max_steps=steps, last_step=steps,
                        exit_reason=None)
     done.write_text(json.dumps(spec))
@@ -254,7 +255,7 @@ def child_app_load(runs_dir: str, path: str, points: str, timeout: str = "600") 
             while Marks.first(marks.painted, points_wanted) is None and time.time() < deadline:
                 await pilot.pause(0.05)
             rss = psutil.Process().memory_info().rss / 2**20
-            series = app.screen.stream.series.get("reward")
+            series = app.screen.charts.get("reward")  # the snapshot the reward chart last drew
             return {
                 "points": len(series) if series is not None else 0,
                 "app_ready": ready - t0,
@@ -276,19 +277,19 @@ def child_writer(path: str, steps: str, rate: str) -> None:
     folder = RunFolder(Path(path))
     steps_n, every = int(steps), 1 / float(rate)
     folder.initial_state()
-    folder.write_state(status="running", max_steps=steps_n)
+    folder.write_state(status=Status.RUNNING, max_steps=steps_n)
     rand = random.Random(1).random
     with EventWriter(folder.events_file) as events:
-        events.emit("run_started", run_id=folder.run_id, pid=os.getpid(), host="bench", world_size=1,
-                    project_name="bench", model="m", max_steps=steps_n)
+        events.emit(RunStarted(run_id=folder.run_id, pid=os.getpid(), host="bench", world_size=1,
+                               project_name="bench", model="m", max_steps=steps_n))
         print("ready", flush=True)
         sys.stdin.readline()
         t0 = time.time()
         for step in range(1, steps_n + 1):
             time.sleep(max(0.0, t0 + step * every - time.time()))
-            events.emit("metrics", step=step, **metric_values(step, steps_n, rand))
-        events.emit("run_finished", status="completed", reason="max_steps reached", step=steps_n)
-    folder.write_state(status="completed", ended=round(time.time(), 3), last_step=steps_n)
+            events.emit(Metrics(step=step, values=metric_values(step, steps_n, rand)))
+        # the trainer's last words: the run_finished event, then the final state
+        folder.record_end(Status.COMPLETED, "max_steps reached", steps_n, emit=events.emit)
 
 
 def start_writer(folder: RunFolder, steps: int) -> subprocess.Popen:
@@ -330,8 +331,8 @@ def child_app_latency(path: str, steps: str) -> None:
             deadline = time.time() + steps_n / RATE + 15
             while Marks.first(marks.painted, step=steps_n) is None and time.time() < deadline:
                 await pilot.pause(0.01)
-            times = app.screen.stream.times
-            written = dict(zip(times.steps, times.values))
+        # when each step was written: the events' own times, as the writer stamped them
+        written = {e.step: e.time for e in read_events(folder.events_file) if isinstance(e, Metrics)}
         out = {"steps": steps_n}
         for name, entries in (("read", marks.reads), ("plotted", marks.plotted), ("painted", marks.painted)):
             delays = [t - written[s] for s in range(1, steps_n + 1)

@@ -16,7 +16,6 @@ so process start, model loading and the final save are not counted.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import statistics
@@ -29,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from trainer_core.contract.event_log import read_events, read_records  # noqa: E402
+from trainer_core.contract.events import Metrics  # noqa: E402
 from trainer_core.tiny_model import build_tiny_model  # noqa: E402
 
 TARGET = 0.98
@@ -85,10 +86,6 @@ def steps_per_second(points: list[tuple[int, float]]) -> float:
     return (last_step - first_step) / (last_time - first_time)
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def run_grpo_tui(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[float, float, float | None]:
     runs = work / f"{tag}-runs"
     wall, others = run_child(
@@ -103,8 +100,8 @@ def run_grpo_tui(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[flo
     found = sorted(runs.rglob("events.jsonl"))
     if len(found) != 1:
         sys.exit(f"expected one events.jsonl under {runs}, found {len(found)}")
-    events = read_jsonl(found[0])
-    return steps_per_second([(e["step"], e["time"]) for e in events if e.get("type") == "metrics"]), wall, others
+    events = read_events(found[0])
+    return steps_per_second([(e.step, e.time) for e in events if isinstance(e, Metrics)]), wall, others
 
 
 def run_plain(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[float, float, float | None]:
@@ -114,7 +111,7 @@ def run_plain(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[float,
          "--output-dir", str(work / f"{tag}-output")],
         work / f"{tag}.log",
     )
-    return steps_per_second([(p["step"], p["time"]) for p in read_jsonl(times)]), wall, others
+    return steps_per_second([(p["step"], p["time"]) for p in read_records(times)]), wall, others
 
 
 def bench(model_dir: Path, steps: int, rounds: int, work: Path) -> None:

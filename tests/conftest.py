@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -10,6 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+
+from trainer_core.contract.event_log import EventTail
+from trainer_core.contract.events import Event, UnknownEvent
 
 ROOT = Path(__file__).resolve().parents[1]
 ENVS = Path(__file__).resolve().parent / "envs"
@@ -48,9 +50,14 @@ def only_run(runs_dir: Path) -> Path:
     return runs[0]
 
 
-def events_of(run: Path) -> list[dict]:
-    lines = (run / "events.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
+def events_of(run: Path) -> list[Event]:
+    """The run's events, typed. Every complete line must be a valid event of a type the schema knows."""
+    tail = EventTail(run / "events.jsonl")
+    events = tail.poll()
+    assert tail.bad_lines == 0, f"{tail.bad_lines} line(s) of {run / 'events.jsonl'} are not JSON objects"
+    unknown = [e.type for e in events if isinstance(e, UnknownEvent)]
+    assert not unknown, f"event types the schema does not know: {unknown}"
+    return events
 
 
 def wait_for(predicate, timeout: float = 120, interval: float = 0.1):

@@ -14,9 +14,22 @@ from pathlib import Path
 
 from trainer_core.contract.config import RunConfig
 from trainer_core.contract.event_log import dumps
-from trainer_core.contract.events import format_metrics_line
+from trainer_core.contract.events import (
+    Checkpoint,
+    Error,
+    Event,
+    HealthWarning,
+    Metrics,
+    RunFinished,
+    RunStarted,
+    StopRequested,
+    Summary,
+    format_metrics_line,
+)
 from trainer_core.contract.health import ADVICE
-from trainer_core.contract.run_folder import FINAL_STATUSES, FORMAT_VERSION, RunFolder
+from trainer_core.contract.run_folder import FORMAT_VERSION, RunFolder
+from trainer_core.contract.severity import Severity
+from trainer_core.contract.status import Status
 
 BASE_TIME = 1767225600.0  # 2026-01-01T00:00:00Z
 STEP_SECONDS = 0.5
@@ -24,9 +37,9 @@ TOKENS_PER_STEP = 2048
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 SAVE_STEPS = 10
 EXIT_REASONS = {
-    "completed": None,
-    "stopped": "stop file: grpo-tui stop",
-    "failed": "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    Status.COMPLETED: None,
+    Status.STOPPED: "stop file: grpo-tui stop",
+    Status.FAILED: "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
 }
 
 
@@ -44,16 +57,13 @@ def kl_at(step: int, steps: int) -> float:
     return _r(0.005 * step + 0.08 * late)
 
 
-def metrics_at(step: int, steps: int, max_steps: int, kl_coef: float) -> dict:
+def metrics_at(step: int, steps: int, max_steps: int, kl_coef: float) -> Metrics:
     """The metrics event of ``step``: TRL's keys, values from closed forms (no randomness).
 
     The reward climbs faster in a shorter run, so two runs' curves differ on the compare screen.
     """
     reward = 0.1 + 0.8 * (1 - math.exp(-step / (0.375 * steps))) + 0.05 * math.sin(step * 0.9)
-    metrics = {
-        "type": "metrics",
-        "time": step_time(step),
-        "step": step,
+    values = {
         "loss": _r(0.05 * math.sin(step * 0.7) + (0.01 * kl_at(step, steps) if kl_coef else 0.0)),
         "grad_norm": _r(0.8 + 0.3 * math.cos(step * 0.5)),
         "learning_rate": _r(2e-3 * (1 - (step - 1) / max_steps), 9),
@@ -71,30 +81,31 @@ def metrics_at(step: int, steps: int, max_steps: int, kl_coef: float) -> dict:
         "epoch": _r(step / max_steps, 4),
     }
     if kl_coef:
-        metrics["kl"] = kl_at(step, steps)
-    return metrics
+        values["kl"] = kl_at(step, steps)
+    return Metrics(time=step_time(step), step=step, values=values)
 
 
-def _warnings(steps: int, kl_coef: float) -> list[dict]:
+def _warnings(steps: int, kl_coef: float) -> list[HealthWarning]:
     """A kl_explosion warn where the KL passes 0.5 (when KL is measured) and a critical mode_collapse near the end."""
     out = []
     if kl_coef:
         step = next((s for s in range(1, steps + 1) if kl_at(s, steps) > 0.5), steps)
         kls = [kl_at(s, steps) for s in range(max(1, step - 2), step + 1)]
-        out.append({
-            "type": "warning", "time": step_time(step), "rule": "kl_explosion", "severity": "warn", "step": step,
-            "message": f"KL to the reference model is {kls[-1]:.3g} (above 0.5 in 1 of the last 3 steps): "
-                       "the policy is drifting fast.",
-            "advice": ADVICE["kl_explosion"], "evidence": {"kl_last_steps": kls, "threshold": 0.5},
-        })
+        out.append(HealthWarning(
+            "kl_explosion", Severity.WARN, step,
+            f"KL to the reference model is {kls[-1]:.3g} (above 0.5 in 1 of the last 3 steps): "
+            "the policy is drifting fast.",
+            ADVICE["kl_explosion"], {"kl_last_steps": kls, "threshold": 0.5}, time=step_time(step),
+        ))
     step = max(1, steps - 2)
     m = metrics_at(step, steps, steps, kl_coef)
-    out.append({
-        "type": "warning", "time": step_time(step), "rule": "mode_collapse", "severity": "critical", "step": step,
-        "message": f"Completions have become alike: reward_std {m['reward_std']:.3g} and entropy {m['entropy']:.3g} "
-                   f"(from 2.8) over the last 5 steps. GRPO gets no signal from groups whose completions score the same.",
-        "advice": ADVICE["mode_collapse"], "evidence": {"reward_std": [m["reward_std"]], "entropy": [m["entropy"]]},
-    })
+    out.append(HealthWarning(
+        "mode_collapse", Severity.CRITICAL, step,
+        f"Completions have become alike: reward_std {m.get('reward_std'):.3g} and entropy {m.get('entropy'):.3g} "
+        f"(from 2.8) over the last 5 steps. GRPO gets no signal from groups whose completions score the same.",
+        ADVICE["mode_collapse"], {"reward_std": [m.get("reward_std")], "entropy": [m.get("entropy")]},
+        time=step_time(step),
+    ))
     return out
 
 
@@ -103,15 +114,24 @@ def _write_lines(path: Path, records: list[dict]) -> None:
     path.chmod(0o600)
 
 
+def _write_events(path: Path, events: list[Event]) -> None:
+    """The events as the trainer's EventWriter writes them; every event carries its fixed time."""
+    assert all(e.time is not None for e in events), "a fixture event without a fixed time"
+    _write_lines(path, [e.to_record() for e in events])
+
+
 def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: int = 40, kl_coef: float = 0.1,
-                      with_warnings: bool = True, status: str = "completed", *, max_steps: int | None = None,
-                      project: str = "grpo-run", model: str = MODEL) -> Path:
+                      with_warnings: bool = True, status: Status | str = Status.COMPLETED, *,
+                      max_steps: int | None = None, project: str = "grpo-run", model: str = MODEL) -> Path:
     """Write a finished run (``completed``, ``stopped`` or ``failed``) that logged ``steps`` steps; return its path.
 
     ``max_steps`` (default ``steps``) is the configured length: a stopped or failed run usually ended before it.
     """
-    if status not in FINAL_STATUSES:
-        raise ValueError(f"status must be one of {FINAL_STATUSES}, not {status!r}")
+    parsed = Status.parse(status)
+    if parsed is None or not parsed.is_final:
+        finals = [s.value for s in Status if s.is_final]
+        raise ValueError(f"status must be one of {finals}, not {status!r}")
+    status = parsed
     max_steps = max_steps or steps
     folder = RunFolder.create(Path(runs_dir), run_id)
     path = folder.path
@@ -123,36 +143,33 @@ def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: i
 
     end_step = steps
     ended = step_time(end_step) + 2.0
-    events: list[dict] = [{
-        "type": "run_started", "time": BASE_TIME, "run_id": run_id, "pid": 999001, "host": "fixture-host",
-        "world_size": 1, "project_name": project, "model": model, "max_steps": max_steps,
-    }]
+    events: list[Event] = [RunStarted(
+        time=BASE_TIME, run_id=run_id, pid=999001, host="fixture-host", world_size=1, project_name=project,
+        model=model, max_steps=max_steps,
+    )]
     warnings = _warnings(steps, kl_coef) if with_warnings else []
     for step in range(1, steps + 1):
         events.append(metrics_at(step, steps, max_steps, kl_coef))
-        events.extend(w for w in warnings if w["step"] == step)
+        events.extend(w for w in warnings if w.step == step)
         if step % SAVE_STEPS == 0:
-            events.append({"type": "checkpoint", "time": step_time(step) + 0.1, "step": step,
-                           "path": f"checkpoints/checkpoint-{step}"})
+            events.append(Checkpoint(time=step_time(step) + 0.1, step=step, path=f"checkpoints/checkpoint-{step}"))
     checkpoints = [s for s in range(SAVE_STEPS, steps + 1, SAVE_STEPS)]
-    if status == "completed":
-        events.append({"type": "summary", "time": ended - 1.5, "step": end_step, "train_runtime": ended - BASE_TIME,
-                       "train_loss": 0.0123})
-        events.append({"type": "checkpoint", "time": ended - 1.0, "step": end_step, "path": "final", "final": True})
-    elif status == "stopped":
-        events.append({"type": "stop_requested", "time": ended - 1.8, "reason": EXIT_REASONS["stopped"], "step": end_step})
+    if status is Status.COMPLETED:
+        events.append(Summary(time=ended - 1.5, step=end_step,
+                              values={"train_runtime": ended - BASE_TIME, "train_loss": 0.0123}))
+        events.append(Checkpoint(time=ended - 1.0, step=end_step, path="final", final=True))
+    elif status is Status.STOPPED:
+        events.append(StopRequested(time=ended - 1.8, reason=EXIT_REASONS[status], step=end_step))
         if end_step not in checkpoints:
             checkpoints.append(end_step)
-            events.append({"type": "checkpoint", "time": ended - 1.0, "step": end_step,
-                           "path": f"checkpoints/checkpoint-{end_step}"})
+            events.append(Checkpoint(time=ended - 1.0, step=end_step, path=f"checkpoints/checkpoint-{end_step}"))
     else:
-        events.append({"type": "error", "time": ended - 1.0, "kind": "exception", "message": EXIT_REASONS["failed"],
-                       "traceback": "Traceback (most recent call last):\n  File \"trainer_core/runner.py\", line 183, "
-                                    f"in _train\n    trainer.train()\ntorch.{EXIT_REASONS['failed']}\n",
-                       "step": end_step})
-    events.append({"type": "run_finished", "time": ended, "status": status, "reason": EXIT_REASONS[status],
-                   "step": end_step})
-    _write_lines(folder.events_file, events)
+        events.append(Error(time=ended - 1.0, kind="exception", message=EXIT_REASONS[status],
+                            traceback="Traceback (most recent call last):\n  File \"trainer_core/runner.py\", line 183, "
+                                      f"in _train\n    trainer.train()\ntorch.{EXIT_REASONS[status]}\n",
+                            step=end_step))
+    events.append(RunFinished(time=ended, status=status, reason=EXIT_REASONS[status], step=end_step))
+    _write_events(folder.events_file, events)
 
     samples = []
     for step in range(max(1, steps - 1), steps + 1):
@@ -165,9 +182,8 @@ def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: i
     log = [f"[grpo-tui] run {run_id}: loading {model}", "[grpo-tui] training: 1 process(es) on cpu"]
     for step in range(1, steps + 1):
         if step == 1 or step % 10 == 0 or step == steps:
-            m = metrics_at(step, steps, max_steps, kl_coef)
-            log.append(format_metrics_line(step, max_steps, {k: v for k, v in m.items() if k not in ("type", "time")}))
-    if status == "failed":
+            log.append(format_metrics_line(step, max_steps, metrics_at(step, steps, max_steps, kl_coef).values))
+    if status is Status.FAILED:
         log += ["Traceback (most recent call last):", '  File "trainer_core/runner.py", line 183, in _train',
                 "    trainer.train()", f"torch.{EXIT_REASONS['failed']}"]
     log.append(f"[grpo-tui] run {status}" + (f": {EXIT_REASONS[status]}" if EXIT_REASONS[status] else ""))
@@ -176,11 +192,11 @@ def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: i
 
     for step in checkpoints:
         (folder.checkpoints_dir / f"checkpoint-{step}").mkdir(parents=True, exist_ok=True)
-    if status == "completed":
+    if status is Status.COMPLETED:
         (path / "final").mkdir(exist_ok=True)
 
     state = {
-        "format_version": FORMAT_VERSION, "run_id": run_id, "status": status,
+        "format_version": FORMAT_VERSION, "run_id": run_id, "status": status.value,
         # pids no live process can be: the recorded start times are fixed in the past
         "pid": 999001, "pid_start_time": BASE_TIME - 1.0, "root_pid": 999000, "root_start_time": BASE_TIME - 2.0,
         "command": ["python", "-m", "trainer_core", "worker", str(path)],
@@ -196,9 +212,9 @@ def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: i
 def make_three_runs(runs_dir) -> list[Path]:
     """A completed, a stopped and a failed run, newest first as the runs list sorts them."""
     return [
-        make_finished_run(runs_dir, "20260103-000000-cdef01", steps=12, status="failed", max_steps=40,
+        make_finished_run(runs_dir, "20260103-000000-cdef01", steps=12, status=Status.FAILED, max_steps=40,
                           with_warnings=False, project="oom-test"),
-        make_finished_run(runs_dir, "20260102-000000-bcdef0", steps=25, status="stopped", max_steps=40,
+        make_finished_run(runs_dir, "20260102-000000-bcdef0", steps=25, status=Status.STOPPED, max_steps=40,
                           kl_coef=0.0, project="no-kl"),
-        make_finished_run(runs_dir, "20260101-000000-abcdef", steps=40, status="completed"),
+        make_finished_run(runs_dir, "20260101-000000-abcdef", steps=40, status=Status.COMPLETED),
     ]

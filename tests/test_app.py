@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 import time
 
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.runner import train
-
 from grpo_tui.api import launch
 from grpo_tui.app import make_app
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.screens.runs import RunsScreen
 from grpo_tui.widgets.health_panel import CriticalBanner, HealthPanel
 from grpo_tui.widgets.metric_chart import MetricChart
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.event_log import EventWriter, read_events
+from trainer_core.contract.events import EventType, HealthWarning, Metrics, RunStarted
+from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.severity import Severity
+from trainer_core.contract.status import Status
+from trainer_core.runner import train
 
 from .conftest import EXAMPLES, wait_for
 
@@ -44,8 +47,8 @@ async def test_reattaching_to_a_finished_run_shows_every_step(tiny_model, runs_d
     async with app.run_test(size=(100, 30)) as pilot:
         screen = app.screen
         assert isinstance(screen, MonitorScreen)
-        await wait_until(pilot, lambda: screen.status == "completed" and len(screen.stream.series.get("reward", [])) == 6)
-        assert list(screen.stream.series["reward"].steps) == [1, 2, 3, 4, 5, 6]
+        await wait_until(pilot, lambda: screen.status == "completed" and len(screen.charts.get("reward", ())) == 6)
+        assert list(screen.charts["reward"].steps) == [1, 2, 3, 4, 5, 6] and screen.view.metrics_read == 6
         assert "COMPLETED" in header_text(screen) and "step 6/6" in header_text(screen)
         chart = screen.query_one("#chart-kl", MetricChart)
         assert chart.query_one("PlotextPlot").display and chart.border_title.startswith("KL")
@@ -63,7 +66,7 @@ async def test_a_kl_explosion_run_shows_its_warning_and_advice(tiny_model, runs_
         assert "kl_explosion" in shown and "Lower --lr" in shown
         markers = screen._markers()
         assert markers and all(1 <= m <= 12 for m in markers)
-        critical = [w for w in screen.stream.warnings if w["severity"] == "critical"]
+        critical = [w for w in screen._all_warnings() if w.severity is Severity.CRITICAL]
         assert screen.query_one(CriticalBanner).has_class("-active") == bool(critical)
 
 
@@ -83,14 +86,14 @@ async def test_stopping_a_live_run_from_the_monitor(tiny_model, runs_dir):
         app = make_app(runs_dir, start="watch", watch=handle.path)
         async with app.run_test(size=(100, 30)) as pilot:
             screen = app.screen
-            await wait_until(pilot, lambda: len(screen.stream.series.get("reward", [])) >= 1, timeout=120)
+            await wait_until(pilot, lambda: screen.view.metrics_read >= 1, timeout=120)
             await wait_until(pilot, lambda: screen.status == "running")
             await pilot.press("s")
             await pilot.pause(0.2)
             await pilot.press("y")
             await wait_until(pilot, lambda: screen.status == "stopped", timeout=120)
             assert "STOPPED" in header_text(screen)
-        assert handle.status() == "stopped"
+        assert handle.status() is Status.STOPPED
         assert handle.folder.checkpoints()
     finally:
         handle.stop(force=True, timeout=1)
@@ -128,9 +131,9 @@ async def test_themes_are_registered_and_selectable(runs_dir):
 async def test_resuming_a_stopped_run_from_the_runs_screen(tiny_model, runs_dir):
     handle = launch(pattern_config(tiny_model, max_steps=2000), runs_dir)
     try:
-        wait_for(lambda: handle.events("metrics"), timeout=120)
+        wait_for(lambda: handle.events(EventType.METRICS), timeout=120)
         assert handle.stop(timeout=120).graceful
-        stopped_at = handle.events("run_finished")[-1]["step"]
+        stopped_at = handle.events(EventType.RUN_FINISHED)[-1].step
         app = make_app(runs_dir)
         async with app.run_test(size=(120, 30)) as pilot:
             screen = app.screen
@@ -140,15 +143,15 @@ async def test_resuming_a_stopped_run_from_the_runs_screen(tiny_model, runs_dir)
             await pilot.press("y")
             await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen), timeout=30)
             monitor = app.screen
-            await wait_until(pilot, lambda: len(monitor.stream.series.get("reward", [])) > stopped_at, timeout=120)
-        steps = [e["step"] for e in handle.events("metrics")]
+            await wait_until(pilot, lambda: monitor.view.metrics_read > stopped_at, timeout=120)
+        steps = [e.step for e in handle.events(EventType.METRICS)]
         assert steps[: stopped_at + 1] == list(range(1, stopped_at + 2))
     finally:
         handle.stop(force=True, timeout=1)
 
 
 def test_downsampling_keeps_every_spike_and_the_last_step():
-    from grpo_tui.widgets.metric_chart import downsample
+    from grpo_tui.services.run_stream import downsample
 
     steps = list(range(1, 100_001))
     values = [0.1] * 100_000
@@ -161,7 +164,6 @@ def test_downsampling_keeps_every_spike_and_the_last_step():
 
 
 def test_run_stream_series_stay_right_when_keys_come_and_go(tmp_path):
-    from trainer_core.contract.event_log import EventWriter
     from grpo_tui.services.run_stream import RunStream
 
     folder = RunFolder.create(tmp_path)
@@ -169,8 +171,8 @@ def test_run_stream_series_stay_right_when_keys_come_and_go(tmp_path):
         for step in range(1, 7):
             extra = {"kl": 0.1 * step} if step not in (3, 4) else {}
             loss = None if step == 5 else 0.5
-            w.emit("metrics", step=step, reward=step / 10, loss=loss, **extra)
-        w.emit("warning", rule="kl_explosion", severity="warn", step=6)
+            w.emit(Metrics(step=step, values={"reward": step / 10, "loss": loss, **extra}))
+        w.emit(HealthWarning("kl_explosion", Severity.WARN, 6, "KL is rising"))
     stream = RunStream(folder)
     stream.poll()
     s = stream.series
@@ -178,9 +180,9 @@ def test_run_stream_series_stay_right_when_keys_come_and_go(tmp_path):
     assert list(s["kl"].steps) == [1, 2, 5, 6] and [round(v, 2) for v in s["kl"].values] == [0.1, 0.2, 0.5, 0.6]
     assert list(s["loss"].steps) == [1, 2, 3, 4, 6]
     assert s["reward"].steps is stream.steps and s["kl"].steps is not stream.steps
-    assert [w["rule"] for w in stream.warnings] == ["kl_explosion"]
+    assert [w.rule for w in stream.warnings] == ["kl_explosion"]
     with EventWriter(folder.events_file) as w:
-        w.emit("metrics", step=7, reward=0.7, loss=0.4, kl=0.7)
+        w.emit(Metrics(step=7, values={"reward": 0.7, "loss": 0.4, "kl": 0.7}))
     stream.poll()
     assert list(s["reward"].steps)[-1] == 7 and list(s["kl"].steps) == [1, 2, 5, 6, 7] and len(stream.times) == 7
 
@@ -204,10 +206,14 @@ async def test_the_command_palette_offers_the_screens_keys(runs_dir):
 async def test_a_lost_runs_monitor_shows_how_long_it_ran_not_the_time_since(runs_dir):
     from .run_fixtures import make_finished_run
 
-    folder = RunFolder(make_finished_run(runs_dir, steps=40, status="completed"))
-    events = [json.loads(line) for line in folder.events_file.read_text().splitlines()]
+    folder = RunFolder(make_finished_run(runs_dir, steps=40, status=Status.COMPLETED))
+    events = read_events(folder.events_file)
     # its processes vanished mid-run: no end recorded, the state still says running
-    folder.events_file.write_text("".join(json.dumps(e) + "\n" for e in events if e["type"] in ("run_started", "metrics")))
+    folder.events_file.unlink()
+    with EventWriter(folder.events_file) as w:
+        for event in events:
+            if isinstance(event, (RunStarted, Metrics)):
+                w.emit(event)  # with the time it was written at
     state = json.loads(folder.state_file.read_text())
     state.update(status="running", ended=None, exit_reason=None, updated=state["started"] + 5)
     folder.state_file.write_text(json.dumps(state))

@@ -1,7 +1,8 @@
-"""Run listing, live status, run references, and the log/dashboard views, on hand-built run folders.
+"""The run catalog, live status, run references, the runs table and the log/dashboard views, on hand-built
+run folders.
 
-Every folder here is written the way the trainer writes one (RunFolder state, EventWriter events), and
-every process is a real one: the test's own, a killed ``sleep``, a live ``sleep`` under a wrong start time.
+Every folder here is written the way the trainer writes one (RunFolder state, EventWriter with typed events),
+and every process is a real one: the test's own, a killed ``sleep``, a live ``sleep`` under a wrong start time.
 """
 
 from __future__ import annotations
@@ -17,47 +18,76 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from grpo_tui.services import registry
-from grpo_tui.services.live_view import follow_log, render, RunView, watch
-from grpo_tui.services.registry import (
-    UnknownRunError, format_table, list_runs, live_status, resolve_run, run_info, tail_events,
+from grpo_tui.cli.runs import format_table
+from grpo_tui.formatting import format_duration, format_steps, format_time, short_model
+from grpo_tui.services.catalog import (
+    RunInfo,
+    UnknownRunError,
+    list_runs,
+    resolve_run,
+    run_info,
+    tail_events,
+    warning_summary,
 )
+from grpo_tui.services.live_view import RunView, follow_log, render, watch
+from grpo_tui.services.run_status import live_status
 from trainer_core.contract.config import RunConfig
 from trainer_core.contract.event_log import BLOCK_SIZE, BackwardLines, EventWriter, read_events, scan_events
-from trainer_core.contract.run_folder import RunFolder, process_start_time
+from trainer_core.contract.events import (
+    Checkpoint,
+    Error,
+    Event,
+    EventType,
+    HealthWarning,
+    Metrics,
+    RunFinished,
+    RunStarted,
+    StopRequested,
+)
+from trainer_core.contract.process import process_start_time
+from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.severity import Severity
+from trainer_core.contract.status import Status
 
 from .conftest import ROOT, wait_for
 
 IDS = ["20260101-090000-aaaaaa", "20260102-090000-bbbbbb", "20260102-091500-bbbccc", "20260103-120000-cccccc"]
 
 
-def make_run(runs_dir: Path, run_id: str, status: str = "completed", pid: int | None = None, **config) -> RunFolder:
+def make_run(runs_dir: Path, run_id: str, status: Status | str = Status.COMPLETED, pid: int | None = None,
+             **config) -> RunFolder:
+    status = Status(status)
     folder = RunFolder.create(runs_dir, run_id)
     settings = {"model": "org/Qwen2.5-0.5B-Instruct", "rl_env_module": "env.py", "rl_env_class": "Env",
                 "project_name": "demo", "max_steps": 10, **config}
     RunConfig(**settings).save(folder.config_file)
     folder.initial_state(pid or os.getpid())
-    if status == "running":
-        folder.write_state(status="running", max_steps=settings["max_steps"])
-    elif status in ("completed", "stopped", "failed"):
+    if status is Status.RUNNING:
+        folder.write_state(status=Status.RUNNING, max_steps=settings["max_steps"])
+    elif status.is_final:
         folder.write_state(status=status, ended=round(time.time() + 5, 3), last_step=3,
-                           exit_reason=None if status == "completed" else f"{status} for a reason")
+                           exit_reason=None if status is Status.COMPLETED else f"{status} for a reason")
     return folder
 
 
 def emit_steps(folder: RunFolder, steps: range, **extra) -> None:
-    writer = EventWriter(folder.events_file)
-    for step in steps:
-        writer.emit("metrics", step=step, loss=0.01 * step, reward=step / 10, reward_std=0.2, entropy=1.5,
-                    **{"completions/mean_length": 11.0, "completions/clipped_ratio": 0.0,
-                       "rewards/score_episode/mean": step / 10, "rewards/score_episode/std": 0.1}, **extra)
-    writer.close()
+    with EventWriter(folder.events_file) as writer:
+        for step in steps:
+            writer.emit(Metrics(step=step, values={
+                "loss": 0.01 * step, "reward": step / 10, "reward_std": 0.2, "entropy": 1.5,
+                "completions/mean_length": 11.0, "completions/clipped_ratio": 0.0,
+                "rewards/score_episode/mean": step / 10, "rewards/score_episode/std": 0.1, **extra,
+            }))
 
 
-def emit(folder: RunFolder, type: str, **fields) -> None:
-    writer = EventWriter(folder.events_file)
-    writer.emit(type, **fields)
-    writer.close()
+def emit(folder: RunFolder, *events: Event) -> None:
+    with EventWriter(folder.events_file) as writer:
+        for event in events:
+            writer.emit(event)
+
+
+def warning(rule: str, severity: Severity, step: int, message: str = "m", advice: str = "a") -> HealthWarning:
+    return HealthWarning(rule, severity, step, message, advice, {})
 
 
 @pytest.fixture
@@ -80,17 +110,19 @@ def sleeper():
 # -- status ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("status", ["completed", "stopped", "failed"])
+@pytest.mark.parametrize("status", [Status.COMPLETED, Status.STOPPED, Status.FAILED])
 def test_a_final_status_is_read_from_the_state(runs_dir, status):
     folder = make_run(runs_dir, IDS[0], status)
-    assert live_status(folder) == status
-    assert run_info(folder).exit_reason == (None if status == "completed" else f"{status} for a reason")
+    assert live_status(folder) is status
+    info = run_info(folder)
+    assert info.status is status
+    assert info.exit_reason == (None if status is Status.COMPLETED else f"{status.value} for a reason")
 
 
 def test_a_running_state_whose_process_is_this_one_is_running(runs_dir):
     folder = make_run(runs_dir, IDS[0], "running")
     assert folder.read_state()["pid"] == os.getpid()
-    assert live_status(folder) == "running"
+    assert live_status(folder) is Status.RUNNING
 
 
 def test_the_launcher_process_alone_keeps_a_run_live(runs_dir, sleeper):
@@ -99,17 +131,17 @@ def test_the_launcher_process_alone_keeps_a_run_live(runs_dir, sleeper):
     proc.kill()
     proc.wait()
     folder.write_state(root_pid=os.getpid(), root_start_time=process_start_time(os.getpid()))
-    assert live_status(folder) == "running"
+    assert live_status(folder) is Status.RUNNING
 
 
 def test_a_running_state_whose_process_died_is_lost(runs_dir, sleeper):
     proc = sleeper()
     folder = make_run(runs_dir, IDS[0], "running", pid=proc.pid)
-    assert live_status(folder) == "running"
+    assert live_status(folder) is Status.RUNNING
     proc.kill()
     proc.wait()
-    assert live_status(folder) == "lost"
-    assert run_info(folder).status == "lost"
+    assert live_status(folder) is Status.LOST
+    assert run_info(folder).status is Status.LOST
 
 
 def test_a_pid_reused_by_an_unrelated_process_is_lost(runs_dir, sleeper):
@@ -117,16 +149,16 @@ def test_a_pid_reused_by_an_unrelated_process_is_lost(runs_dir, sleeper):
     folder = make_run(runs_dir, IDS[0], "running")
     folder.write_state(pid=proc.pid, pid_start_time=process_start_time(proc.pid) - 3600)
     assert proc.poll() is None
-    assert live_status(folder) == "lost"
+    assert live_status(folder) is Status.LOST
 
 
 def test_a_folder_without_state_is_starting_briefly_then_lost(runs_dir):
     folder = RunFolder.create(runs_dir, IDS[0])
     RunConfig(model="m", rl_env_module="e", rl_env_class="E").save(folder.config_file)
-    assert live_status(folder) == "starting"
+    assert live_status(folder) is Status.STARTING
     old = time.time() - 60
     os.utime(folder.path, (old, old))
-    assert live_status(folder) == "lost"
+    assert live_status(folder) is Status.LOST
 
 
 # -- reading the events file ----------------------------------------------------------------------------
@@ -135,7 +167,7 @@ def test_a_folder_without_state_is_starting_briefly_then_lost(runs_dir):
 def test_last_metrics_come_from_the_end_of_a_large_file_with_a_torn_line(runs_dir):
     folder = make_run(runs_dir, IDS[0], "completed")
     emit_steps(folder, range(1, 50_001), grad_norm=1.0, learning_rate=1e-5, frac_reward_zero_std=0.0, step_time=0.3)
-    emit(folder, "checkpoint", step=50_000, path="checkpoints/checkpoint-50000")
+    emit(folder, Checkpoint(step=50_000, path="checkpoints/checkpoint-50000"))
     with open(folder.events_file, "a") as fh:
         fh.write("not json at all\n[1, 2]\n")
         fh.write('{"type":"metrics","step":50001,"reward":99')
@@ -144,8 +176,8 @@ def test_last_metrics_come_from_the_end_of_a_large_file_with_a_torn_line(runs_di
 
     lines = BackwardLines(folder.events_file)
     last_event, metrics = tail_events(lines)
-    assert (metrics["step"], metrics["reward"]) == (50_000, 5_000.0)
-    assert last_event["type"] == "checkpoint"
+    assert isinstance(metrics, Metrics) and (metrics.step, metrics.get("reward")) == (50_000, 5_000.0)
+    assert isinstance(last_event, Checkpoint) and last_event.type == "checkpoint" and last_event.step == 50_000
     assert lines.bytes_read <= BLOCK_SIZE < size / 200
 
     run_info(make_run(runs_dir, IDS[1]))  # first-call imports out of the timing below
@@ -153,7 +185,7 @@ def test_last_metrics_come_from_the_end_of_a_large_file_with_a_torn_line(runs_di
     info = run_info(folder)
     quick = time.perf_counter() - started
     started = time.perf_counter()
-    assert read_events(folder.events_file)[-1]["type"] == "checkpoint"
+    assert read_events(folder.events_file)[-1].type == EventType.CHECKPOINT
     full = time.perf_counter() - started
     assert (info.step, info.last_reward, info.total) == (50_000, 5_000.0, 10)
     assert quick < full / 2, (quick, full)
@@ -172,22 +204,25 @@ def test_backward_lines_match_the_forward_read_for_any_block_size(tmp_path):
 
 def test_scan_events_stops_at_the_last_complete_line(tmp_path):
     path = tmp_path / "events.jsonl"
-    done = '{"type":"warning","rule":"a"}\n{"type":"metrics","step":1}\n{"type":"error","message":"boom"}\n'
+    done = ('{"type":"warning","rule":"a","severity":"warn","step":1,"message":"m"}\n{"type":"metrics","step":1}\n'
+            '{"type":"error","message":"boom"}\n')
     path.write_text(done + '{"type":"warning","rule":"torn"')
-    events, end = scan_events(path, ("warning", "error"))
-    assert [e["type"] for e in events] == ["warning", "error"] and end == len(done)
-    assert scan_events(path, ("warning",), start=end) == ([], end)
+    events, end = scan_events(path, (EventType.WARNING, EventType.ERROR))
+    assert [e.type for e in events] == ["warning", "error"] and end == len(done)
+    assert isinstance(events[0], HealthWarning) and events[0].rule == "a"
+    assert isinstance(events[1], Error) and events[1].message == "boom"
+    assert scan_events(path, (EventType.WARNING,), start=end) == ([], end)
 
 
 def test_warnings_count_warn_and_critical_and_follow_appends(runs_dir):
     folder = make_run(runs_dir, IDS[0], "running")
     emit_steps(folder, range(1, 4))
-    emit(folder, "warning", rule="reward_flat", severity="warn", step=3, message="m", advice="a", evidence={})
-    emit(folder, "warning", rule="just_saying", severity="info", step=3, message="m", advice="a", evidence={})
+    emit(folder, warning("reward_flat", Severity.WARN, 3), warning("just_saying", Severity.INFO, 3))
     info = run_info(folder)
     assert (info.warnings, info.last_warning, info.step) == (1, "reward_flat", 3)
-    emit(folder, "warning", rule="kl_exploding", severity="critical", step=4, message="m", advice="a", evidence={})
+    emit(folder, warning("kl_exploding", Severity.CRITICAL, 4))
     assert (run_info(folder).warnings, run_info(folder).last_warning) == (2, "kl_exploding")
+    assert warning_summary(folder.events_file) == (2, "kl_exploding")
 
 
 def test_run_info_fields_and_json(runs_dir):
@@ -195,11 +230,31 @@ def test_run_info_fields_and_json(runs_dir):
     assert run_info(folder).total is None and run_info(folder).step is None
     folder.write_state(max_steps=40)
     emit_steps(folder, range(1, 6))
-    data = json.loads(json.dumps(run_info(folder).to_dict()))
+    info = run_info(folder)
+    assert isinstance(info, RunInfo) and info.status is Status.RUNNING and info.alerts == []
+    data = json.loads(json.dumps(info.to_dict()))
     assert data["run_id"] == IDS[0] and data["path"] == str(folder.path)
     assert (data["project"], data["model"], data["status"]) == ("demo", "org/Qwen2.5-0.5B-Instruct", "running")
     assert (data["step"], data["total"], data["last_reward"], data["ended"]) == (5, 40, 0.5, None)
-    assert data["duration"] >= 0
+    assert data["duration"] >= 0 and data["alerts"] == []
+
+
+def test_the_json_row_of_a_run_with_alerts_is_plain_strings(runs_dir, sleeper):
+    proc = sleeper()
+    folder = make_run(runs_dir, IDS[0], "running", pid=proc.pid)
+    emit_steps(folder, range(1, 3))
+    emit(folder, Error(kind="trainer_exit", message="the trainer was killed by SIGKILL", step=2))
+    proc.kill()
+    proc.wait()
+    info = run_info(folder)
+    assert info.status is Status.LOST and [a.rule for a in info.alerts] == ["crash_killed"]
+    assert isinstance(info.alerts[0], HealthWarning) and info.alerts[0].severity is Severity.CRITICAL
+    data = info.to_dict()
+    assert data["status"] == "lost" and type(data["status"]) is str
+    [alert] = data["alerts"]
+    assert alert["rule"] == "crash_killed" and alert["severity"] == "critical" and type(alert["severity"]) is str
+    assert "type" not in alert and "time" not in alert and alert["step"] == 2
+    assert json.loads(json.dumps(data)) == data
 
 
 # -- listing and resolving ------------------------------------------------------------------------------
@@ -261,7 +316,7 @@ def test_the_table_renders_every_status(runs_dir, sleeper):
     dead.wait()
     running = make_run(runs_dir, "20260104-000000-dddddd", "running")
     emit_steps(running, range(1, 4))
-    emit(running, "warning", rule="reward_flat", severity="warn", step=3, message="m", advice="a", evidence={})
+    emit(running, warning("reward_flat", Severity.WARN, 3))
     console = Console(record=True, width=200, file=io.StringIO())
     console.print(format_table(list_runs(runs_dir)))
     text = console.export_text()
@@ -269,15 +324,22 @@ def test_the_table_renders_every_status(runs_dir, sleeper):
                  "1 (reward_flat)", "demo"):
         assert word in text, word
     assert "org/" not in text
-    assert registry.format_duration(3723) == "1:02:03"
+
+
+def test_durations_steps_and_models_in_plain_words():
+    assert format_duration(3723) == "1:02:03" and format_duration(None) == "-"
+    assert (format_steps(None, None), format_steps(None, 40), format_steps(3, 40), format_steps(3, None)) == (
+        "-", "-/40", "3/40", "3")
+    assert short_model("org/Qwen2.5-0.5B-Instruct") == "Qwen2.5-0.5B-Instruct" and short_model(None) == "-"
+    assert short_model("/models/llama/") == "llama" and short_model("x" * 40, width=10) == "x" * 9 + "…"
 
 
 def test_started_times_are_local_and_short_this_year():
     now = time.time()
     old = now - 2 * 366 * 86400
-    assert registry.format_time(now, now) == time.strftime("%m-%d %H:%M", time.localtime(now))
-    assert registry.format_time(old, now) == time.strftime("%Y-%m-%d", time.localtime(old))
-    assert registry.format_time(None) == "-"
+    assert format_time(now, now) == time.strftime("%m-%d %H:%M", time.localtime(now))
+    assert format_time(old, now) == time.strftime("%Y-%m-%d", time.localtime(old))
+    assert format_time(None) == "-"
 
 
 # -- live views -----------------------------------------------------------------------------------------
@@ -291,8 +353,8 @@ def frame(folder: RunFolder) -> str:
 
 def test_watch_shows_metrics_and_says_kl_is_not_measured_without_a_kl_penalty(runs_dir):
     folder = make_run(runs_dir, IDS[0], "running", rl_kl_coef=0.0)
-    emit(folder, "run_started", run_id=folder.run_id, pid=os.getpid(), host="h", world_size=1, project_name="demo",
-         model="m", max_steps=10)
+    emit(folder, RunStarted(run_id=folder.run_id, pid=os.getpid(), host="h", world_size=1, project_name="demo",
+                            model="m", max_steps=10))
     emit_steps(folder, range(1, 5))
     text = frame(folder)
     assert IDS[0] in text and "running" in text and "step 4/10" in text
@@ -303,10 +365,10 @@ def test_watch_shows_metrics_and_says_kl_is_not_measured_without_a_kl_penalty(ru
 def test_watch_shows_kl_when_measured_and_a_warnings_advice_and_the_error(runs_dir):
     folder = make_run(runs_dir, IDS[0], "failed", rl_kl_coef=0.1)
     emit_steps(folder, range(1, 3), kl=0.0123)
-    emit(folder, "warning", rule="reward_flat", severity="warn", step=2, message="Every completion scores 0.",
-         advice="Check score_episode on a few rows by hand.", evidence={})
-    emit(folder, "error", kind="exception", message="RuntimeError: out of memory", traceback="Traceback ...", step=2)
-    emit(folder, "run_finished", status="failed", reason="RuntimeError: out of memory", step=2)
+    emit(folder,
+         warning("reward_flat", Severity.WARN, 2, "Every completion scores 0.", "Check score_episode on a few rows by hand."),
+         Error(kind="exception", message="RuntimeError: out of memory", traceback="Traceback ...", step=2),
+         RunFinished(status=Status.FAILED, reason="RuntimeError: out of memory", step=2))
     text = frame(folder)
     assert "0.0123" in text and "not measured" not in text
     assert "reward_flat" in text and "advice: Check score_episode on a few rows by hand." in text
@@ -329,7 +391,7 @@ def test_watch_returns_the_final_status_of_a_finished_run(runs_dir):
     folder = make_run(runs_dir, IDS[0], "stopped")
     emit_steps(folder, range(1, 3))
     console = Console(file=io.StringIO(), width=100)
-    assert watch(folder, console, refresh=0.01) == "stopped"
+    assert watch(folder, console, refresh=0.01) is Status.STOPPED
 
 
 def test_watch_follows_a_live_run_until_its_process_finishes_it(runs_dir):
@@ -338,21 +400,23 @@ def test_watch_follows_a_live_run_until_its_process_finishes_it(runs_dir):
     trainer = (
         "import os, sys, time\n"
         "from pathlib import Path\n"
-        "from trainer_core.events import EventWriter\n"
-        "from trainer_core.contract.run_folder import RunFolder, process_start_time\n"
+        "from trainer_core.contract.event_log import EventWriter\n"
+        "from trainer_core.contract.events import Metrics\n"
+        "from trainer_core.contract.process import process_start_time\n"
+        "from trainer_core.contract.run_folder import RunFolder\n"
+        "from trainer_core.contract.status import Status\n"
         "folder = RunFolder(Path(sys.argv[1])); writer = EventWriter(folder.events_file)\n"
         "folder.write_state(pid=os.getpid(), pid_start_time=process_start_time(os.getpid()))\n"
         "time.sleep(0.5)\n"
         "for step in (3, 4):\n"
-        "    writer.emit('metrics', step=step, reward=step / 10, loss=0.1); time.sleep(0.3)\n"
-        "writer.emit('run_finished', status='completed', reason=None, step=4)\n"
-        "folder.write_state(status='completed', ended=time.time(), last_step=4)\n"
+        "    writer.emit(Metrics(step=step, values={'reward': step / 10, 'loss': 0.1})); time.sleep(0.3)\n"
+        "folder.record_end(Status.COMPLETED, None, 4, emit=writer.emit)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", trainer, str(folder.path)], cwd=ROOT)
     try:
         wait_for(lambda: folder.read_state()["pid"] == proc.pid, timeout=30)
         console = Console(record=True, width=100, file=io.StringIO())
-        assert watch(folder, console, refresh=0.05) == "completed"
+        assert watch(folder, console, refresh=0.05) is Status.COMPLETED
     finally:
         proc.wait(timeout=30)
     text = console.export_text()
@@ -365,9 +429,11 @@ def test_the_dashboard_tails_new_events_after_catching_up(runs_dir):
     view = RunView(folder)
     assert view.snapshot().step == 2
     emit_steps(folder, range(3, 6))
-    emit(folder, "stop_requested", reason="SIGTERM received", step=5)
-    assert [e["type"] for e in view.update()] == ["metrics"] * 3 + ["stop_requested"]
-    assert view.status == "running"
+    emit(folder, StopRequested(reason="SIGTERM received", step=5))
+    new = view.update()
+    assert [e.type for e in new] == ["metrics"] * 3 + ["stop_requested"]
+    assert [type(e) for e in new] == [Metrics] * 3 + [StopRequested] and [e.step for e in new] == [3, 4, 5, 5]
+    assert view.status is Status.RUNNING
     snap = view.snapshot()
     assert snap.step == 5 and snap.stop_reason == "SIGTERM received"
     assert snap.steps_per_s is None or snap.steps_per_s > 0
@@ -390,11 +456,11 @@ def test_logs_print_the_log_once_or_follow_it_until_the_process_ends(runs_dir):
                            started=time.time())
         wait_for(lambda: folder.log_file.exists(), timeout=20)
         once = io.StringIO()
-        assert follow_log(folder, once) == "running"
+        assert follow_log(folder, once) == Status.RUNNING
         assert once.getvalue().startswith("line 0 ✓\n")
 
         out = io.StringIO()
-        assert follow_log(folder, out, follow=True, poll=0.05) == "lost"
+        assert follow_log(folder, out, follow=True, poll=0.05) == Status.LOST
         assert out.getvalue() == "line 0 ✓\nline 1 ✓\nline 2 ✓\n"
         assert proc.poll() is not None
     finally:
@@ -405,11 +471,14 @@ def test_logs_print_the_log_once_or_follow_it_until_the_process_ends(runs_dir):
 def test_logs_of_a_run_without_a_log_print_nothing(runs_dir):
     folder = make_run(runs_dir, IDS[0], "completed")
     out = io.StringIO()
-    assert follow_log(folder, out, follow=True) == "completed" and out.getvalue() == ""
+    assert follow_log(folder, out, follow=True) == Status.COMPLETED and out.getvalue() == ""
 
 
 def test_the_views_never_import_the_training_stack_or_textual():
-    code = ("import sys, grpo_tui.services.registry, grpo_tui.services.live_view\n"
+    code = ("import sys, grpo_tui.services.catalog, grpo_tui.services.run_status, grpo_tui.services.live_view\n"
+            "import grpo_tui.formatting, grpo_tui.palette, grpo_tui.cli.runs\n"
+            "from grpo_tui.services.catalog import list_runs; from grpo_tui.cli.runs import format_table\n"
+            "format_table(list_runs('/nonexistent'))\n"
             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                                 check=True).stdout.split())

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from trainer_core.contract.events import Error, HealthWarning, Metrics, RunFinished, decode
 from trainer_core.contract.health import HealthMonitor, Thresholds, config_warnings, replay
+from trainer_core.contract.severity import Severity
+from trainer_core.contract.status import Status
 from trainer_core.contract.watch_rules import classify_crash, stall_warning
 
 
-def stream(n, **series):
+def stream(n, **series) -> list[Metrics]:
     """Metrics events for n steps; each series is a list, a constant, or a function of the step."""
     out = []
     for i in range(n):
-        event = {"step": i + 1}
-        for key, values in series.items():
-            event[key.replace("__", "/")] = values(i) if callable(values) else values[i] if isinstance(values, list) else values
-        out.append(event)
+        values = {}
+        for key, v in series.items():
+            values[key.replace("__", "/")] = v(i) if callable(v) else v[i] if isinstance(v, list) else v
+        out.append(Metrics(step=i + 1, values=values))
     return out
 
 
@@ -101,7 +106,7 @@ def test_reward_plateau_after_a_long_flat_window():
 @pytest.mark.parametrize("bad", [None, float("nan"), float("inf")])
 def test_non_finite_fires_at_once(key, bad):
     events = stream(5, **HEALTHY)
-    events[3][key] = bad
+    events[3].values[key] = bad
     warnings = replay(events)
     assert [(w.rule, w.severity, w.step) for w in warnings] == [("non_finite", "critical", 4)]
     assert key in warnings[0].evidence
@@ -116,9 +121,13 @@ def test_truncation_sustained_not_single():
 
 def test_every_warning_has_message_advice_and_evidence():
     events = stream(6, **{**HEALTHY, "kl": 5.0, "completions__clipped_ratio": 0.9})
-    for warning in HealthMonitor().feed(1, events[0]) + replay(events):
-        event = warning.to_event()
-        assert event["message"] and event["advice"] and event["evidence"]
+    warnings = HealthMonitor().feed(1, events[0].values) + replay(events)
+    assert warnings
+    for warning in warnings:
+        assert isinstance(warning, HealthWarning) and isinstance(warning.severity, Severity)
+        record = warning.to_record()
+        assert record["type"] == "warning" and record["message"] and record["advice"] and record["evidence"]
+        assert decode(dict(record)) == dataclasses.replace(warning, time=record["time"])
 
 
 def test_thresholds_are_configurable():
@@ -146,15 +155,20 @@ def test_stall_uses_the_median_step_time():
     ("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE)", "crash_nccl_timeout"),
 ])
 def test_crash_classification_from_the_log(line, rule):
-    warning = classify_crash(f"step 3\n{line}\nmore\n", [], {"step": 3})
+    finished = RunFinished(status=Status.FAILED, reason="exit code 1", step=3)
+    warning = classify_crash(f"step 3\n{line}\nmore\n", [], finished)
     assert warning.rule == rule and warning.severity == "critical" and line[:40] in warning.evidence["log_line"]
+    assert warning.step == 3
 
 
 def test_crash_classification_from_error_events():
-    env_error = {"type": "error", "kind": "environment", "message": "score_episode raised KeyError: 'x'", "case": {"a": 1}}
-    assert classify_crash("", [env_error], None).rule == "crash_environment"
-    killed = {"type": "error", "kind": "trainer_exit", "message": "the trainer was killed by SIGKILL"}
+    env_error = Error(kind="environment", message="score_episode raised KeyError: 'x'", case={"a": 1}, step=4)
+    crash = classify_crash("", [env_error], None)
+    assert crash.rule == "crash_environment" and crash.evidence == {"case": {"a": 1}} and crash.step == 4
+    killed = Error(kind="trainer_exit", message="the trainer was killed by SIGKILL")
     assert classify_crash("", [killed], None).rule == "crash_killed"
+    oom = Error(kind="exception", message="OutOfMemoryError", traceback="torch.OutOfMemoryError: CUDA out of memory.")
+    assert classify_crash("", [oom], None).rule == "crash_oom"
     assert classify_crash("all fine", [], None) is None
 
 

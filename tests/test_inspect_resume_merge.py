@@ -8,7 +8,10 @@ import subprocess
 import sys
 
 from trainer_core.contract.config import RunConfig
+from trainer_core.contract.event_log import read_records
+from trainer_core.contract.events import RunStarted
 from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.status import Status
 from trainer_core.runner import train
 
 from .conftest import ENVS, EXAMPLES, ROOT, cli, events_of, wait_for
@@ -30,8 +33,10 @@ def inspect(tiny_model, runs_dir, module, cls, *extra, samples="16"):
     result.stdout = " ".join(result.stdout.split())
     folders = sorted((runs_dir / "inspections").iterdir())
     summary = json.loads((folders[-1] / "summary.json").read_text())
-    lines = (folders[-1] / "inspection.jsonl").read_text().splitlines() if (folders[-1] / "inspection.jsonl").exists() else []
-    return result, summary, [json.loads(line) for line in lines]
+    records_file = folders[-1] / "inspection.jsonl"
+    records = read_records(records_file)
+    assert len(records) == (len(records_file.read_text().splitlines()) if records_file.exists() else 0)
+    return result, summary, records
 
 
 def flag_names(summary):
@@ -83,16 +88,17 @@ def test_a_lora_run_stopped_at_step_3_resumes_with_steps_4_to_6_then_merges(tiny
                     env_module=str(ENVS / "slow_env.py"), env_class="SlowPattern")
     wait_for(lambda: 2 in metrics_steps(handle), timeout=120, interval=0.05)
     handle.folder.request_stop("test")
-    assert handle.wait(timeout=120) == "stopped"
+    assert handle.wait(timeout=120) is Status.STOPPED
     assert metrics_steps(handle) == [1, 2, 3]
     assert [p.name for p in handle.folder.checkpoints()] == ["checkpoint-3"]
 
     resumed = cli("train", "--resume", handle.run_id, "--runs-dir", str(runs_dir), timeout=300)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert metrics_steps(handle) == [1, 2, 3, 4, 5, 6]
-    started = [e for e in events_of(handle.path) if e["type"] == "run_started"]
-    assert len(started) == 2 and started[1]["resumed_from"] == "checkpoints/checkpoint-3"
-    assert handle.status() == "completed"
+    started = [e for e in events_of(handle.path) if isinstance(e, RunStarted)]
+    assert len(started) == 2 and started[0].resumed_from is None
+    assert started[1].resumed_from == "checkpoints/checkpoint-3"
+    assert handle.status() is Status.COMPLETED
 
     merged = tmp_path / "merged"
     result = cli("merge", handle.run_id, "--output", str(merged), "--runs-dir", str(runs_dir))

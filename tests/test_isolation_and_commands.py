@@ -5,28 +5,65 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from trainer_core.contract.events import Metrics
+
 from .conftest import ROOT, cli, events_of, only_run
 
 HEAVY = ("torch", "transformers", "trl", "datasets", "peft")
+# every module of these packages is imported, found by walking them, so a new module is covered the day it lands
+LIGHT_PACKAGES = ("grpo_tui", "trainer_core.contract")
+# the run's root process and what it starts a vLLM server with: launched by the app side, so as light
+LIGHT_TRAINER_MODULES = ("trainer_core", "trainer_core.run_root", "trainer_core.vllm_server")
+
+
+def loaded_after(code: str) -> set[str]:
+    """Every module in ``sys.modules`` after a fresh interpreter runs ``code``."""
+    out = subprocess.run([sys.executable, "-c", f"{code}\nimport sys; print(' '.join(sys.modules))"],
+                         capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    return set(out.split())
 
 
 def modules_after(code: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-c", f"{code}\nimport sys; print(' '.join(sys.modules))"],
-                         capture_output=True, text=True, cwd=ROOT, check=True).stdout
-    return {name.split(".")[0] for name in out.split()}
+    return {name.split(".")[0] for name in loaded_after(code)}
+
+
+def modules_on_disk(package: str) -> set[str]:
+    """The dotted names of a package's modules, from its files (not from an import). A .py file in a folder
+    that is not a package (the demo environment shipped as package data) is data, not a module."""
+    folder = ROOT.joinpath(*package.split("."))
+    names = set()
+    for path in folder.rglob("*.py"):
+        if not all((parent / "__init__.py").exists() for parent in [path.parent, *path.parent.parents]
+                   if parent.is_relative_to(folder)):
+            continue
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
 
 
 def test_the_app_side_never_imports_the_training_stack():
-    loaded = modules_after(
-        "import grpo_tui, grpo_tui.cli, grpo_tui.services.foreground, grpo_tui.services.supervisor\n"
-        "import grpo_tui.services.gpus, grpo_tui.services.registry, grpo_tui.services.live_view, grpo_tui.api\n"
-        "import trainer_core.run_root, trainer_core.proctree, trainer_core.vllm_server\n"
-        "import grpo_tui.app, grpo_tui.screens.monitor, grpo_tui.screens.runs, grpo_tui.screens.compare\n"
-        "import grpo_tui.screens.launch, grpo_tui.screens.inspect, grpo_tui.services.inspections, grpo_tui.presets\n"
+    loaded = loaded_after(
+        "import importlib, pkgutil\n"
+        f"for root in {LIGHT_PACKAGES!r}:\n"
+        "    package = importlib.import_module(root)\n"
+        "    for found in pkgutil.walk_packages(package.__path__, root + '.'):\n"
+        "        importlib.import_module(found.name)\n"
+        f"for name in {LIGHT_TRAINER_MODULES!r}:\n"
+        "    importlib.import_module(name)\n"
         "from grpo_tui.app import make_app; make_app('/tmp/none')\n"
-        "from grpo_tui.cli import build_parser; build_parser().parse_args(['demo'])"
+        "from grpo_tui.cli import build_parser\n"
+        "for command in ('demo', 'runs', 'watch latest', 'logs latest', 'stop latest', 'tiny-model out'):\n"
+        "    build_parser().parse_args(command.split())"
     )
-    assert not loaded & set(HEAVY), loaded & set(HEAVY)
+    expected = set(LIGHT_TRAINER_MODULES).union(*(modules_on_disk(p) for p in LIGHT_PACKAGES))
+    assert {"grpo_tui.cli.train", "grpo_tui.cli.launch", "grpo_tui.cli.runs", "grpo_tui.cli.stop", "grpo_tui.cli.logs",
+            "grpo_tui.cli.watch", "grpo_tui.cli.inspect", "grpo_tui.cli.merge", "grpo_tui.cli.tiny_model",
+            "grpo_tui.cli.demo", "grpo_tui.services.catalog", "grpo_tui.services.run_status",
+            "grpo_tui.services.live_view", "grpo_tui.api", "trainer_core.contract.events",
+            "trainer_core.contract.status", "trainer_core.contract.event_log"} <= expected
+    assert expected <= loaded, sorted(expected - loaded)
+    heavy = {name.split(".")[0] for name in loaded} & set(HEAVY)
+    assert not heavy, heavy
 
 
 def test_the_trainer_never_imports_textual():
@@ -61,7 +98,7 @@ def test_demo_builds_the_model_once_and_trains(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "building the tiny demo model" in result.stdout
     assert "step 3/3" in result.stdout and "run completed" in result.stdout
-    assert [e["step"] for e in events_of(only_run(runs)) if e["type"] == "metrics"] == [1, 2, 3]
+    assert [e.step for e in events_of(only_run(runs)) if isinstance(e, Metrics)] == [1, 2, 3]
     again = cli("demo", "--max-steps", "1", "--runs-dir", str(tmp_path / "runs2"), env=env)
     assert again.returncode == 0 and "building the tiny demo model" not in again.stdout
 
@@ -72,13 +109,15 @@ import asyncio, sys
 from grpo_tui.app import make_app
 from trainer_core.contract.config import RunConfig
 from trainer_core.contract.event_log import EventWriter
+from trainer_core.contract.events import Metrics
 from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.status import Status
 
 folder = RunFolder.create(sys.argv[1])
 RunConfig(model="m", rl_env_module="e", rl_env_class="E").save(folder.config_file)
-folder.write_state(status="completed", started=1.0, ended=2.0)
+folder.write_state(status=Status.COMPLETED, started=1.0, ended=2.0)
 with EventWriter(folder.events_file) as w:
-    w.emit("metrics", step=1, reward=0.5, reward_std=0.1, kl=0.01)
+    w.emit(Metrics(step=1, values={"reward": 0.5, "reward_std": 0.1, "kl": 0.01}))
 
 async def main():
     app = make_app(sys.argv[1], start="launch")

@@ -19,7 +19,7 @@ from grpo_tui.services.gpus import list_gpus
 from trainer_core.contract.cli_args import config_from_args
 from trainer_core.contract.config import RunConfig
 from trainer_core.contract.process import marked
-from trainer_core.contract.run_folder import FINAL_STATUSES
+from trainer_core.contract.status import FINAL as FINAL_STATUSES  # the final Status members
 
 from .conftest import EXAMPLES
 
@@ -176,7 +176,7 @@ async def test_a_run_launched_from_the_form_opens_its_monitor_and_trains(runs_di
         monitor = None
         while time.monotonic() < deadline:
             await pilot.pause(0.5)
-            if isinstance(app.screen, MonitorScreen) and len(app.screen.stream.series.get("reward") or ()) >= 1:
+            if isinstance(app.screen, MonitorScreen) and len(app.screen.charts.get("reward") or ()) >= 1:
                 monitor = app.screen
                 break
         assert monitor is not None, "the monitor did not show a reward point within 60 s"

@@ -1,9 +1,14 @@
-"""GPU placement: the split between vLLM server and training, and the refusals, before anything starts."""
+"""GPU placement: the split between vLLM server and training, the refusals and the server's port, before
+anything starts."""
+
+import socket
 
 import pytest
 
 from trainer_core.contract.config import ConfigError, RunConfig
+from trainer_core.contract.inspection_key import config_key
 from trainer_core.contract.placement import parse_gpus, plan
+from trainer_core.contract.ports import check_port, free_port
 from trainer_core.vllm_server import server_command
 
 BASE = dict(model="m", rl_env_module="e", rl_env_class="E")
@@ -59,3 +64,21 @@ def test_server_command_binds_loopback_only():
     assert cmd == ["trl", "vllm-serve", "--model", "m", "--tensor-parallel-size", "2", "--host", "127.0.0.1", "--port", "8011"]
     four = RunConfig(**{**BASE, "use_vllm": True, "vllm_mode": "server", "vllm_server_gpus": 4, "vllm_tensor_parallel_size": 2})
     assert server_command(four, 1, executable=["x"])[-2:] == ["--data-parallel-size", "2"]
+
+
+def test_a_free_port_is_local_and_a_taken_one_is_refused_with_the_fix():
+    port = free_port()
+    check_port(port)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        with pytest.raises(ConfigError, match=f"port {port} on 127.0.0.1 is already taken; pass another --vllm-port"):
+            check_port(port)
+
+
+def test_the_inspection_key_names_only_what_an_inspection_measures():
+    base = config_key(RunConfig(**BASE))
+    assert base == config_key(RunConfig(**BASE, lr=0.5, max_steps=7, project_name="other"))
+    assert base != config_key(RunConfig(**BASE, rl_temperature=0.5))
+    assert base != config_key(RunConfig(**{**BASE, "model": "other"}))
+    assert len(base) == 16 and int(base, 16) >= 0

@@ -16,8 +16,10 @@ import pytest
 
 from grpo_tui.api import RunHandle
 from trainer_core.contract.event_log import EventWriter
+from trainer_core.contract.events import Error, EventType, Metrics, RunFinished, RunStarted
 from trainer_core.contract.process import marked, verified
 from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.status import Status
 
 from .conftest import ENVS, EXAMPLES, ROOT, cli, wait_for
 
@@ -35,7 +37,9 @@ def launch(model, runs_dir, *extra, **kw) -> RunHandle:
 
 
 def metrics_steps(handle):
-    return [e["step"] for e in handle.events("metrics")]
+    events = handle.events(EventType.METRICS)
+    assert all(isinstance(e, Metrics) for e in events)
+    return [e.step for e in events]
 
 
 def wait_step(handle, step, timeout=120):
@@ -58,8 +62,9 @@ def assert_nothing_left(handle):
     wait_for(lambda: not marked(handle.path), timeout=30)
     state = handle.folder.read_state()
     for key, start in (("pid", "pid_start_time"), ("root_pid", "root_start_time")):
-        if state.get(key):
-            wait_for(lambda: exited(state[key], state.get(start)), timeout=30)
+        pid, started = state.get(key), state.get(start)
+        if pid:
+            wait_for(lambda pid=pid, started=started: exited(pid, started), timeout=30)
 
 
 def test_a_run_survives_hangup_and_kill_of_the_shell_that_launched_it(tiny_model, runs_dir, tmp_path):
@@ -72,7 +77,7 @@ def test_a_run_survives_hangup_and_kill_of_the_shell_that_launched_it(tiny_model
     os.killpg(shell.pid, signal.SIGHUP)
     os.killpg(shell.pid, signal.SIGKILL)
     shell.wait()
-    assert handle.wait(timeout=180) == "completed"
+    assert handle.wait(timeout=180) is Status.COMPLETED
     assert metrics_steps(handle) == list(range(1, 13))
     assert_nothing_left(handle)
 
@@ -87,7 +92,7 @@ def test_killing_viewers_leaves_the_run_alone(tiny_model, runs_dir):
     for viewer in viewers:
         viewer.send_signal(signal.SIGKILL)
         viewer.wait()
-    assert handle.wait(timeout=180) == "completed"
+    assert handle.wait(timeout=180) is Status.COMPLETED
     assert metrics_steps(handle) == list(range(1, 11))
 
 
@@ -97,9 +102,9 @@ def test_stop_during_training_checkpoints_and_leaves_nothing(tiny_model, runs_di
     result = cli("stop", handle.run_id[:12], "--runs-dir", str(runs_dir))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "stopped gracefully" in result.stdout and "no process of the run is left" in result.stdout
-    final = handle.events("run_finished")[-1]
-    assert final["status"] == "stopped" and handle.status() == "stopped"
-    assert (handle.path / "checkpoints" / f"checkpoint-{final['step']}" / "model.safetensors").exists()
+    final = handle.events(EventType.RUN_FINISHED)[-1]
+    assert isinstance(final, RunFinished) and final.status is Status.STOPPED and handle.status() is Status.STOPPED
+    assert (handle.path / "checkpoints" / f"checkpoint-{final.step}" / "model.safetensors").exists()
     assert_nothing_left(handle)
     again = cli("stop", handle.run_id, "--runs-dir", str(runs_dir))
     assert again.returncode == 0 and "is not running (status: stopped)" in again.stdout
@@ -118,7 +123,7 @@ def test_a_trainer_ignoring_sigterm_is_killed_with_its_own_session_child(tiny_mo
     assert "forced to stop" in result.stdout and "no process of the run is left" in result.stdout
     assert exited(child)
     assert_nothing_left(handle)
-    assert handle.status() == "stopped"
+    assert handle.status() is Status.STOPPED
 
 
 def _fake_running_folder(runs_dir, pid, start_time) -> RunFolder:
@@ -127,8 +132,8 @@ def _fake_running_folder(runs_dir, pid, start_time) -> RunFolder:
     folder.write_state(run_id=folder.run_id, status="running", pid=pid, pid_start_time=start_time,
                        root_pid=pid, root_start_time=start_time, started=time.time() - 60)
     with EventWriter(folder.events_file) as writer:
-        writer.emit("run_started", run_id=folder.run_id)
-        writer.emit("metrics", step=1, reward=0.25)
+        writer.emit(RunStarted(run_id=folder.run_id))
+        writer.emit(Metrics(step=1, values={"reward": 0.25}))
     return folder
 
 
@@ -154,8 +159,8 @@ def test_two_processes_launched_then_stopped_leave_nothing(tiny_model, runs_dir)
     assert len([p for p in marked(handle.path) if "worker" in " ".join(p.cmdline())]) >= 3
     result = cli("stop", handle.run_id, "--runs-dir", str(runs_dir))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert handle.status() == "stopped"
-    assert len(handle.events("run_started")) == 1 and len(handle.events("run_finished")) == 1
+    assert handle.status() is Status.STOPPED
+    assert len(handle.events(EventType.RUN_STARTED)) == 1 and len(handle.events(EventType.RUN_FINISHED)) == 1
     assert_nothing_left(handle)
 
 
@@ -164,7 +169,7 @@ def test_runs_json_reports_every_status(tiny_model, runs_dir):
     failed = launch(tiny_model, runs_dir, "--max-steps", "3", env_module=str(ENVS / "bad_envs.py"), env_class="Raises")
     completed = launch(tiny_model, runs_dir, "--max-steps", "2")
     lost = launch(tiny_model, runs_dir, "--max-steps", "2000")
-    assert failed.wait(timeout=180) == "failed" and completed.wait(timeout=180) == "completed"
+    assert failed.wait(timeout=180) is Status.FAILED and completed.wait(timeout=180) is Status.COMPLETED
     wait_step(lost, 1)
     for proc in [psutil.Process(p.pid) for p in marked(lost.path)]:
         proc.kill()
@@ -198,7 +203,8 @@ def test_vllm_server_mode_places_starts_checks_and_stops_the_server(tiny_model, 
     assert "request /health/" in (handle.path / "vllm_server.log").read_text()
     assert_nothing_left(handle)
     wait_for(lambda: exited(server["pid"]), timeout=30)
-    assert "vLLM" in handle.events("error")[0]["message"]  # this machine has no vLLM: the trainer says so
+    error = handle.events(EventType.ERROR)[0]
+    assert isinstance(error, Error) and "vLLM" in error.message  # this machine has no vLLM: the trainer says so
 
 
 def test_an_unhealthy_vllm_server_fails_the_run_with_its_log(tiny_model, runs_dir, tmp_path):
@@ -206,9 +212,9 @@ def test_an_unhealthy_vllm_server_fails_the_run_with_its_log(tiny_model, runs_di
            "FAKE_VLLM_RECORD": str(tmp_path / "s.json"), "FAKE_VLLM_UNHEALTHY": "1"}
     result = cli(*launch_args(tiny_model, runs_dir, "--use-vllm", "--vllm-mode", "server", "--vllm-timeout", "3"), env=env)
     handle = RunHandle(RunFolder(Path(json.loads(result.stdout)["path"])))
-    assert handle.wait(timeout=60) == "failed"
-    error = handle.events("error")[0]
-    assert "not healthy" in error["message"] and "fake vllm serving" in error["message"]
+    assert handle.wait(timeout=60) is Status.FAILED
+    error = handle.events(EventType.ERROR)[0]
+    assert isinstance(error, Error) and "not healthy" in error.message and "fake vllm serving" in error.message
     assert_nothing_left(handle)
 
 

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 from . import vllm_server
@@ -21,7 +22,7 @@ from .contract.config import RunConfig
 from .contract.event_log import EventWriter, last_step
 from .contract.events import Error
 from .contract.placement import Placement
-from .contract.ports import SERVER_URL_ENV, free_port
+from .contract.ports import SERVER_URL_ENV, check_port, free_port
 from .contract.process import collect, process_start_time, run_env, spawn_logged, terminate
 from .contract.run_folder import RunFolder
 from .contract.status import Status
@@ -90,8 +91,14 @@ class RunRoot:
         except KeyboardInterrupt:
             self._record_end_now(Status.STOPPED, "stop requested before training started")
             code = 3
+        except Exception as exc:  # a bug here must still leave the run failed with its traceback, not lost
+            traceback.print_exc()
+            self._record_failure("exception", f"the run's root process failed: {type(exc).__name__}: {exc}")
+            code = 1
         finally:
             self._stop_server()
+        if self.folder.read_state().get("root_pid") != pid:
+            return code  # a resume has already started the run again under a new root: its end is not ours
         status = self.folder.status()
         if status is None or not status.is_final:
             if self.signals or self.folder.stop_file.exists():
@@ -109,7 +116,7 @@ class RunRoot:
 
     def _start_server(self, config: RunConfig) -> str:
         port = self.server_port or free_port()
-        vllm_server.check_port(port)
+        check_port(port)
         cmd = vllm_server.server_command(config, port)
         record = {"command": cmd, "port": port, "gpus": self.placement.server_gpus}
         self.folder.write_state(vllm_server=record)  # the command is on record even if the start fails

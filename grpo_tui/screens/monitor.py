@@ -28,10 +28,11 @@ from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 
-from ..services import run_stream
+from ..services import run_reader
 from ..services.gpus import list_gpus
+from ..services.run_reader import Post
 from ..services.run_status import run_duration, run_total
-from ..services.run_stream import EMPTY_CHARTS, ChartData, ChartRequest, Post, RunStream, StreamView
+from ..services.run_stream import EMPTY_CHARTS, ChartData, ChartRequest, RunStream, StreamView
 from ..widgets.completions import CompletionsTable
 from ..widgets.gpu_panel import GpuPanel
 from ..widgets.health_panel import CriticalBanner, HealthPanel
@@ -139,7 +140,7 @@ class MonitorScreen(Screen):
     @work(thread=True, exclusive=True, group="tail", exit_on_error=False)
     def follow(self) -> None:
         worker = get_current_worker()
-        run_stream.follow(self.folder, self.config, self._requests, lambda post: self.post_message(self.Updated(post)),
+        run_reader.follow(self.folder, self.config, self._requests, lambda post: self.post_message(self.Updated(post)),
                           lambda: worker.is_cancelled)
 
     @work(thread=True, exclusive=True, group="charts", exit_on_error=False)

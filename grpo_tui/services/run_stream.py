@@ -1,6 +1,6 @@
-"""A run's event stream folded into what the monitor draws, by one reader thread that posts frozen values.
+"""A run's event stream folded into what the monitor draws, and the frozen values a viewer gets of it.
 
-``follow`` is that reader. It owns a ``RunStream``, whose ``poll()`` reads what was appended to
+The reader thread (``run_reader.follow``) owns a ``RunStream``, whose ``poll()`` reads what was appended to
 events.jsonl since the last call (by byte offset; an unfinished last line waits for the next poll) and
 folds it into series that keep every charted point (float32, filled column by column: a 100k-step run
 loads in about a second, a million steps fit in ~200 MB; the disk keeps full precision).
@@ -14,32 +14,19 @@ at the pace charts are drawn, not at the pace of the posts.
 
 from __future__ import annotations
 
-import json
-import time
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import groupby
-from queue import Empty, SimpleQueue
 from types import MappingProxyType
 
 from trainer_core.contract.event_log import EventTail
 from trainer_core.contract.events import Event, HealthWarning, Metrics, UnknownEvent
 from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
-
-from .log_follow import LogFollower
-from .run_health import watcher_warnings
-from .run_status import live_status
 
 CHARTED = {"reward", "reward_std", "kl", "loss", "entropy", "completions/mean_length", "completions/clipped_ratio",
            "clip_ratio/region_mean", "grad_norm", "learning_rate", "num_tokens", "frac_reward_zero_std"}
 CHUNK_BYTES = 2 * 1024 * 1024
-POLL_SECONDS = 0.15
-SLOW_SECONDS = 1.0  # state and status, samples, log
-ALERT_SECONDS = 5.0  # stall and crash checks
-POST_SECONDS = 0.25  # plain metrics are posted no more often (a viewer draws no faster than that anyway)
-LOG_TAIL_BYTES = 256 * 1024  # a viewer shows the end of trainer.log
 
 
 def charted(key: str) -> bool:
@@ -315,95 +302,3 @@ class RunStream:
             if found is not None and key not in series:
                 series[key] = found.snapshot(key, max(int(buckets), 1))
         return ChartData(request, MappingProxyType(series))
-
-
-# -- the reader: the one thread that owns a RunStream ---------------------------------------------------
-
-@dataclass(frozen=True)
-class Slow:
-    """What the reader re-reads once a second: state and status, watcher alerts, samples, new log text."""
-
-    status: Status
-    state: Mapping
-    alerts: tuple[HealthWarning, ...]
-    samples: tuple[dict, ...]
-    log_text: str
-
-
-@dataclass(frozen=True)
-class Post:
-    """One message's worth from the reader. ``final``: the stream, handed over once it is read to its end
-    (the reader has stopped and nothing changes it any more)."""
-
-    view: StreamView
-    slow: Slow | None = None
-    charts: ChartData | None = None
-    final: RunStream | None = None
-
-
-def latest_request(requests: SimpleQueue, current: ChartRequest | None, timeout: float = 0.0) -> ChartRequest | None:
-    """The newest request on the queue (waiting up to ``timeout`` for one), else ``current``."""
-    try:
-        current = requests.get(timeout=timeout) if timeout else requests.get_nowait()
-        while True:
-            current = requests.get_nowait()
-    except Empty:
-        return current
-
-
-def follow(folder: RunFolder, config: dict, requests: SimpleQueue, post: Callable[[Post], None],
-           cancelled: Callable[[], bool]) -> None:
-    """Read a run until it has ended (or ``cancelled()``), posting what changed: at once for warnings,
-    lifecycle events and asked-for charts, at most every POST_SECONDS for plain metrics. Charts are built
-    only for the ``ChartRequest``s that arrive on ``requests``; waiting on it lets one wake the reader."""
-    stream = RunStream(folder)
-    log = LogFollower(folder.log_file, limit=LOG_TAIL_BYTES)
-    pending = StreamUpdate()
-    request: ChartRequest | None = None
-    answered, built = 0, None
-    posted_at = slow_at = alerts_at = float("-inf")
-    alerts: tuple[HealthWarning, ...] = ()
-    while not cancelled():
-        update = stream.poll()
-        pending.add(update)
-        now = time.monotonic()
-        slow = None
-        if now - slow_at >= SLOW_SECONDS:
-            slow_at = now
-            state = folder.read_state()
-            status = live_status(folder, state)
-            log_text = log.read()
-            if now - alerts_at >= ALERT_SECONDS or not status.is_live:
-                alerts_at = now
-                alerts = tuple(watcher_warnings(folder, status, config=config))
-            slow = Slow(status, MappingProxyType(state), alerts, tuple(read_samples(folder)), log_text)
-        done = slow is not None and not slow.status.is_live and not update
-        request = latest_request(requests, request)
-        charts = None
-        if request is not None and (request.serial > answered or done) and (request.serial, stream.metrics_read) != built:
-            charts, answered, built = stream.charts(request), request.serial, (request.serial, stream.metrics_read)
-        if slow or charts or done or pending.warnings or pending.lifecycle or (pending and now - posted_at >= POST_SECONDS):
-            post(Post(stream.view(pending), slow, charts, stream if done else None))
-            pending, posted_at = StreamUpdate(), now
-        if done:
-            return
-        request = latest_request(requests, request, timeout=POLL_SECONDS)
-
-
-def read_samples(folder: RunFolder, limit: int = 50) -> list[dict]:
-    """The newest scored completions (reads the end of samples.jsonl only)."""
-    try:
-        with open(folder.samples_file, "rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(0, size - 256 * 1024))
-            lines = fh.read().splitlines()[-limit - 1:]
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out[-limit:]

@@ -31,6 +31,7 @@ from .gpus import visible_indices
 from .run_status import live_status
 
 DEFAULT_STOP_TIMEOUT = 300.0
+RESUME_WAIT_S = 30.0
 
 
 def create_run(config: RunConfig, runs_dir=None, *, gpus: list[int] | None = None, num_processes: int | None = None,
@@ -139,6 +140,16 @@ def _record_forced_end(folder: RunFolder) -> None:
                       last_step(folder.events_file))
 
 
+def _exited(folder: RunFolder, timeout: float) -> bool:
+    """Wait up to ``timeout`` s for every process of the run to exit (a run records its end a moment before)."""
+    deadline = time.monotonic() + timeout
+    while run_processes(folder):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def prepare_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[int] | None = None,
                    num_processes: int | None = None) -> Placement:
     """Make a stopped or failed run ready to continue from its last checkpoint, in the same folder.
@@ -147,6 +158,9 @@ def prepare_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: lis
     checkpoint the run resumed from. Raises ConfigError with what is wrong and what to do.
     """
     status = live_status(folder)
+    if status.is_final and not _exited(folder, RESUME_WAIT_S):
+        raise ConfigError("resume", f"run {folder.run_id} is {status}, but its processes are still exiting after "
+                          f"{RESUME_WAIT_S:.0f}s; wait for them (or `grpo-tui stop {folder.run_id} --force`), then resume.")
     if not status.resumable:
         hint = "stop it first" if status.is_live else "start a new run (or raise --max-steps on a copy of its config)"
         raise ConfigError("resume", f"run {folder.run_id} is {status}; only stopped, failed or lost runs can be resumed: {hint}.")

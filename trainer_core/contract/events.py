@@ -154,10 +154,10 @@ class HealthWarning(Event):
     """A health rule that fired (a ``warning`` event): what is wrong, the evidence, and what to change."""
 
     type: ClassVar = EventType.WARNING
-    rule: str
-    severity: Severity
-    step: int
-    message: str
+    rule: str = ""
+    severity: Severity = Severity.WARN
+    step: int = 0
+    message: str = ""
     advice: str = ""
     evidence: dict = field(default_factory=dict)
 
@@ -208,7 +208,10 @@ def decode(record: dict) -> Event:
             kwargs[key] = value
         else:
             extra[key] = value
-    return cls(time=stamp, extra=extra, **kwargs)
+    try:
+        return cls(time=stamp, extra=extra, **kwargs)
+    except (TypeError, ValueError):  # a field of the wrong kind: keep the line, untyped, rather than fail
+        return UnknownEvent(time=stamp, type_name=kind, extra={**kwargs, **extra})
 
 
 def clean(value: Any) -> Any:

@@ -1,0 +1,120 @@
+"""The monitor's reader: the one thread that owns a run's ``RunStream`` and posts frozen values of it.
+
+It polls the events file, re-reads state, alerts, samples and the log once a second, and builds chart
+snapshots only when a viewer asks for them (``ChartRequest`` on a queue the reader waits on, so a request
+wakes it at once). Everything it posts is immutable: see ``run_stream``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from queue import Empty, SimpleQueue
+from types import MappingProxyType
+
+from trainer_core.contract.events import HealthWarning
+from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.status import Status
+
+from .log_follow import LogFollower
+from .run_health import watcher_warnings
+from .run_status import live_status
+from .run_stream import ChartData, ChartRequest, RunStream, StreamUpdate, StreamView
+
+POLL_SECONDS = 0.15
+SLOW_SECONDS = 1.0  # state and status, samples, log
+ALERT_SECONDS = 5.0  # stall and crash checks
+POST_SECONDS = 0.25  # plain metrics are posted no more often (a viewer draws no faster than that anyway)
+LOG_TAIL_BYTES = 256 * 1024  # a viewer shows the end of trainer.log
+
+
+@dataclass(frozen=True)
+class Slow:
+    """What the reader re-reads once a second: state and status, watcher alerts, samples, new log text."""
+
+    status: Status
+    state: Mapping
+    alerts: tuple[HealthWarning, ...]
+    samples: tuple[dict, ...]
+    log_text: str
+
+
+@dataclass(frozen=True)
+class Post:
+    """One message's worth from the reader. ``final``: the stream, handed over once it is read to its end
+    (the reader has stopped and nothing changes it any more)."""
+
+    view: StreamView
+    slow: Slow | None = None
+    charts: ChartData | None = None
+    final: RunStream | None = None
+
+
+def latest_request(requests: SimpleQueue, current: ChartRequest | None, timeout: float = 0.0) -> ChartRequest | None:
+    """The newest request on the queue (waiting up to ``timeout`` for one), else ``current``."""
+    try:
+        current = requests.get(timeout=timeout) if timeout else requests.get_nowait()
+        while True:
+            current = requests.get_nowait()
+    except Empty:
+        return current
+
+
+def follow(folder: RunFolder, config: dict, requests: SimpleQueue, post: Callable[[Post], None],
+           cancelled: Callable[[], bool]) -> None:
+    """Read a run until it has ended (or ``cancelled()``), posting what changed: at once for warnings,
+    lifecycle events and asked-for charts, at most every POST_SECONDS for plain metrics. Charts are built
+    only for the ``ChartRequest``s that arrive on ``requests``; waiting on it lets one wake the reader."""
+    stream = RunStream(folder)
+    log = LogFollower(folder.log_file, limit=LOG_TAIL_BYTES)
+    pending = StreamUpdate()
+    request: ChartRequest | None = None
+    answered, built = 0, None
+    posted_at = slow_at = alerts_at = float("-inf")
+    alerts: tuple[HealthWarning, ...] = ()
+    while not cancelled():
+        update = stream.poll()
+        pending.add(update)
+        now = time.monotonic()
+        slow = None
+        if now - slow_at >= SLOW_SECONDS:
+            slow_at = now
+            state = folder.read_state()
+            status = live_status(folder, state)
+            log_text = log.read()
+            if now - alerts_at >= ALERT_SECONDS or not status.is_live:
+                alerts_at = now
+                alerts = tuple(watcher_warnings(folder, status, config=config))
+            slow = Slow(status, MappingProxyType(state), alerts, tuple(read_samples(folder)), log_text)
+        done = slow is not None and not slow.status.is_live and not update
+        request = latest_request(requests, request)
+        charts = None
+        if request is not None and (request.serial > answered or done) and (request.serial, stream.metrics_read) != built:
+            charts, answered, built = stream.charts(request), request.serial, (request.serial, stream.metrics_read)
+        if slow or charts or done or pending.warnings or pending.lifecycle or (pending and now - posted_at >= POST_SECONDS):
+            post(Post(stream.view(pending), slow, charts, stream if done else None))
+            pending, posted_at = StreamUpdate(), now
+        if done:
+            return
+        request = latest_request(requests, request, timeout=POLL_SECONDS)
+
+
+def read_samples(folder: RunFolder, limit: int = 50) -> list[dict]:
+    """The newest scored completions (reads the end of samples.jsonl only)."""
+    try:
+        with open(folder.samples_file, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - 256 * 1024))
+            lines = fh.read().splitlines()[-limit - 1:]
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out[-limit:]
