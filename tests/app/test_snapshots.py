@@ -27,7 +27,7 @@ from textual.widgets import DataTable
 
 from grpo_tui.app import make_app
 
-from .run_fixtures import make_finished_run, make_three_runs
+from ..run_fixtures import make_finished_run, make_three_runs
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 SNAPSHOT_ROOT = Path("/tmp/grpo-tui-snapshots")

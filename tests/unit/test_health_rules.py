@@ -177,6 +177,6 @@ def test_the_health_page_documents_every_rule_and_threshold():
 
     from trainer_core.contract.health import RULES, threshold_names
 
-    page = (Path(__file__).resolve().parents[1] / "docs" / "health.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "health.md").read_text()
     for name in [*RULES, *threshold_names()]:
         assert f"`{name}`" in page, name

@@ -7,7 +7,7 @@ import sys
 
 from trainer_core.contract.events import Metrics
 
-from .conftest import ROOT, cli, events_of, only_run
+from ..conftest import ROOT, cli, events_of, only_run
 
 HEAVY = ("torch", "transformers", "trl", "datasets", "peft")
 # every module of these packages is imported, found by walking them, so a new module is covered the day it lands

@@ -19,7 +19,7 @@ from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 from trainer_core.runner import train
 
-from .conftest import EXAMPLES, wait_for
+from ..conftest import EXAMPLES, wait_for
 
 
 def pattern_config(tiny_model, **overrides) -> RunConfig:
@@ -188,7 +188,7 @@ def test_run_stream_series_stay_right_when_keys_come_and_go(tmp_path):
 
 
 async def test_the_command_palette_offers_the_screens_keys(runs_dir):
-    from .run_fixtures import make_finished_run
+    from ..run_fixtures import make_finished_run
 
     path = make_finished_run(runs_dir)
     app = make_app(runs_dir, start="watch", watch=path)
@@ -204,7 +204,7 @@ async def test_the_command_palette_offers_the_screens_keys(runs_dir):
 
 
 async def test_a_lost_runs_monitor_shows_how_long_it_ran_not_the_time_since(runs_dir):
-    from .run_fixtures import make_finished_run
+    from ..run_fixtures import make_finished_run
 
     folder = RunFolder(make_finished_run(runs_dir, steps=40, status=Status.COMPLETED))
     events = read_events(folder.events_file)

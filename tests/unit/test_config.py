@@ -13,7 +13,7 @@ import yaml
 from trainer_core.contract.cli_args import add_run_config_arguments, config_from_args, config_to_argv
 from trainer_core.contract.config import ConfigError, RunConfig, config_fields, flag_for
 
-from .conftest import ROOT, cli
+from ..conftest import ROOT, cli
 
 VALID = dict(model="m", rl_env_module="env.py", rl_env_class="Env")
 
