@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from .contract.config import ConfigError, RunConfig
     from .contract.run_folder import RunFolder
+    from .contract.status import Status
     from .runner import run_in_folder
 
     folder = RunFolder(args.run_dir)
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result = run_in_folder(config, folder, echo=args.echo)
-    return {"completed": 0, "stopped": 3}.get(result.status.value, 1)
+    return {Status.COMPLETED: 0, Status.STOPPED: 3}.get(result.status, 1)
 
 
 if __name__ == "__main__":

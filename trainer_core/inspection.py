@@ -65,24 +65,24 @@ def flags(summary: dict, errors: list[dict]) -> list[dict]:
     raised = [e for e in errors if e.get("kind") == "exception"]
     if raised:
         first = raised[0]
-        flag("exception", "critical", f"score_episode raised on {len(raised)} completion(s); first: {first['error']} "
+        flag("exception", Severity.CRITICAL, f"score_episode raised on {len(raised)} completion(s); first: {first['error']} "
              f"(case: {json.dumps(first.get('columns'), default=str)[:200]}).")
     if bad_range:
-        flag("out_of_range", "critical", f"{len(bad_range)} score(s) outside [0, 1] or not finite, e.g. {bad_range[0].get('raw_score')}; "
+        flag("out_of_range", Severity.CRITICAL, f"{len(bad_range)} score(s) outside [0, 1] or not finite, e.g. {bad_range[0].get('raw_score')}; "
              "training would stop on the first one.")
     scored = summary["scored"]
     if scored and summary["min"] == summary["max"]:
-        flag("all_identical", "critical", f"every score is {summary['min']}: GRPO learns nothing when all completions score the same.")
+        flag("all_identical", Severity.CRITICAL, f"every score is {summary['min']}: GRPO learns nothing when all completions score the same.")
     if summary["groups"] and summary["zero_spread_groups"]:
         frac = summary["zero_spread_groups"] / summary["groups"]
-        flag("zero_spread_groups", "warn" if frac < 0.5 else "critical",
+        flag("zero_spread_groups", Severity.WARN if frac < 0.5 else Severity.CRITICAL,
              f"{summary['zero_spread_groups']} of {summary['groups']} groups ({frac:.0%}) have zero spread: GRPO gets no "
              "signal from them (every advantage is zero).")
     if scored and summary["max"] == 0:
-        flag("never_succeeds", "critical", "The model never succeeds (every score is 0): start with SFT, make the task easier, "
+        flag("never_succeeds", Severity.CRITICAL, "The model never succeeds (every score is 0): start with SFT, make the task easier, "
              "or give partial credit.")
     if scored and summary["min"] >= 1.0:
-        flag("ceiling", "warn", "Everything already scores 1.0: there is nothing left to learn on these prompts; make them harder.")
+        flag("ceiling", Severity.WARN, "Everything already scores 1.0: there is nothing left to learn on these prompts; make them harder.")
     return out
 
 

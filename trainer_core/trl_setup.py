@@ -12,6 +12,7 @@ from .contract.config import RunConfig, stop_on_rules
 from .contract.events import HealthWarning
 from .contract.health import HealthMonitor, Thresholds
 from .contract.ports import SERVER_URL_ENV
+from .contract.severity import Severity
 from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, get_tools, load_environment
 from .run_context import RunContext
 
@@ -163,7 +164,7 @@ def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext):
         dropped = before - len(dataset)
         if dropped and run is not None:
             run.emit(HealthWarning(
-                "prompt_too_long", "warn" if len(dataset) else "critical", 0,
+                "prompt_too_long", Severity.WARN if len(dataset) else Severity.CRITICAL, 0,
                 f"{dropped} of {before} prompts are longer than max_prompt_length ({config.max_prompt_length}) tokens and were dropped.",
                 "Raise --max-prompt-length or shorten the prompts.", {"dropped": dropped, "kept": len(dataset)},
             ))

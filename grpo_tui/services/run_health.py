@@ -13,6 +13,7 @@ from trainer_core.contract.event_log import BackwardLines, last_events, scan_eve
 from trainer_core.contract.events import Error, EventType, HealthWarning, RunFinished
 from trainer_core.contract.health import Thresholds
 from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 from trainer_core.contract.watch_rules import classify_crash, stall_warning
 
@@ -78,7 +79,7 @@ def _crash(folder: RunFolder, status: Status) -> list[HealthWarning]:
     crash = classify_crash(log_tail(folder), errors, finished)
     if crash is None and status is Status.LOST:
         crash = HealthWarning(
-            "crash_killed", "critical", finished.step if finished else 0,
+            "crash_killed", Severity.CRITICAL, finished.step if finished else 0,
             "The run's processes are gone without recording an end: a reboot, SIGKILL or the kernel's OOM killer.",
             "Check `dmesg` for the OOM killer and trainer.log for the last lines; resume from the last checkpoint.",
             {"status": "lost"},

@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
+from trainer_core.contract.status import Status
+
 from ..formatting import format_duration, short_model
 from ..palette import app_palette
 
@@ -28,7 +30,7 @@ class RunHeader(Widget):
         text.append(str(status).upper(), style=app_palette(self.app).status(status, bold=True))
         text.append(f"\nstep {step or 0}/{total or '?'}")
         text.append(f"  {format_duration(elapsed)}")
-        if steps_per_s and total and step is not None and status == "running":
+        if steps_per_s and total and step is not None and status == Status.RUNNING:
             text.append(f"  ETA {format_duration(max(total - step, 0) / steps_per_s)}")
         if steps_per_s:
             text.append(f"  {steps_per_s:.2f} steps/s")

@@ -81,8 +81,8 @@ class Tmux:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             dead, status = self.pane("#{pane_dead} #{pane_dead_status}").partition(" ")[::2]
-            if dead == "1":
-                return int(status or 0)
+            if dead == "1" and status.strip():  # tmux may mark the pane dead a moment before it has the status
+                return int(status)
             time.sleep(0.2)
         raise AssertionError(f"the app did not exit within {timeout:.0f}s; the pane shows:\n{self.screen()}")
 

@@ -80,11 +80,11 @@ def config_warnings(rl_kl_coef: float, num_generations: int) -> list[HealthWarni
     """Warnings a config earns before the first step."""
     out = []
     if rl_kl_coef == 0:
-        out.append(HealthWarning("kl_not_measured", "info", 0, "rl_kl_coef is 0: KL to the reference model is not "
+        out.append(HealthWarning("kl_not_measured", Severity.INFO, 0, "rl_kl_coef is 0: KL to the reference model is not "
                                  "measured or penalised, so a drifting policy will not show in the KL chart.",
                                  evidence={"rl_kl_coef": 0}))
     if num_generations < 4:
-        out.append(HealthWarning("small_groups", "info", 0, f"rl_num_generations is {num_generations}: advantages "
+        out.append(HealthWarning("small_groups", Severity.INFO, 0, f"rl_num_generations is {num_generations}: advantages "
                                  "from groups this small are noisy.", evidence={"rl_num_generations": num_generations}))
     return [with_advice(w) for w in out]
 
@@ -160,7 +160,7 @@ class HealthMonitor:
         if not bad:
             return None
         shown = ", ".join(f"{k}={'None' if v is None else v}" for k, v in bad.items())
-        return HealthWarning("non_finite", "critical", step, f"Non-finite values at step {step}: {shown}. "
+        return HealthWarning("non_finite", Severity.CRITICAL, step, f"Non-finite values at step {step}: {shown}. "
                              "The update that produced them may have damaged the weights.",
                              evidence={k: None if v is None else str(v) for k, v in bad.items()})
 
@@ -172,14 +172,14 @@ class HealthMonitor:
         above = [v for v in kls if v > t.kl_high]
         evidence = {"kl_last_steps": kls, "threshold": t.kl_high}
         if len(above) >= 2 and kls[-1] > t.kl_high:
-            severity = "critical" if kls[-1] > t.kl_critical else "warn"
+            severity = Severity.CRITICAL if kls[-1] > t.kl_critical else Severity.WARN
             return HealthWarning("kl_explosion", severity, step, f"KL to the reference model is {kls[-1]:.3g} "
                                  f"(above {t.kl_high} in {len(above)} of the last 3 steps): the policy is drifting fast.",
                                  evidence=evidence)
         older = self._recent("kl", 4)
         if older and all(finite(v) for v in older) and kls[-1] > t.kl_high / 2 and older[0] > 0 \
                 and kls[-1] >= t.kl_growth * older[0] and kls[0] < kls[1] < kls[2]:
-            return HealthWarning("kl_explosion", "warn", step, f"KL grew from {older[0]:.3g} to {kls[-1]:.3g} in 3 "
+            return HealthWarning("kl_explosion", Severity.WARN, step, f"KL grew from {older[0]:.3g} to {kls[-1]:.3g} in 3 "
                                  "steps and is still rising.", evidence={**evidence, "kl_3_steps_ago": older[0]})
         return None
 
@@ -193,7 +193,7 @@ class HealthMonitor:
         values = self._entropy_low(self.t.window, self.t.entropy_collapse)
         if values is None:
             return None
-        severity = "critical" if values[-1] < self.t.entropy_collapse / 2 * self.entropy_baseline else "warn"
+        severity = Severity.CRITICAL if values[-1] < self.t.entropy_collapse / 2 * self.entropy_baseline else Severity.WARN
         return HealthWarning("entropy_collapse", severity, step, f"Entropy fell from {self.entropy_baseline:.3g} to "
                              f"{values[-1]:.3g}: the policy now samples almost the same tokens every time.",
                              evidence={"entropy_start": self.entropy_baseline, "entropy_last_steps": values})
@@ -207,7 +207,7 @@ class HealthMonitor:
         entropy = self._entropy_low(t.window, t.entropy_falling)
         if not (low_std or same_groups) or entropy is None:
             return None
-        return HealthWarning("mode_collapse", "critical" if same_groups and low_std else "warn", step,
+        return HealthWarning("mode_collapse", Severity.CRITICAL if same_groups and low_std else Severity.WARN, step,
                              f"Completions have become alike: reward_std {stds[-1]:.3g} and entropy {entropy[-1]:.3g} "
                              f"(from {self.entropy_baseline:.3g}) over the last {t.window} steps. GRPO gets no signal "
                              "from groups whose completions score the same.",
@@ -229,7 +229,7 @@ class HealthMonitor:
             kind = "rewards are saturated: every completion already scores the maximum"
         elif finite(reward) and reward <= 0.01:
             kind = "nothing succeeds: every completion scores 0"
-        return HealthWarning("no_learning_signal", "warn", step, f"No learning signal for {n} steps: {kind} "
+        return HealthWarning("no_learning_signal", Severity.WARN, step, f"No learning signal for {n} steps: {kind} "
                              f"(reward {reward}), so every advantage is zero.",
                              evidence={"frac_reward_zero_std": zero, "reward_std": stds, "reward": reward})
 
@@ -241,14 +241,14 @@ class HealthMonitor:
         first, second = mean(rewards[: n // 2]), mean(rewards[n // 2:])
         if second - first >= self.t.plateau_min_gain or max(rewards) >= 0.99:
             return None
-        return HealthWarning("reward_plateau", "info", step, f"Reward has not improved over the last {n} steps "
+        return HealthWarning("reward_plateau", Severity.INFO, step, f"Reward has not improved over the last {n} steps "
                              f"({first:.3g} then {second:.3g}).", evidence={"first_half_mean": first, "second_half_mean": second})
 
     def _truncation(self, step, m):
         values = self._recent("completions/clipped_ratio", self.t.window)
         if not values or not all(finite(v) and v >= self.t.truncation_ratio for v in values):
             return None
-        return HealthWarning("truncation", "warn", step, f"{values[-1]:.0%} of completions hit rl_max_new_tokens "
+        return HealthWarning("truncation", Severity.WARN, step, f"{values[-1]:.0%} of completions hit rl_max_new_tokens "
                              f"over the last {self.t.window} steps; they are cut off before they finish.",
                              evidence={"clipped_ratio": values})
 

@@ -12,6 +12,7 @@ from statistics import median
 
 from .events import Error, HealthWarning, RunFinished
 from .health import Thresholds
+from .severity import Severity
 
 CRASH_PATTERNS = [
     ("crash_oom", re.compile(r"CUDA out of memory|OutOfMemoryError|torch\.OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED"),
@@ -42,7 +43,7 @@ def stall_warning(step_times: list[float], last_step: int, now: float, process_a
     waited = now - step_times[-1]
     if waited <= limit:
         return None
-    severity = "critical" if waited > 3 * limit else "warn"
+    severity = Severity.CRITICAL if waited > 3 * limit else Severity.WARN
     return HealthWarning(
         "stall", severity, last_step,
         f"No new step for {waited:.0f}s after step {last_step}; a step usually takes {typical:.1f}s.",
@@ -60,25 +61,25 @@ def classify_crash(log_tail: str, error_events: list[Error], finished: RunFinish
         match = pattern.search(text)
         if match:
             line = next((ln for ln in text.splitlines() if pattern.search(ln)), match.group(0))
-            return HealthWarning(rule, "critical", step, message, advice, {"log_line": line.strip()[:300]})
+            return HealthWarning(rule, Severity.CRITICAL, step, message, advice, {"log_line": line.strip()[:300]})
     env_errors = [e for e in error_events if e.kind == "environment"]
     if env_errors:
         error = env_errors[-1]
         return HealthWarning(
-            "crash_environment", "critical", step, f"The environment raised: {_first_line(error.message)}",
+            "crash_environment", Severity.CRITICAL, step, f"The environment raised: {_first_line(error.message)}",
             "Fix the environment for this case (its traceback and columns are in the error), then resume or restart.",
             {"case": error.case},
         )
     killed = [e for e in error_events if "killed by" in (e.message or "")]
     if killed:
         return HealthWarning(
-            "crash_killed", "critical", step, killed[-1].message,
+            "crash_killed", Severity.CRITICAL, step, killed[-1].message,
             "SIGKILL with no message usually means the kernel's out-of-memory killer: check `dmesg`, lower host memory "
             "use (smaller --batch-size, fewer dataloader workers), or find who sent the signal.",
             {"message": killed[-1].message},
         )
     if error_events:
-        return HealthWarning("crash", "critical", step, _first_line(error_events[-1].message),
+        return HealthWarning("crash", Severity.CRITICAL, step, _first_line(error_events[-1].message),
                              "Read the traceback in the error event and trainer.log.", {})
     return None
 
