@@ -10,14 +10,9 @@ Skipped where tmux is not installed.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shlex
 import shutil
-import subprocess
 import sys
-import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -26,75 +21,17 @@ from trainer_core.contract.run_folder import RunFolder
 
 from ..conftest import EXAMPLES, ROOT, cli
 from ..run_fixtures import make_finished_run
+from .tmux_session import Tmux
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 WIDTH, HEIGHT = 100, 30
-TIMEOUT = 120.0  # generous: a busy 2-core machine trains, imports and draws slowly
 STOP_TIMEOUT = 300.0  # a graceful stop finishes the step and saves a checkpoint first
-
-
-class Tmux:
-    """A private tmux server with one session whose pane runs a command."""
-
-    def __init__(self, session: str = "e2e"):
-        self.socket = f"grpo-tui-e2e-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.session = session
-        self.env = {**os.environ, "TERM": "xterm-256color"}
-        self.socket_path: str | None = None
-
-    def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        # -u: UTF-8 whatever the locale; -f /dev/null: none of the user's tmux.conf
-        return subprocess.run(["tmux", "-u", "-f", "/dev/null", "-L", self.socket, *args], capture_output=True,
-                              text=True, env=self.env, check=check, timeout=30)
-
-    def start(self, argv: list[str], cwd: Path = ROOT) -> None:
-        command = shlex.join(["env", "TERM=xterm-256color", "PYTHONUNBUFFERED=1", *argv])
-        # remain-on-exit keeps the pane after the command ends, so its exit status can be read
-        self.tmux("new-session", "-d", "-s", self.session, "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(cwd),
-                  command, ";", "set-option", "-t", self.session, "remain-on-exit", "on")
-        self.socket_path = self.pane("#{socket_path}")
-
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-t", self.session).stdout
-
-    def send(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", self.session, *keys)
-
-    def pane(self, fmt: str) -> str:
-        return self.tmux("display-message", "-p", "-t", self.session, fmt).stdout.strip()
-
-    def wait_screen(self, predicate, timeout: float = TIMEOUT, what: str = "the expected text") -> str:
-        """Poll the pane until ``predicate(text)`` holds; fail with the last screen shown."""
-        deadline = time.monotonic() + timeout
-        text = ""
-        while time.monotonic() < deadline:
-            text = self.screen()
-            if predicate(text):
-                return text
-            if self.pane("#{pane_dead}") == "1":
-                break
-            time.sleep(0.25)
-        raise AssertionError(f"the pane did not show {what} within {timeout:.0f}s; it shows:\n{text}")
-
-    def wait_exit(self, timeout: float = 30.0) -> int:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            dead, status = self.pane("#{pane_dead} #{pane_dead_status}").partition(" ")[::2]
-            if dead == "1" and status.strip():  # tmux may mark the pane dead a moment before it has the status
-                return int(status)
-            time.sleep(0.2)
-        raise AssertionError(f"the app did not exit within {timeout:.0f}s; the pane shows:\n{self.screen()}")
-
-    def kill(self) -> None:
-        self.tmux("kill-server", check=False)
-        if self.socket_path:  # tmux leaves the socket file behind
-            Path(self.socket_path).unlink(missing_ok=True)
 
 
 @pytest.fixture
 def tmux():
-    server = Tmux()
+    server = Tmux(width=WIDTH, height=HEIGHT)
     try:
         yield server
     finally:
@@ -133,7 +70,7 @@ def test_watch_stop_and_quit_a_live_run_in_a_real_terminal(tiny_model, runs_dir,
     launched = json.loads(result.stdout)
     folder = RunFolder(Path(launched["path"]))
     try:
-        tmux.start(watch_argv(launched["run_id"], runs_dir))
+        tmux.start(watch_argv(launched["run_id"], runs_dir), ROOT)
         assert tmux.pane("#{window_width}x#{window_height}") == f"{WIDTH}x{HEIGHT}"
 
         # the monitor opens on the run and follows it live
@@ -170,7 +107,7 @@ def test_watch_stop_and_quit_a_live_run_in_a_real_terminal(tiny_model, runs_dir,
 def test_reattach_to_a_finished_run_in_a_real_terminal(tmp_path, tmux):
     runs_dir = tmp_path / "runs"
     run = make_finished_run(runs_dir, steps=40, status="completed")
-    tmux.start(watch_argv(run.name, runs_dir))
+    tmux.start(watch_argv(run.name, runs_dir), ROOT)
     screen = tmux.wait_screen(lambda s: "COMPLETED" in s and "step 40/40" in s, what="COMPLETED at step 40/40")
     assert run.name in screen
     assert "0:00:22" in screen  # the run's own duration (ended - started), not the time since it ended
@@ -184,7 +121,7 @@ def test_the_demo_opens_its_run_and_says_what_became_of_it(tiny_model, runs_dir,
     (cache / "grpo-tui").mkdir(parents=True)
     (cache / "grpo-tui" / "tiny-model").symlink_to(tiny_model)  # the demo's cached model: nothing to build
     tmux.start([f"XDG_CACHE_HOME={cache}", sys.executable, "-m", "grpo_tui", "demo", "--max-steps", "4",
-                "--runs-dir", str(runs_dir)])
+                "--runs-dir", str(runs_dir)], ROOT)
     tmux.wait_screen(lambda s: "COMPLETED" in s and "step 4/4" in s, what="the demo run COMPLETED at step 4/4")
     tmux.send("q")
     assert tmux.wait_exit() == 0

@@ -23,12 +23,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
 import sysconfig
-import uuid
 from pathlib import Path
 
 import pytest
@@ -36,6 +34,7 @@ import pytest
 from grpo_tui.theming import theme_colors
 
 from ..conftest import ROOT, wait_for
+from .tmux_session import Tmux
 
 pytestmark = [
     pytest.mark.slow,
@@ -145,50 +144,9 @@ def test_the_demo_piped_prints_its_steps_and_completes(installed, demo_run):
     assert Path(environment["file"]).resolve().is_relative_to(installed.venv.resolve()), environment
 
 
-class Tmux:
-    """A private tmux server (its own socket, no tmux.conf) whose one session runs a command."""
-
-    def __init__(self, env: dict[str, str]):
-        self.socket = f"grpo-tui-wheel-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.env = {**env, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
-
-    def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return subprocess.run(["tmux", "-u", "-f", "/dev/null", "-L", self.socket, *args], capture_output=True,
-                              text=True, env=self.env, check=check, timeout=30)
-
-    def start(self, command: list[str], cwd: Path) -> None:
-        """Run ``command`` in ``cwd``; the server was started with ``self.env``, so the command gets it.
-
-        The pane stays after the command ends (remain-on-exit), so a crash can be read off it. The exit code
-        is written by the shell to a file: tmux's ``pane_dead_status`` is set only once tmux reaps the child,
-        which tmux 3.3 sometimes misses (the pane stays a zombie).
-        """
-        self.status_file = cwd / f".{self.socket}.status"
-        line = shlex.join(["env", "TERM=xterm-256color", "COLORTERM=truecolor", *command])
-        line += f"; echo $? > {shlex.quote(str(self.status_file))}"
-        self.tmux("new-session", "-d", "-s", "app", "-x", "120", "-y", "40", "-c", str(cwd), line, ";",
-                  "set-option", "-t", "app", "remain-on-exit", "on")
-
-    def screen(self, colours: bool = False) -> str:
-        return self.tmux("capture-pane", "-p", *(["-e"] if colours else []), "-t", "app").stdout
-
-    def exited(self) -> bool:
-        return self.tmux("display-message", "-p", "-t", "app", "#{pane_dead}").stdout.strip() == "1"
-
-    def exit_code(self) -> str | None:
-        text = self.status_file.read_text() if self.status_file.exists() else ""
-        return text.strip() or None
-
-    def kill(self) -> None:
-        socket = self.tmux("display-message", "-p", "#{socket_path}", check=False).stdout.strip()
-        self.tmux("kill-server", check=False)
-        if socket:
-            Path(socket).unlink(missing_ok=True)
-
-
 @pytest.fixture
 def tmux(installed):
-    server = Tmux(installed.env)
+    server = Tmux(installed.env, width=120, height=40)
     try:
         yield server
     finally:
@@ -201,7 +159,7 @@ def test_the_app_opens_on_the_demo_run_with_its_theme(installed, demo_run, tmux)
 
     def shown():
         text = tmux.screen()
-        return text if ("runs in" in text and run_id in text) or "Traceback" in text or tmux.exit_code() else None
+        return text if ("runs in" in text and run_id in text) or "Traceback" in text or tmux.exit_code() is not None else None
 
     try:
         text = wait_for(shown, timeout=90, interval=0.25)
@@ -211,7 +169,7 @@ def test_the_app_opens_on_the_demo_run_with_its_theme(installed, demo_run, tmux)
     dark, coloured = theme_colors("grpo-dark"), tmux.screen(colours=True)
     assert sgr(38, dark["foreground"]) in coloured and sgr(48, dark["panel"]) in coloured, coloured
 
-    tmux.tmux("send-keys", "-t", "app", "q")
-    code = wait_for(tmux.exit_code, timeout=30, interval=0.2)
+    tmux.send("q")
+    code = tmux.wait_exit()
     wait_for(tmux.exited, timeout=10, interval=0.2)
-    assert code == "0" and "Traceback" not in tmux.screen(), f"the app exited {code}:\n{tmux.screen()}"
+    assert code == 0 and "Traceback" not in tmux.screen(), f"the app exited {code}:\n{tmux.screen()}"

@@ -1,0 +1,87 @@
+"""A private tmux server for the end-to-end tests: start a command in a pane, read the screen, type, exit.
+
+Each server has its own socket (``tmux -L``) and no tmux.conf, so it neither sees nor touches the user's
+tmux. The pane stays after its command ends (remain-on-exit), so a crash can be read off it, and the shell
+writes the command's exit code to a file: tmux's ``pane_dead_status`` is set only once tmux reaps the child,
+which tmux 3.3 sometimes misses.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+TIMEOUT = 120.0  # generous: a busy 2-core machine trains, imports and draws slowly
+
+
+class Tmux:
+    def __init__(self, env: dict[str, str] | None = None, width: int = 100, height: int = 30, session: str = "e2e"):
+        self.socket = f"grpo-tui-e2e-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.session, self.width, self.height = session, width, height
+        self.env = {**(os.environ if env is None else env), "TERM": "xterm-256color", "COLORTERM": "truecolor"}
+        self.scratch = Path(tempfile.mkdtemp(prefix="grpo-tui-tmux-"))
+        self.status_file = self.scratch / "exit-status"
+        self.socket_path: str | None = None
+
+    def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        # -u: UTF-8 whatever the locale; -f /dev/null: none of the user's tmux.conf
+        return subprocess.run(["tmux", "-u", "-f", "/dev/null", "-L", self.socket, *args], capture_output=True,
+                              text=True, env=self.env, check=check, timeout=30)
+
+    def start(self, argv: list[str], cwd: Path) -> None:
+        line = shlex.join(["env", "TERM=xterm-256color", "COLORTERM=truecolor", "PYTHONUNBUFFERED=1", *argv])
+        line += f"; echo $? > {shlex.quote(str(self.status_file))}"
+        self.tmux("new-session", "-d", "-s", self.session, "-x", str(self.width), "-y", str(self.height),
+                  "-c", str(cwd), line, ";", "set-option", "-t", self.session, "remain-on-exit", "on")
+        self.socket_path = self.pane("#{socket_path}")
+
+    def screen(self, colours: bool = False) -> str:
+        return self.tmux("capture-pane", "-p", *(["-e"] if colours else []), "-t", self.session).stdout
+
+    def send(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", self.session, *keys)
+
+    def pane(self, fmt: str) -> str:
+        return self.tmux("display-message", "-p", "-t", self.session, fmt).stdout.strip()
+
+    def exited(self) -> bool:
+        return self.pane("#{pane_dead}") == "1"
+
+    def exit_code(self) -> int | None:
+        """The command's exit code once it has ended, else None."""
+        text = self.status_file.read_text().strip() if self.status_file.exists() else ""
+        return int(text) if text else None
+
+    def wait_screen(self, predicate, timeout: float = TIMEOUT, what: str = "the expected text") -> str:
+        """Poll the pane until ``predicate(text)`` holds; fail with the last screen shown."""
+        deadline = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            text = self.screen()
+            if predicate(text):
+                return text
+            if self.exit_code() is not None:
+                break
+            time.sleep(0.25)
+        raise AssertionError(f"the pane did not show {what} within {timeout:.0f}s; it shows:\n{text}")
+
+    def wait_exit(self, timeout: float = 30.0) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            code = self.exit_code()
+            if code is not None:
+                return code
+            time.sleep(0.2)
+        raise AssertionError(f"the command did not exit within {timeout:.0f}s; the pane shows:\n{self.screen()}")
+
+    def kill(self) -> None:
+        self.tmux("kill-server", check=False)
+        if self.socket_path:  # tmux leaves the socket file behind
+            Path(self.socket_path).unlink(missing_ok=True)
+        shutil.rmtree(self.scratch, ignore_errors=True)
