@@ -3,7 +3,8 @@
 Metrics are copied verbatim from ``on_log`` (the keys TRL logs are the vocabulary every viewer speaks).
 A stop — a signal, or the stop-request file — is decided at a step end; with several processes the
 decision is all-reduced so every rank leaves the loop in the same step (a rank that kept going would hang
-in the next collective), and the Trainer then saves a checkpoint before returning.
+in the next collective), and the Trainer then saves a checkpoint before returning. The last step is always
+saved too, so a completed run can be continued to a higher max_steps.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ class EventStreamCallback(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         if self.on_step is not None:
             self.on_step(state.global_step)
+        if state.max_steps and state.global_step >= state.max_steps and args.save_strategy != "no":
+            control.should_save = True  # the last step always has a checkpoint: a completed run can be resumed
         if self.stopper.agreed_stop():
             control.should_training_stop = True
             control.should_save = True

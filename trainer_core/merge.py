@@ -2,7 +2,8 @@
 
 The output folder holds a plain model and tokenizer that ``AutoModelForCausalLM.from_pretrained`` loads
 with no PEFT involved. The source is a checkpoint (``--checkpoint N``), else the completed run's
-``final/``, else the newest checkpoint.
+``final/``, else the newest checkpoint whose trainer state and weights are whole: a save cut short (a
+full disk, a kill) leaves a folder that merely looks like a checkpoint (``trainer_core.contract.checkpoints``).
 """
 
 from __future__ import annotations
@@ -11,28 +12,44 @@ import json
 import sys
 from pathlib import Path
 
+from .contract.checkpoints import check_checkpoint, check_checkpoints, newest
 from .contract.config import RunConfig
 from .contract.run_folder import RunFolder
+from .contract.status import Status
 
 
 class MergeError(RuntimeError):
     pass
 
 
-def merge_source(folder: RunFolder, checkpoint: int | None = None) -> Path:
+def merge_source(folder: RunFolder, checkpoint: int | None = None, notes: list[str] | None = None) -> Path:
+    """The folder to merge: ``checkpoint-N`` if asked (refused when it is torn), else a completed run's
+    ``final/``, else the newest checkpoint whose weights are whole (newer torn ones are named in ``notes``)."""
+    notes = [] if notes is None else notes
+    checks = check_checkpoints(folder.checkpoints_dir)
     if checkpoint is not None:
         path = folder.checkpoints_dir / f"checkpoint-{checkpoint}"
         if not path.is_dir():
-            have = ", ".join(p.name.split("-")[-1] for p in folder.checkpoints()) or "none"
+            have = ", ".join(str(c.step) for c in checks) or "none"
             raise MergeError(f"run {folder.run_id} has no checkpoint {checkpoint}; it has: {have}.")
+        check = check_checkpoint(path)
+        if not check.has_model:
+            good = ", ".join(str(c.step) for c in checks if c.has_model) or "none"
+            raise MergeError(f"checkpoint-{checkpoint} of run {folder.run_id} is incomplete: {check.why()}. "
+                             f"Checkpoints that can be merged: {good}.")
         return path
     final = folder.path / "final"
-    if (final / "config.json").exists() or (final / "adapter_config.json").exists():
+    has_final = (final / "config.json").exists() or (final / "adapter_config.json").exists()
+    if has_final and (folder.status() is Status.COMPLETED or not checks):
         return final
-    checkpoints = folder.checkpoints()
-    if not checkpoints:
-        raise MergeError(f"run {folder.run_id} has no final model and no checkpoint to merge.")
-    return checkpoints[-1]
+    picked, skipped = newest(checks, for_resume=False)
+    notes.extend(f"skipped {c.describe()}" for c in skipped)
+    if picked is None:
+        if has_final:
+            return final
+        what = f" (none is complete: {'; '.join(c.describe() for c in skipped)})" if skipped else ""
+        raise MergeError(f"run {folder.run_id} has no final model and no checkpoint to merge{what}.")
+    return picked.path
 
 
 def merge(run_dir: Path, output: Path, checkpoint: int | None = None) -> dict:
@@ -40,7 +57,10 @@ def merge(run_dir: Path, output: Path, checkpoint: int | None = None) -> dict:
 
     folder = RunFolder(Path(run_dir))
     config = RunConfig.load(folder.config_file)
-    source = merge_source(folder, checkpoint)
+    notes: list[str] = []
+    source = merge_source(folder, checkpoint, notes)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr, flush=True)
     is_adapter = (source / "adapter_config.json").exists()
     if is_adapter:
         from peft import PeftModel

@@ -7,9 +7,12 @@ samples file to the reward adapter), so neither reaches into the other. Only ran
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+from .contract.checkpoints import checkpoint_step
 from .contract.config import RunConfig
-from .contract.event_log import EventWriter, JsonlWriter
+from .contract.disk import release_reserve
+from .contract.event_log import EventWriter, JsonlWriter, last_step
 from .contract.events import Event, StopRequested
 from .contract.run_folder import RunFolder
 from .contract.status import Status
@@ -33,7 +36,10 @@ class RunContext:
         self.writer = EventWriter(folder.events_file) if self.main else None
         self.samples: JsonlWriter | None = None
         self.last_step = 0
+        self.resumed_from: str | None = None
+        self.trained = False  # a step of this leg finished
         self.finished = False
+        self.end_reason: str | None = None
         self.stopper = StopController(folder.stop_file, self._on_stop_request, self._on_force)
 
     def emit(self, event: Event) -> None:
@@ -48,6 +54,13 @@ class RunContext:
 
     def set_step(self, step: int) -> None:
         self.last_step = step
+        self.trained = True
+
+    def begin_resume(self, resume_from: str) -> None:
+        """A resumed leg starts at the step on record (the checkpoint's, or further if the run got further),
+        so a leg that fails before its first step records the run's real step, not 0."""
+        self.resumed_from = resume_from
+        self.last_step = max(checkpoint_step(Path(resume_from)) or 0, last_step(self.folder.events_file))
 
     def _on_stop_request(self, reason: str) -> None:
         if self.main:
@@ -61,7 +74,11 @@ class RunContext:
         if self.finished:
             return
         self.finished = True
+        if status is Status.FAILED and self.resumed_from and not self.trained:
+            reason = f"resume from {self.resumed_from} failed: {reason or 'see trainer.log'}"
+        self.end_reason = reason
         if self.main:
+            release_reserve(self.folder.path)  # the run is ending: its last words may need the room (disk.py)
             self.folder.record_end(status, reason, self.last_step, emit=self.emit)
 
     def close(self) -> None:

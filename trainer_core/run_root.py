@@ -19,6 +19,7 @@ from pathlib import Path
 
 from . import vllm_server
 from .contract.config import RunConfig
+from .contract.disk import fault_from_log, last_complete_checkpoint, release_reserve
 from .contract.event_log import EventWriter, last_step
 from .contract.events import Error
 from .contract.placement import Placement
@@ -104,7 +105,7 @@ class RunRoot:
             if self.signals or self.folder.stop_file.exists():
                 self._record_end_now(Status.STOPPED, f"forced: {_describe_exit(code)}")
             else:
-                self._record_failure("trainer_exit", _describe_exit(code))
+                self._record_trainer_exit(code)
         return code
 
     def _wait_worker(self) -> int:
@@ -138,14 +139,36 @@ class RunRoot:
         terminate(procs, grace=15)
         self.server.process.poll()
 
-    def _record_failure(self, kind: str, message: str) -> None:
+    def _record_trainer_exit(self, code: int) -> None:
+        """The trainer died without its end: killed, or (often) it could not write that end on a full disk,
+        which its log or the filesystem's free space shows (measured before the reserve is released)."""
+        fault = fault_from_log(_log_tail(self.folder.log_file), self.folder.path) if code >= 0 else None
+        if fault is None:
+            self._record_failure("trainer_exit", _describe_exit(code))
+            return
+        release_reserve(self.folder.path)
+        checkpoint = last_complete_checkpoint(self.folder.path)
+        message = f"{fault.describe(self.folder.path, checkpoint)} ({_describe_exit(code)})"
+        self._record_failure(fault.kind, message, fault.evidence(self.folder.path, checkpoint))
+
+    def _record_failure(self, kind: str, message: str, extra: dict | None = None) -> None:
+        release_reserve(self.folder.path)  # the trainer is gone: its room is ours to write the end with
         step = last_step(self.folder.events_file)
         with EventWriter(self.folder.events_file) as writer:
-            writer.emit(Error(kind=kind, message=message, step=step))
+            writer.emit(Error(kind=kind, message=message, step=step, extra=extra or {}))
             self.folder.record_end(Status.FAILED, message.splitlines()[0], step, emit=writer.emit)
 
     def _record_end_now(self, status: Status, reason: str) -> None:
         self.folder.record_end(status, reason, last_step(self.folder.events_file))
+
+
+def _log_tail(path: Path, size: int = 64 * 1024) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - size))
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _describe_exit(code: int) -> str:

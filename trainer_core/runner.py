@@ -3,11 +3,15 @@
 ``train(config)`` validates, creates the run folder, then imports the heavy stack (torch, transformers,
 TRL) and runs ``GRPOTrainer`` with the event-stream callback. Whatever happens — completion, a stop from
 outside, a crash in the user's environment — the run folder ends with a final state and a
-``run_finished`` event, and the events already written stay. Only the main process writes.
+``run_finished`` event, and the events already written stay. Only the main process writes. A full disk
+too: the write that failed is named (``contract/disk.py``), and the run's reserve file gives back the room
+to record it.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 import time
 import traceback
@@ -15,10 +19,13 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from .contract.checkpoints import check_checkpoint, torn_checkpoint_warning
 from .contract.config import RunConfig
+from .contract.disk import disk_fault, last_complete_checkpoint, make_reserve, release_reserve
+from .contract.disk_estimate import preflight, preflight_warning, require_room
 from .contract.events import Checkpoint, Error, RunStarted
 from .contract.health import config_warnings
-from .contract.run_folder import RunFolder
+from .contract.run_folder import RunFolder, resolve_runs_dir
 from .contract.status import Status
 from .environments import EnvError
 from .run_context import RunContext, rank, world_size
@@ -72,6 +79,8 @@ def prepare_folder(config: RunConfig, runs_dir=None, run_id: str | None = None, 
 def train(config: RunConfig, runs_dir=None, *, run_id: str | None = None, run_dir=None, echo: bool = False) -> RunResult:
     """Run GRPO in this process and return how it ended. Raises ConfigError before anything heavy."""
     config.validate(world_size=world_size())
+    if not run_dir:  # a launched run was checked by its launcher (grpo_tui's create_run)
+        require_room(config, resolve_runs_dir(runs_dir))
     folder = prepare_folder(config, runs_dir, run_id, run_dir)
     return run_in_folder(config, folder, echo=echo)
 
@@ -80,16 +89,26 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
     run = RunContext(config, folder, echo)
     previous = folder.read_state()
     resume_from = previous.get("resume_from")
+    skipped = previous.get("resume_skipped") or None if resume_from else None
+    if resume_from:
+        run.begin_resume(resume_from)
     if run.main:
         state = folder.initial_state()
+        make_reserve(folder.path)  # room for the end of the run on a full disk (disk.py)
         if resume_from:
             folder.write_state(started=previous.get("started", state["started"]), resumed_at=state["started"])
         run.emit(RunStarted(
             run_id=folder.run_id, pid=state["pid"], host=state["host"], world_size=world_size(),
             project_name=config.project_name, model=config.model, max_steps=config.max_steps, resumed_from=resume_from,
+            restart=previous.get("restarts") if resume_from else None, skipped_checkpoints=skipped,
         ))
+        if skipped:
+            run.emit(torn_checkpoint_warning(skipped, resume_from, run.last_step))
         for warning in config_warnings(config.rl_kl_coef, config.rl_num_generations):
             run.emit(warning)
+        room = None if resume_from else preflight(config, folder.path.parent)
+        if room is not None and room.verdict in ("tight", "no_room"):
+            run.emit(preflight_warning(room))
     run.stopper.install()
     status, reason = Status.FAILED, None
     try:
@@ -104,15 +123,35 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         if exc.user_traceback:
             print(exc.user_traceback, file=sys.stderr)
     except Exception as exc:
-        reason = f"{type(exc).__name__}: {exc}"
         tb = traceback.format_exc()
-        run.emit(Error(kind="exception", message=reason, traceback=tb, step=run.last_step))
-        print(tb, file=sys.stderr)
+        fault = disk_fault(exc, folder.path)
+        if fault is not None:
+            reason = _record_disk_fault(run, fault, tb)
+        else:
+            reason = f"{type(exc).__name__}: {exc}"
+            run.emit(Error(kind="exception", message=reason, traceback=tb, step=run.last_step))
+            print(tb, file=sys.stderr)
     finally:
         run.finish(status, reason)
         run.stopper.uninstall()
         run.close()
-    return RunResult(folder.run_id, folder.path, status, reason, run.last_step)
+    return RunResult(folder.run_id, folder.path, status, run.end_reason or reason, run.last_step)
+
+
+def _record_disk_fault(run: RunContext, fault, tb: str) -> str:
+    """A write failed for lack of space (or a disk refusing it): free the reserve, then write the error, the
+    end of the run and state.json, and only then the traceback to trainer.log (it matters least)."""
+    release_reserve(run.folder.path)
+    checkpoint = last_complete_checkpoint(run.folder.path)
+    reason = fault.describe(run.folder.path, checkpoint)
+    run.emit(Error(kind=fault.kind, message=reason, traceback=tb, step=run.last_step,
+                   extra=fault.evidence(run.folder.path, checkpoint)))
+    run.finish(Status.FAILED, reason)
+    try:
+        print(f"{tb}\nerror: {reason}", file=sys.stderr, flush=True)
+    except OSError:
+        pass
+    return reason
 
 
 def _train(config: RunConfig, run: RunContext, resume_from: str | None = None) -> tuple[str, str | None]:
@@ -122,6 +161,10 @@ def _train(config: RunConfig, run: RunContext, resume_from: str | None = None) -
 
     hf_logging.disable_progress_bar()
     warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+    if resume_from:  # checked when the resume was prepared; a torn one must fail plainly, before the model loads
+        check = check_checkpoint(run.folder.path / resume_from)
+        if not check.complete:
+            raise ValueError(f"{resume_from} is incomplete: {check.why()}; resume again to take the newest complete one")
     trainer = build_trainer(config, run)
     if run.main:
         from .provenance import write_provenance
@@ -133,9 +176,30 @@ def _train(config: RunConfig, run: RunContext, resume_from: str | None = None) -
     run.last_step = trainer.state.global_step
     if run.stopper.reason is not None:
         return Status.STOPPED, run.stopper.reason
-    final = run.folder.path / "final"
-    trainer.save_model(str(final))
+    # written beside final/ and swapped in: a save cut short never leaves a torn final/, and a resumed
+    # completed run keeps its earlier final/ until this one is whole
+    staging = run.folder.path / FINAL_STAGING
+    if run.main and staging.exists():
+        shutil.rmtree(staging)
+    trainer.accelerator.wait_for_everyone()
+    trainer.save_model(str(staging))
+    trainer.accelerator.wait_for_everyone()
     if run.main:
-        trainer.processing_class.save_pretrained(str(final))
+        trainer.processing_class.save_pretrained(str(staging))
+        replace_folder(staging, run.folder.path / "final")
         run.emit(Checkpoint(step=run.last_step, path="final", final=True))
     return Status.COMPLETED, None
+
+
+FINAL_STAGING = ".final-partial"
+
+
+def replace_folder(new: Path, target: Path) -> None:
+    """Put ``new`` in ``target``'s place; the old one is removed only once the new one is there."""
+    old = target.with_name(f".{target.name}-old")
+    if old.exists():
+        shutil.rmtree(old)
+    if target.exists():
+        os.replace(target, old)
+    os.replace(new, target)
+    shutil.rmtree(old, ignore_errors=True)

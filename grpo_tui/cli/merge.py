@@ -17,7 +17,8 @@ def register(sub) -> None:
     add_run_ref(parser)
     parser.add_argument("--output", required=True, type=Path, metavar="DIR", help="folder for the merged model and tokenizer")
     parser.add_argument("--checkpoint", type=int, default=None, metavar="N",
-                        help="merge checkpoint-N (default: the completed run's final model, else the newest checkpoint)")
+                        help="merge checkpoint-N, refused if it is incomplete (default: the completed run's final model, else "
+                             "the newest checkpoint whose weights are whole)")
     parser.set_defaults(handler=run)
 
 

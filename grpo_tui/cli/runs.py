@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
+import sys
 
+import orjson
 from rich.table import Table
 from rich.text import Text
 
@@ -28,7 +29,8 @@ def run(args) -> int:
 
     runs = list_runs(args.runs_dir)
     if args.json:
-        print(json.dumps([r.to_dict() for r in runs], indent=2))
+        # orjson: the same JSON as json.dumps(indent=2), many times faster on thousands of rows
+        sys.stdout.write(orjson.dumps([r.to_dict() for r in runs], option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
     if not runs:
         print(f"no runs in {args.runs_dir or os.environ.get(RUNS_DIR_ENV) or './runs'}")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from trainer_core.contract.cli_args import add_run_config_arguments
 from trainer_core.contract.config import ConfigError, RunConfig, config_fields
 from trainer_core.contract.placement import Placement, parse_gpus
 from trainer_core.contract.run_folder import RunFolder
 
-from ..services.supervisor import LaunchOptions, create_run, prepare_resume
+from ..services.supervisor import LaunchOptions, create_run, plan_resume
 from .common import BadInput, add_runs_dir, creating, resolve
 
 
@@ -30,15 +31,22 @@ def add_start_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--vllm-timeout", type=float, default=None, metavar="S",
                        help="seconds to wait for that server to become healthy (default: 600)")
     parser.add_argument("--resume", metavar="RUN", default=None,
-                        help="continue a stopped or failed run from its last checkpoint, in the same run folder (step "
-                             "numbers continue; events append to the same stream); only --max-steps may change")
+                        help="continue an ended or lost run from its newest complete checkpoint, in the same run folder "
+                             "(step numbers continue; events append to the same stream); only --max-steps may change, "
+                             "and a completed run needs a higher one")
 
 
 def create(config: RunConfig, args) -> tuple[RunFolder, Placement]:
     """Validate config and placement, create the folder."""
     with creating():
         return create_run(config, args.runs_dir, gpus=parse_gpus(args.gpus), num_processes=args.num_processes,
-                          vllm_port=args.vllm_port)
+                          vllm_port=args.vllm_port, on_disk_note=print_disk_note)
+
+
+def print_disk_note(room) -> None:
+    """The disk check's word on a run that starts anyway (stderr: `launch --json` keeps stdout for its JSON)."""
+    label = {"no_room": "warning", "tight": "warning"}.get(room.verdict, "note")
+    print(f"{label}: disk: {room.message}", file=sys.stderr, flush=True)
 
 
 def resume(args) -> tuple[RunFolder, Placement]:
@@ -50,11 +58,12 @@ def resume(args) -> tuple[RunFolder, Placement]:
                        "Start a new run to change anything else.")
     folder = resolve(argparse.Namespace(runs_dir=args.runs_dir, run=args.resume))
     try:
-        placement = prepare_resume(folder, max_steps=getattr(args, "max_steps", None), gpus=parse_gpus(args.gpus),
-                                   num_processes=args.num_processes)
+        plan = plan_resume(folder, max_steps=getattr(args, "max_steps", None), gpus=parse_gpus(args.gpus),
+                           num_processes=args.num_processes)
     except ConfigError as exc:
         raise BadInput(str(exc)) from None
-    return folder, placement
+    print(plan.message, file=sys.stderr, flush=True)  # stderr: `launch --json` keeps stdout for its JSON
+    return folder, plan.placement
 
 
 def options(args) -> LaunchOptions:

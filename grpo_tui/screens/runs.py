@@ -1,8 +1,15 @@
-"""Every run in the runs dir: status, step, last reward, warnings; open, stop, compare, start a new one."""
+"""Every run in the runs dir: status, step, last reward, warnings; open, stop, compare, start a new one.
+
+A runs dir may hold thousands of runs, so nothing here rebuilds the list: the worker's ``RunList`` re-reads
+only runs whose files changed and posts only when something did (or the user asked), and the table
+(``widgets/runs_table.py``) changes only the rows that differ. A first load posts the newest runs as soon
+as they are read, so the first paint does not wait for the oldest.
+"""
 
 from __future__ import annotations
 
-from rich.text import Text
+import threading
+
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -10,12 +17,13 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label
 
-from ..formatting import format_duration, format_steps, short_model
-from ..palette import app_palette
-from ..services.catalog import RunInfo, list_runs
+from ..services.catalog import RunInfo
+from ..services.run_list import RunList
+from ..widgets.runs_table import FIRST_ROWS, RunsTable
 from .confirm import ConfirmScreen
 
 REFRESH_SECONDS = 2.0
+STABLE_EVERY = 3  # a finished run's files are checked every 3rd refresh (live and new runs: every one)
 
 
 class RunsScreen(Screen):
@@ -34,9 +42,13 @@ class RunsScreen(Screen):
     """
 
     class Loaded(Message):
-        def __init__(self, runs: list[RunInfo]):
+        """Every run, newest first, and the ids of the runs that are new or changed, or gone. ``partial``: the
+        newest runs of a first load, the rest still being read."""
+
+        def __init__(self, runs: list[RunInfo], changed: frozenset[str] = frozenset(),
+                     removed: frozenset[str] = frozenset(), partial: bool = False):
             super().__init__()
-            self.runs = runs
+            self.runs, self.changed, self.removed, self.partial = runs, changed, removed, partial
 
     class Done(Message):
         """A stop or resume worker finished: what to tell the user, and the run to open, if any."""
@@ -50,58 +62,51 @@ class RunsScreen(Screen):
         self.runs_dir = runs_dir
         self.runs: list[RunInfo] = []
         self.marked: list[str] = []
+        self._list = RunList(runs_dir, stable_every=STABLE_EVERY)
+        self._list_lock = threading.Lock()  # one refresh at a time, and its message posted in order
+        self._title = ""
 
     def compose(self) -> ComposeResult:
         yield Label(f"runs in {self.runs_dir}", id="title")
-        yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        yield RunsTable(id="runs")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        # most important first: at 80 columns the last ones scroll off to the right
-        for name in ("", "id", "status", "step", "reward", "warnings", "duration", "model", "project"):
-            table.add_column(name, key=name or "mark")
-        self.load()
+        self.load(force=True)
         self.set_interval(REFRESH_SECONDS, self.load)
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
-    def load(self) -> None:
-        self.post_message(self.Loaded(list_runs(self.runs_dir)))
+    def load(self, force: bool = False) -> None:
+        """Refresh the list; post it when something changed (or ``force``: a load the user asked for)."""
+        def first_rows(runs: list[RunInfo]) -> None:
+            self.post_message(self.Loaded(runs, frozenset(r.run_id for r in runs), partial=True))
+
+        with self._list_lock:
+            update = self._list.refresh(full=force, first=FIRST_ROWS, on_first=first_rows)
+            if update or force:
+                self.post_message(self.Loaded(update.runs, update.changed, update.removed))
 
     def on_runs_screen_loaded(self, message: Loaded) -> None:
-        self._show(message.runs)
+        self.runs = message.runs
+        self.query_one(RunsTable).show(message.runs, message.changed | message.removed, message.partial)
+        runs, where = message.runs, self.runs_dir
+        title = (f"runs in {where}  (reading…)" if message.partial else f"runs in {where}  ({len(runs)})" if runs
+                 else f"no runs in {where} yet: press n to start one")
+        if title != self._title:  # an update lays the screen out again: only when it says something new
+            self._title = title
+            self.query_one("#title", Label).update(title)
 
     def on_runs_screen_done(self, message: Done) -> None:
         self.notify(message.text, severity="error" if message.error else "information", timeout=10 if message.error else 5)
         if message.open_path is not None:
             self.app.open_monitor(message.open_path)
-        self.load()
-
-    def _show(self, runs: list[RunInfo]) -> None:
-        self.runs = runs
-        table = self.query_one(DataTable)
-        selected = table.cursor_row
-        table.clear()
-        palette = app_palette(self.app)
-        for run in runs:
-            reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
-            warnings = f"{run.warnings} ({run.last_warning})" if run.warnings else "0"
-            table.add_row("●" if run.run_id in self.marked else " ", run.run_id, Text(str(run.status), style=palette.status(run.status)),
-                          format_steps(run.step, run.total), reward, warnings, format_duration(run.duration),
-                          short_model(run.model, 24), run.project or "-", key=run.run_id)
-        if runs:
-            table.move_cursor(row=min(selected, len(runs) - 1))
-        self.query_one("#title", Label).update(f"runs in {self.runs_dir}  ({len(runs)})" if runs else
-                                               f"no runs in {self.runs_dir} yet: press n to start one")
+        self.load(force=True)
 
     def _current(self) -> RunInfo | None:
-        table = self.query_one(DataTable)
-        if not self.runs or table.cursor_row < 0 or table.cursor_row >= len(self.runs):
-            return None
-        return self.runs[table.cursor_row]
+        return self.query_one(RunsTable).selected()
 
     def action_refresh(self) -> None:
-        self.load()
+        self.load(force=True)
 
     def action_open(self) -> None:
         run = self._current()
@@ -122,7 +127,7 @@ class RunsScreen(Screen):
             self.marked.remove(run.run_id)
         else:
             self.marked = (self.marked + [run.run_id])[-2:]
-        self._show(self.runs)
+        self.query_one(RunsTable).set_marked(self.marked)
 
     def action_compare(self) -> None:
         if len(self.marked) != 2:
@@ -144,7 +149,11 @@ class RunsScreen(Screen):
     def action_resume(self) -> None:
         run = self._current()
         if run is None or not run.status.resumable:
-            self.notify("Only a stopped, failed or lost run can be resumed.")
+            self.notify("Only a stopped, failed or lost run can be resumed here.")
+            return
+        if run.status is Status.COMPLETED:
+            self.notify(f"Run {run.run_id} is completed; to train it further, give the new total of steps: "
+                        f"grpo-tui launch --resume {run.run_id} --max-steps N", timeout=10)
             return
         self.app.push_screen(ConfirmScreen(f"Resume run {run.run_id}?", "It continues from its newest checkpoint in the "
                                            "same folder; steps and events carry on."),

@@ -47,7 +47,11 @@ class EventPrinter:
     def show(self, event: Event) -> None:
         print_, p = self.console.print, self.palette
         if isinstance(event, RunStarted):
+            self.total = event.max_steps if event.max_steps and event.max_steps > 0 else None
             print_(f"[bold]run {event.run_id}[/] started (pid {event.pid}) in {self.folder.path}")
+            if event.resumed_from:
+                restart = f" (restart {event.restart})" if event.restart else ""
+                print_(f"  resumed from {event.resumed_from}{restart}", highlight=False)
         elif isinstance(event, Metrics):
             if self.total is None:
                 self.total = self.folder.read_state().get("max_steps")
@@ -70,10 +74,24 @@ class EventPrinter:
             print_(f"[{p.status(event.status)}]run {event.status}[/] at step {event.step}{reason}")
 
 
+def _complete_size(path) -> int:
+    """Where the events written from now on begin: after the file's last complete line."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(size - 65536, 0))
+            tail = fh.read()
+    except FileNotFoundError:
+        return 0
+    return size - len(tail) + tail.rfind(b"\n") + 1 if b"\n" in tail else size
+
+
 def run_foreground(folder: RunFolder, placement: Placement, options: LaunchOptions | None = None,
                    console: Console | None = None, poll_interval: float = 0.2) -> int:
     console = console or Console(highlight=False, soft_wrap=True)
     printer = EventPrinter(console, folder)
+    resuming = bool(folder.read_state().get("resume_from"))  # print the new leg, not the run's history again
+    offset = _complete_size(folder.events_file) if resuming else 0
     proc = start_root(folder, placement, options)
 
     def on_signal(signum, frame):
@@ -81,7 +99,7 @@ def run_foreground(folder: RunFolder, placement: Placement, options: LaunchOptio
             proc.send_signal(signal.SIGTERM)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    tail = EventTail(folder.events_file)
+    tail = EventTail(folder.events_file, offset=offset)
     try:
         while True:
             for event in tail.poll():

@@ -1,21 +1,23 @@
-"""Watcher-side health of a run: stalls and crash causes, which the trainer cannot report itself.
+"""Watcher-side health of a run: stalls, a filling disk and crash causes, which the trainer cannot report itself.
 
 The trainer writes the metric rules' warnings into the events; this adds what only an outside view can
-see — no step for too long while the process lives, or why a run failed or vanished — for ``runs``,
-``watch`` and the app. Reads are bounded: the last metrics and the last 64 KiB of trainer.log.
+see — no step for too long while the process lives, its filesystem filling up, or why a run failed or
+vanished — for ``runs``, ``watch`` and the app. Reads are bounded: the last metrics, the last 64 KiB of
+trainer.log, and one statvfs of the run folder's filesystem per call.
 """
 
 from __future__ import annotations
 
 import time
 
+from trainer_core.contract.disk import usage
 from trainer_core.contract.event_log import BackwardLines, last_events, scan_events
 from trainer_core.contract.events import Error, EventType, HealthWarning, RunFinished
-from trainer_core.contract.health import Thresholds
+from trainer_core.contract.health import ADVICE, Thresholds
 from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
-from trainer_core.contract.watch_rules import classify_crash, stall_warning
+from trainer_core.contract.watch_rules import classify_crash, disk_space_warning, stall_warning
 
 LOG_TAIL_BYTES = 64 * 1024
 STEP_HISTORY = 21
@@ -55,13 +57,14 @@ def watcher_warnings(folder: RunFolder, status: Status, now: float | None = None
     now = time.time() if now is None else now
     status = Status(status)
     if status.is_live:
+        thresholds = _thresholds(folder, config)
         recent = last_events(BackwardLines(folder.events_file), EventType.METRICS, STEP_HISTORY)
-        if not recent:
-            return []
-        times = [e.time for e in recent if isinstance(e.time, (int, float))]
-        stall = stall_warning(times, recent[-1].step, now, process_alive=True,
-                              thresholds=_thresholds(folder, config))
-        return [stall] if stall else []
+        step = recent[-1].step if recent else 0
+        found = [_disk_space(folder, step, thresholds)]
+        if recent:
+            times = [e.time for e in recent if isinstance(e.time, (int, float))]
+            found.insert(0, stall_warning(times, step, now, process_alive=True, thresholds=thresholds))
+        return [w for w in found if w is not None]
     if status not in (Status.FAILED, Status.LOST):
         return []
     # an ended run's files rarely change, and the runs list asks every few seconds
@@ -72,11 +75,37 @@ def watcher_warnings(folder: RunFolder, status: Status, now: float | None = None
     return cached[1]
 
 
+def _disk_space(folder: RunFolder, step: int, thresholds: Thresholds) -> HealthWarning | None:
+    """One statvfs; the newest checkpoint's size only when the filesystem is already that full."""
+    space = usage(folder.path)
+    if space is None or space.percent_used < thresholds.disk_warn_percent:
+        return None
+    return disk_space_warning(space, step, thresholds, _newest_checkpoint_bytes(folder))
+
+
+def _newest_checkpoint_bytes(folder: RunFolder) -> int | None:
+    try:
+        found = [p for p in folder.checkpoints_dir.iterdir() if p.name.startswith("checkpoint-") and p.name[11:].isdigit()]
+        newest = max(found, key=lambda p: int(p.name[11:]), default=None)
+        return sum(f.stat().st_size for f in newest.iterdir() if f.is_file()) if newest else None
+    except OSError:
+        return None
+
+
 def _crash(folder: RunFolder, status: Status) -> list[HealthWarning]:
     events, _ = scan_events(folder.events_file, (EventType.ERROR, EventType.RUN_FINISHED))
     errors = [e for e in events if isinstance(e, Error)]
     finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
     crash = classify_crash(log_tail(folder), errors, finished)
+    if status is Status.LOST and (crash is None or crash.rule == "crash"):
+        space = usage(folder.path)  # a trainer that could not even write its end: the disk may be full
+        if space is not None and space.nearly_full:
+            crash = HealthWarning(
+                "crash_disk_full", Severity.CRITICAL, finished.step if finished else 0,
+                f"The run's processes are gone without recording an end, and the filesystem holding it "
+                f"({space.mount}) is full: {space.describe()}.", ADVICE["crash_disk_full"],
+                {"status": "lost", "filesystem": space.mount, "free_bytes": space.free, "inferred": True},
+            )
     if crash is None and status is Status.LOST:
         crash = HealthWarning(
             "crash_killed", Severity.CRITICAL, finished.step if finished else 0,

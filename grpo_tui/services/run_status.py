@@ -12,6 +12,7 @@ from pathlib import Path
 
 from trainer_core.contract.process import process_matches
 from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.run_summary import run_total as run_total  # one rule, shared with the run's summary
 from trainer_core.contract.status import Status
 
 STARTING_GRACE_S = 10.0
@@ -42,15 +43,6 @@ def _age(path: Path) -> float:
         return time.time() - path.stat().st_mtime
     except OSError:
         return float("inf")
-
-
-def _positive(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def run_total(state: dict, config: dict) -> int | None:
-    """Steps the run will take: the trainer's count once known, else the configured max_steps."""
-    return _positive(state.get("max_steps")) or _positive(config.get("max_steps"))
 
 
 def run_duration(state: dict, status: str, now: float | None = None, last_event_time: float | None = None) -> float | None:

@@ -20,14 +20,16 @@ from pathlib import Path
 import psutil
 
 from trainer_core.contract.config import ConfigError, RunConfig
+from trainer_core.contract.disk_estimate import require_room
 from trainer_core.contract.event_log import last_step
 from trainer_core.contract.placement import Placement, plan
 from trainer_core.contract.ports import check_port
 from trainer_core.contract.process import alive, collect, process_start_time, run_env, spawn_logged, terminate, verified
-from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.run_folder import RunFolder, resolve_runs_dir
 from trainer_core.contract.status import Status
 
 from .gpus import visible_indices
+from .resuming import ResumePlan, apply_resume, choose_checkpoint
 from .run_status import live_status
 
 DEFAULT_STOP_TIMEOUT = 300.0
@@ -35,12 +37,19 @@ RESUME_WAIT_S = 30.0
 
 
 def create_run(config: RunConfig, runs_dir=None, *, gpus: list[int] | None = None, num_processes: int | None = None,
-               vllm_port: int | None = None) -> tuple[RunFolder, Placement]:
-    """Validate everything, then create the run folder. Raises ConfigError / OSError before anything starts."""
+               vllm_port: int | None = None, on_disk_note=None) -> tuple[RunFolder, Placement]:
+    """Validate everything, then create the run folder. Raises ConfigError / OSError before anything starts.
+
+    The disk check (disk_estimate.py) refuses a run its filesystem cannot hold; ``on_disk_note(Preflight)``
+    hears of one that fits only barely, starts anyway (``--health disk_check=0``) or cannot be estimated. The
+    trainer records the first two as a ``disk_estimate`` warning once the run exists."""
     placement = plan(config, visible_indices(), gpus, num_processes)
     config.validate(world_size=placement.num_processes)
     if vllm_port is not None and placement.starts_server:
         check_port(vllm_port)
+    room = require_room(config, resolve_runs_dir(runs_dir))
+    if room.verdict != "ok" and on_disk_note is not None:
+        on_disk_note(room)
     folder = RunFolder.create(runs_dir)
     folder.save_config(config)
     folder.write_state(run_id=folder.run_id, status=Status.STARTING, started=round(time.time(), 3))
@@ -150,36 +159,30 @@ def _exited(folder: RunFolder, timeout: float) -> bool:
     return True
 
 
-def prepare_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[int] | None = None,
-                   num_processes: int | None = None) -> Placement:
-    """Make a stopped or failed run ready to continue from its last checkpoint, in the same folder.
+def plan_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[int] | None = None,
+                num_processes: int | None = None) -> ResumePlan:
+    """Make an ended (or lost) run ready to continue from its newest complete checkpoint, in the same folder.
 
-    The new steps append to the same events.jsonl (step numbers continue) and the state records which
-    checkpoint the run resumed from. Raises ConfigError with what is wrong and what to do.
+    The new steps append to the same events.jsonl (step numbers continue from the checkpoint) and the state
+    records which checkpoint the run resumed from, which restart this is and what the run was before. A
+    completed run continues only to a higher ``max_steps``. Incomplete checkpoints are moved aside and
+    named in the plan's ``message``. Raises ConfigError with what is wrong and what to do, before writing.
     """
     status = live_status(folder)
     if status.is_final and not _exited(folder, RESUME_WAIT_S):
         raise ConfigError("resume", f"run {folder.run_id} is {status}, but its processes are still exiting after "
                           f"{RESUME_WAIT_S:.0f}s; wait for them (or `grpo-tui stop {folder.run_id} --force`), then resume.")
     if not status.resumable:
-        hint = "stop it first" if status.is_live else "start a new run (or raise --max-steps on a copy of its config)"
-        raise ConfigError("resume", f"run {folder.run_id} is {status}; only stopped, failed or lost runs can be resumed: {hint}.")
-    checkpoints = folder.checkpoints()
-    if not checkpoints:
-        raise ConfigError("resume", f"run {folder.run_id} has no checkpoint to resume from (checkpoints/ is empty); "
-                          "start a new run instead.")
-    checkpoint = checkpoints[-1]
-    step = int(checkpoint.name.split("-")[-1])
-    config = RunConfig.load(folder.config_file)
-    if max_steps is not None:
-        if max_steps <= step:
-            raise ConfigError("max_steps", f"--max-steps {max_steps} is not above the checkpoint's step {step}.")
-        config.max_steps = max_steps
-    placement = plan(config, visible_indices(), gpus, num_processes)
-    config.validate(world_size=placement.num_processes)
-    folder.save_config(config)
-    folder.stop_file.unlink(missing_ok=True)
-    if status is Status.LOST:  # the state still says live; the run folder now records that it ended
-        folder.write_state(status=Status.FAILED, exit_reason="lost")
-    folder.write_state(status=Status.STARTING, resume_from=f"checkpoints/{checkpoint.name}", ended=None, exit_reason=None)
-    return placement
+        hint = "stop it first" if status.is_live else "start a new run"
+        raise ConfigError("resume", f"run {folder.run_id} is {status}; only an ended or lost run can be resumed: {hint}.")
+    resume, config = choose_checkpoint(folder, status, max_steps)
+    resume.placement = plan(config, visible_indices(), gpus, num_processes)
+    config.validate(world_size=resume.placement.num_processes)
+    apply_resume(folder, resume, config)
+    return resume
+
+
+def prepare_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[int] | None = None,
+                   num_processes: int | None = None) -> Placement:
+    """``plan_resume`` for callers that need only the placement."""
+    return plan_resume(folder, max_steps=max_steps, gpus=gpus, num_processes=num_processes).placement

@@ -92,7 +92,9 @@ def test_clean_handles_tensor_like_items():
 
 ONE_OF_EACH = [
     RunStarted(time=1.0, run_id="r", pid=12, host="h", world_size=2, project_name="p", model="m", max_steps=10),
-    RunStarted(time=1.5, run_id="r", pid=13, resumed_from="checkpoints/checkpoint-3"),
+    RunStarted(time=1.5, run_id="r", pid=13, resumed_from="checkpoints/checkpoint-3", restart=1,
+               skipped_checkpoints=[{"name": "checkpoint-4", "problems": ["trainer_state.json is missing"],
+                                     "moved_to": "checkpoints/torn/checkpoint-4.20260101-000000"}]),
     Metrics(time=2.0, step=1, values={"reward": 0.5, "rewards/score_episode/mean": 0.5, "kl": None}),
     Summary(time=3.0, step=10, values={"train_runtime": 12.5, "train_loss": 0.01}),
     Checkpoint(time=4.0, step=5, path="checkpoints/checkpoint-5"),
@@ -127,7 +129,7 @@ def test_a_record_is_flat_json_with_the_formats_field_names():
     warning = HealthWarning("stall", "critical", 2, "no step").to_record()
     assert warning["severity"] == "critical" and type(warning["severity"]) is str and warning["evidence"] == {}
     assert "final" not in Checkpoint(time=1.0, step=1, path="p").to_record()
-    assert "resumed_from" not in RunStarted(time=1.0, run_id="r").to_record()
+    assert not {"resumed_from", "restart", "skipped_checkpoints"} & set(RunStarted(time=1.0, run_id="r").to_record())
     assert isinstance(RunStarted().to_record()["time"], float)  # stamped when written
 
 
@@ -188,7 +190,8 @@ def test_the_enums_are_their_values():
 def test_status_groups():
     assert {s for s in Status if s.is_live} == {Status.STARTING, Status.RUNNING, Status.STOPPING}
     assert {s for s in Status if s.is_final} == {Status.COMPLETED, Status.STOPPED, Status.FAILED}
-    assert {s for s in Status if s.resumable} == {Status.STOPPED, Status.FAILED, Status.LOST}
+    assert {s for s in Status if s.resumable} == {Status.COMPLETED, Status.STOPPED, Status.FAILED, Status.LOST}
+    assert all(s.can_become(Status.STARTING) for s in Status if s.resumable)  # every ended run can be resumed
     assert not Status.LOST.is_live and not Status.LOST.is_final
 
 

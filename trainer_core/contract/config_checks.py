@@ -10,7 +10,7 @@ import difflib
 import json
 from typing import Any
 
-from .health import STOPPABLE_RULES, finite, threshold_names
+from .health import STOPPABLE_RULES, SWITCHES, finite, threshold_names
 
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
 VLLM_MODES = ("colocate", "server")
@@ -158,5 +158,10 @@ def _health_problems(c):
             close = difflib.get_close_matches(key, names, n=1)
             hint = f" Did you mean '{close[0]}'?" if close else f" Known thresholds: {', '.join(names)}."
             yield ConfigError("health", f"health sets unknown threshold '{key}'.{hint}")
+        elif key in SWITCHES:
+            if value not in (0, 1) or isinstance(value, bool):
+                yield ConfigError("health", f"health switch {key} must be 0 (off) or 1 (on), got {value!r}.")
         elif not finite(value) or value <= 0:
             yield ConfigError("health", f"health threshold {key} must be a positive number, got {value!r}.")
+        elif key.endswith("_percent") and value > 100:
+            yield ConfigError("health", f"health threshold {key} is a percentage of the disk, at most 100; got {value!r}.")

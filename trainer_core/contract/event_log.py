@@ -28,16 +28,44 @@ def dumps(record: dict) -> str:
 
 
 class JsonlWriter:
-    """Appends one JSON object per line and flushes it; safe to reopen on the same file (resume)."""
+    """Appends one JSON object per line and flushes it; safe to reopen on the same file (resume).
+
+    Each line goes out in one unbuffered ``write`` (repeated only after a short write), so nothing is held
+    back in a buffer to be retried later. A write that fails part-way (a full disk) is undone: the file is
+    cut back to where the line began, so the lines before stay intact and the next write starts on a fresh
+    line. A file left ending mid-line by a writer that died is closed with a newline before the next line
+    (readers skip that one torn line). The ``OSError`` raised names the file.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self._fh = os.fdopen(fd, "a", encoding="utf-8")
+        self._fh = os.fdopen(fd, "ab", buffering=0)
+        self._newline_first = _ends_mid_line(self.path)
 
     def write(self, record: dict) -> None:
-        self._fh.write(dumps(record) + "\n")
-        self._fh.flush()
+        data = (dumps(record) + "\n").encode("utf-8")
+        if self._newline_first:
+            data = b"\n" + data
+        view, written = memoryview(data), 0
+        try:
+            while written < len(data):
+                written += self._fh.write(view[written:]) or 0
+        except OSError as exc:
+            self._undo(written)
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+        self._newline_first = False
+
+    def _undo(self, written: int) -> None:
+        """Remove the ``written`` bytes of a line that could not be finished; else make sure the next one
+        starts on a line of its own."""
+        if not written:
+            return
+        try:
+            size = os.fstat(self._fh.fileno()).st_size
+            os.ftruncate(self._fh.fileno(), size - written)
+        except OSError:
+            self._newline_first = True
 
     def close(self) -> None:
         if not self._fh.closed:
@@ -48,6 +76,17 @@ class JsonlWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _ends_mid_line(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            if fh.seek(0, os.SEEK_END) == 0:
+                return False
+            fh.seek(-1, os.SEEK_END)
+            return fh.read(1) != b"\n"
+    except OSError:
+        return False
 
 
 class EventWriter(JsonlWriter):

@@ -64,11 +64,16 @@ class RunStarted(Event):
     model: str | None = None
     max_steps: int | None = None
     resumed_from: str | None = None
+    restart: int | None = None
+    skipped_checkpoints: list | None = None
 
     def to_record(self) -> dict:
+        """A first start has no resume fields; a resume has ``resumed_from`` and ``restart`` (1 for the first
+        resume), and ``skipped_checkpoints`` (``{"name", "problems", "moved_to"}``) when newer ones were torn."""
         record = super().to_record()
-        if self.resumed_from is None:
-            del record["resumed_from"]
+        for optional in ("resumed_from", "restart", "skipped_checkpoints"):
+            if record[optional] is None:
+                del record[optional]
         return record
 
 

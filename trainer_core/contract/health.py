@@ -23,9 +23,9 @@ METRIC_RULES = (
     "mode_collapse", "kl_explosion", "entropy_collapse", "no_learning_signal", "reward_plateau", "non_finite",
     "truncation",
 )
-CONFIG_RULES = ("kl_not_measured", "small_groups")
-WATCHER_RULES = ("stall", "crash_oom", "crash_nan_probabilities", "crash_nccl_timeout", "crash_environment",
-                 "crash_killed", "crash")
+CONFIG_RULES = ("kl_not_measured", "small_groups", "disk_estimate")
+WATCHER_RULES = ("stall", "disk_space", "crash_oom", "crash_nan_probabilities", "crash_nccl_timeout",
+                 "crash_disk_full", "crash_disk_error", "crash_environment", "crash_killed", "crash")
 RULES = METRIC_RULES + CONFIG_RULES + WATCHER_RULES
 STOPPABLE_RULES = METRIC_RULES
 
@@ -43,7 +43,18 @@ ADVICE = {
                   "teach the model.",
     "kl_not_measured": "Set --rl-kl-coef above 0 (0.01-0.1) to measure and limit how far the policy drifts.",
     "small_groups": "Use --rl-num-generations 8 or more for steadier advantages, if memory allows.",
+    "disk_estimate": "Free space on that filesystem, point --runs-dir at a larger one, keep fewer checkpoints "
+                     "(--save-total-limit 2) or save less often (--save-steps); --peft checkpoints are far smaller.",
+    "disk_space": "Free space on that filesystem now (or move older runs elsewhere), or lower --save-total-limit on the "
+                  "next run: the run fails at the first write that does not fit. A failed run resumes from its last "
+                  "complete checkpoint (grpo-tui train --resume RUN) once there is room.",
+    "crash_disk_full": "Free space on the runs folder's filesystem (or point --runs-dir elsewhere for new runs), keep "
+                       "fewer checkpoints (--save-total-limit) or save less often, then resume: grpo-tui train --resume "
+                       "RUN continues from the last complete checkpoint.",
+    "crash_disk_error": "The filesystem refused a write (read-only, or an I/O error): check `dmesg` and the mount, "
+                        "then resume from the last complete checkpoint on a healthy disk.",
 }
+SWITCHES = ("disk_check",)  # thresholds that are on/off: 0 is allowed (every other one must be positive)
 
 
 @dataclass
@@ -65,6 +76,10 @@ class Thresholds:
     truncation_ratio: float = 0.5
     stall_factor: float = 10.0
     stall_min_seconds: float = 60.0
+    disk_check: int = 1  # 0: a run the disk cannot hold starts anyway, with a critical warning
+    disk_margin: float = 1.2  # warn before launch when free space is below this x the estimated need
+    disk_warn_percent: float = 90.0
+    disk_critical_percent: float = 97.0
 
     @classmethod
     def from_mapping(cls, values: dict | None) -> Thresholds:

@@ -20,6 +20,7 @@ from pathlib import Path
 from .event_log import EventWriter
 from .events import RunFinished
 from .process import process_start_time
+from .run_summary import end_summary
 from .status import IllegalTransition, Status
 
 FORMAT_VERSION = 1
@@ -101,7 +102,8 @@ class RunFolder:
         try:
             import yaml
 
-            data = yaml.safe_load(self.config_file.read_text())
+            # libyaml's loader when PyYAML has it: ~10x faster, and a runs list may read thousands
+            data = yaml.load(self.config_file.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except Exception:
             return {}
         return data if isinstance(data, dict) else {}
@@ -148,7 +150,9 @@ class RunFolder:
                 writer.emit(event)
         else:
             emit(event)
-        self.write_state(status=status, exit_reason=reason, ended=round(time.time(), 3), last_step=step)
+        ended = round(time.time(), 3)
+        summary = end_summary(self, status, ended)  # what the runs list shows (run_summary.py); None if it fails
+        self.write_state(status=status, exit_reason=reason, ended=ended, last_step=step, summary=summary)
 
     def request_stop(self, reason: str = "user request") -> None:
         """Ask the trainer to stop gracefully at the end of the current step."""

@@ -1,7 +1,9 @@
 """Run statuses: one enum, the transitions a run folder may make, and the groups viewers ask about.
 
 ``state.json`` stores the value as a plain string (docs/run-format.md). ``lost`` is never written by a
-trainer: a viewer derives it when a state that says the run is live has no live process behind it.
+trainer: a viewer derives it when a state that says the run is live has no live process behind it. Every
+ended run may be resumed (a completed one with a higher ``--max-steps``), so every ended status may
+become ``starting`` again.
 """
 
 from __future__ import annotations
@@ -36,14 +38,14 @@ class Status(ValueEnum):
 
 LIVE = frozenset({Status.STARTING, Status.RUNNING, Status.STOPPING})
 FINAL = frozenset({Status.COMPLETED, Status.STOPPED, Status.FAILED})
-RESUMABLE = frozenset({Status.STOPPED, Status.FAILED, Status.LOST})
+RESUMABLE = frozenset({Status.COMPLETED, Status.STOPPED, Status.FAILED, Status.LOST})
 
-# a run ends from any live status; an ended (or lost) run that is resumable starts again
+# a run ends from any live status; an ended (or lost) run starts again when it is resumed
 TRANSITIONS: dict[Status, frozenset[Status]] = {
     Status.STARTING: frozenset({Status.RUNNING, Status.STOPPING, *FINAL}),
     Status.RUNNING: frozenset({Status.STOPPING, *FINAL}),
     Status.STOPPING: frozenset(FINAL),
-    Status.COMPLETED: frozenset(),
+    Status.COMPLETED: frozenset({Status.STARTING}),
     Status.STOPPED: frozenset({Status.STARTING}),
     Status.FAILED: frozenset({Status.STARTING}),
     Status.LOST: frozenset({Status.STARTING, *FINAL}),

@@ -1,0 +1,119 @@
+"""Resuming a run in its own folder: from which checkpoint, to which step, and a record that stays true.
+
+A resume must never make things worse than they were: it takes the newest *complete* checkpoint
+(``trainer_core.contract.checkpoints``) and says which newer ones it passed over and why; it moves those
+out of the Trainer's sight instead of deleting them; it refuses (``ConfigError``) before writing
+anything; and what it writes keeps the run's history readable: ``before_resume`` in state.json holds the
+status, step and reason the run had, so a resume that then fails cannot pass for the run's whole story.
+``supervisor.plan_resume`` checks the run's processes and calls these two steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainer_core.contract.checkpoints import CheckpointCheck, check_checkpoints, move_aside, newest
+from trainer_core.contract.config import ConfigError, RunConfig
+from trainer_core.contract.event_log import last_step
+from trainer_core.contract.placement import Placement
+from trainer_core.contract.run_folder import RunFolder, write_json_atomic
+from trainer_core.contract.status import Status
+
+
+@dataclass
+class ResumePlan:
+    """What a resume will do; ``skipped`` and ``placement`` are filled in once it is applied."""
+
+    run_id: str
+    from_status: Status
+    reached: int
+    checkpoint: CheckpointCheck
+    max_steps: int
+    torn: list[CheckpointCheck] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    placement: Placement | None = None
+
+    @property
+    def resume_from(self) -> str:
+        return f"checkpoints/{self.checkpoint.name}"
+
+    @property
+    def message(self) -> str:
+        """What the user is told: the checkpoint, the target step, and every checkpoint passed over."""
+        step = self.checkpoint.step
+        to = f"to step {self.max_steps}" if self.max_steps > 0 else "until its epochs end"
+        lines = [f"resuming run {self.run_id} ({self.from_status} at step {self.reached}) from {self.resume_from} {to}"]
+        if self.reached > step:
+            again = f"step {step + 1} is" if self.reached == step + 1 else f"steps {step + 1}-{self.reached} are"
+            lines[0] += f"; {again} trained again"
+        for skipped in self.skipped or [{"name": c.name, "problems": list(c.problems + c.training_problems)}
+                                        for c in self.torn]:
+            moved = f" (moved to {skipped['moved_to']})" if skipped.get("moved_to") else ""
+            lines.append(f"skipped {skipped['name']}: {'; '.join(skipped['problems'])}{moved}")
+        return "\n".join(lines)
+
+
+def choose_checkpoint(folder: RunFolder, status: Status, max_steps: int | None) -> tuple[ResumePlan, RunConfig]:
+    """The plan and the config the resumed leg runs with. Raises ConfigError; writes nothing."""
+    checks = check_checkpoints(folder.checkpoints_dir)
+    picked, _ = newest(checks)
+    if picked is None:
+        if not checks:
+            raise ConfigError("resume", f"run {folder.run_id} has no checkpoint to resume from (checkpoints/ is empty); "
+                              "start a new run instead.")
+        why = "; ".join(c.describe() for c in reversed(checks))
+        raise ConfigError("resume", f"run {folder.run_id} has no complete checkpoint to resume from ({why}); start a "
+                          "new run instead (`grpo-tui merge --checkpoint N` still exports one whose weights are whole).")
+    state = folder.read_state()
+    reached = max(int(state.get("last_step") or 0), last_step(folder.events_file))
+    config = RunConfig.load(folder.config_file)
+    step = picked.step
+    where = f"step {step} of {picked.name}, the newest complete checkpoint"
+    if max_steps is not None:
+        if max_steps <= step:
+            raise ConfigError("max_steps", f"--max-steps {max_steps} is not above {where}; pass a larger --max-steps.")
+        config.max_steps = max_steps
+    elif status is Status.COMPLETED:
+        raise ConfigError("resume", f"run {folder.run_id} is completed at step {reached}; to continue it, pass "
+                          f"--max-steps N above {step} (its newest complete checkpoint is {picked.name}).")
+    elif 0 < config.max_steps <= step:
+        raise ConfigError("max_steps", f"run {folder.run_id}'s max_steps ({config.max_steps}) is not above {where}; "
+                          "pass --max-steps N to go further.")
+    torn = [c for c in checks if not c.complete]
+    return ResumePlan(folder.run_id, status, reached, picked, config.max_steps, torn), config
+
+
+def apply_resume(folder: RunFolder, plan: ResumePlan, config: RunConfig) -> None:
+    """Write the resume: config.yaml, torn checkpoints moved aside, state ``starting`` with what it was before.
+
+    If a write fails (a full disk), config.yaml and state.json are put back as they were and the error is
+    a ConfigError: the run stays as it was, never ``starting`` with nothing to start it."""
+    state = folder.read_state()
+    old_config = folder.config_file.read_bytes()
+    try:
+        folder.save_config(config)
+        for check in plan.torn:
+            moved = move_aside(check)
+            plan.skipped.append({"name": check.name, "problems": [*check.problems, *check.training_problems],
+                                 "moved_to": str(moved.relative_to(folder.path))})
+        folder.stop_file.unlink(missing_ok=True)
+        if plan.from_status is Status.LOST:  # the state still says live; the run folder now records that it ended
+            folder.write_state(status=Status.FAILED, exit_reason="lost")
+        before = {"status": str(plan.from_status), "last_step": plan.reached,
+                  "exit_reason": "lost" if plan.from_status is Status.LOST else state.get("exit_reason"),
+                  "ended": state.get("ended"), "max_steps": state.get("max_steps")}
+        folder.write_state(status=Status.STARTING, resume_from=plan.resume_from, ended=None, exit_reason=None,
+                           restarts=int(state.get("restarts") or 0) + 1, resume_skipped=plan.skipped,
+                           before_resume=before)
+    except OSError as exc:
+        _restore(folder, state, old_config)
+        raise ConfigError("resume", f"cannot prepare the resume of run {folder.run_id}: {exc}; the run is left as it "
+                          "was.") from None
+
+
+def _restore(folder: RunFolder, state: dict, config: bytes) -> None:
+    for restore in (lambda: folder.config_file.write_bytes(config), lambda: write_json_atomic(folder.state_file, state)):
+        try:
+            restore()
+        except OSError:
+            pass

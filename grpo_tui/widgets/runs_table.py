@@ -1,0 +1,179 @@
+"""The table of runs: one row per run, newest first, kept in step with the list by changing only what differs.
+
+A runs dir may hold thousands of runs, and a DataTable re-measures every cell of a row it is given, so this
+never rebuilds: a changed run updates the cells that differ, a new one is inserted in order, a removed one
+drops out, and the cursor stays on the run it was on. A first load adds a screenful of rows at once and the
+rest in batches, so the first paint does not wait for the last row. Columns are sized from the cells as
+rows are added (before a frame is drawn), so no frame shows them at their headers' width. Statuses are drawn
+in the current theme's colours (``palette.py``), redrawn when the theme changes.
+"""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual.coordinate import Coordinate
+from textual.widgets import DataTable
+
+from ..formatting import format_duration, format_steps, short_model
+from ..palette import app_palette
+from ..services.catalog import RunInfo
+
+# most important first: at 80 columns the last ones scroll off to the right
+COLUMNS = (("", "mark"), ("id", "id"), ("status", "status"), ("step", "step"), ("reward", "reward"),
+           ("warnings", "warnings"), ("duration", "duration"), ("model", "model"), ("project", "project"))
+FIRST_ROWS = 200  # added with the first load: more than a screenful
+BATCH_ROWS = 500  # then this many at a time until every run is in the table,
+BATCH_SECONDS = 0.03  # with a pause between batches, for the table to measure them and the screen to draw
+REBUILD_REMOVED = 50  # more rows gone than this: rebuild the table instead of removing rows one by one
+
+
+def _width(cell) -> int:
+    """What the table measures a cell as (its widest line)."""
+    text = cell.plain if isinstance(cell, Text) else str(cell)
+    return max((cell_len(line) for line in text.splitlines()), default=0)
+
+
+def _same(a, b) -> bool:
+    """Cells that look the same (Text's own == ignores its style: a status's colour)."""
+    if isinstance(a, Text) and isinstance(b, Text):
+        return a.plain == b.plain and a.style == b.style and a.spans == b.spans
+    return a == b
+
+
+class RunsTable(DataTable):
+    """``show(runs, changed)`` after every load; ``marked`` run ids get a dot in the first column."""
+
+    def __init__(self, **kwargs):
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self.marked: list[str] = []
+        self._by_id: dict[str, RunInfo] = {}
+        self._cells: dict[str, tuple] = {}  # run id -> the cells its row shows
+        self._pending: list[str] = []  # runs still to be added at the bottom (a first load's batches)
+        self._filling = False  # a batch is scheduled
+        self._partial = False  # the rows are the newest of a first load still being read
+
+    def on_mount(self) -> None:
+        for name, key in COLUMNS:
+            self.add_column(name, key=key)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._recolour())
+
+    @property
+    def shown(self) -> int:
+        """How many runs have their row (the rest of a first load may still be on their way)."""
+        return len(self._cells)
+
+    def selected(self) -> RunInfo | None:
+        return self._by_id.get(self._selected_id())
+
+    def show(self, runs: list[RunInfo], changed: frozenset[str], partial: bool = False) -> None:
+        """Show ``runs`` (newest first), touching only what differs; ``changed``: the runs that may differ.
+        ``partial``: the newest runs of a first load still being read (the rest follow)."""
+        selected = self._selected_id()
+        after_partial, self._partial = self._partial, partial
+        self._by_id = {run.run_id: run for run in runs}
+        gone = [] if partial else [run_id for run_id in self._cells if run_id not in self._by_id]
+        if len(gone) > REBUILD_REMOVED:
+            self.clear()
+            self._cells.clear()
+            gone = []
+        for run_id in gone:
+            self.remove_row(run_id)
+            del self._cells[run_id]
+        palette = app_palette(self.app)
+        for run_id in changed:
+            if run_id in self._cells and run_id in self._by_id:
+                self._update_row(run_id, self._cells_of(self._by_id[run_id], palette))
+        new = [run.run_id for run in runs if run.run_id not in self._cells]
+        if after_partial:  # the rest of a first load: in batches, after the newest already shown
+            now, self._pending = [], new
+        elif not self._cells:  # a first load (or a rebuild): a screenful now, the rest in batches
+            now, self._pending = new[:FIRST_ROWS], new[FIRST_ROWS:]
+        else:  # runs that came since: now; those of the first load still waiting keep waiting
+            waiting = set(self._pending)
+            now = [run_id for run_id in new if run_id not in waiting]
+            self._pending = [run_id for run_id in new if run_id in waiting]
+        self._add_rows(now, palette)
+        if self._pending and not self._filling:
+            self._filling = bool(self.set_timer(BATCH_SECONDS, self._add_pending))
+        self._restore_cursor(selected)
+
+    def set_marked(self, marked: list[str]) -> None:
+        changed, self.marked = set(self.marked) ^ set(marked), list(marked)
+        for run_id in changed:
+            if run_id in self._cells:
+                self._update_row(run_id, (self._mark(run_id), *self._cells[run_id][1:]))
+
+    # -- rows ---------------------------------------------------------------------------------------
+
+    def _mark(self, run_id: str) -> str:
+        return "●" if run_id in self.marked else " "
+
+    def _cells_of(self, run: RunInfo, palette) -> tuple:
+        reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
+        warnings = f"{run.warnings} ({run.last_warning})" if run.warnings else "0"
+        # free text as Text, never parsed as markup: a project named "[x]" shows as written
+        return (self._mark(run.run_id), Text(run.run_id, no_wrap=True, end=""),
+                Text(str(run.status), style=palette.status(run.status)), format_steps(run.step, run.total), reward,
+                Text(warnings, no_wrap=True, end=""), format_duration(run.duration),
+                Text(short_model(run.model, 24), no_wrap=True, end=""), Text(run.project or "-", no_wrap=True, end=""))
+
+    def _add_rows(self, run_ids: list[str], palette) -> None:
+        if not run_ids:
+            return
+        last = self._row_id(self.row_count - 1) if self.row_count else None
+        widths = [0] * len(COLUMNS)
+        for run_id in run_ids:
+            cells = self._cells_of(self._by_id[run_id], palette)
+            self.add_row(*cells, key=run_id)
+            self._cells[run_id] = cells
+            widths = [max(w, _width(c)) for w, c in zip(widths, cells)]
+        # the columns take the new rows' widths now, before a frame is drawn, not when the table measures them
+        for (_, key), width in zip(COLUMNS, widths):
+            column = self.columns[key]
+            column.content_width = max(column.content_width, width)
+        if last is not None and max(run_ids) > last:
+            self.sort("id", reverse=True, key=lambda cell: cell.plain)  # a run newer than the last row: reorder
+
+    def _add_pending(self) -> None:
+        self._filling = False
+        if not self._pending or not self.is_attached:
+            return
+        batch, self._pending = self._pending[:BATCH_ROWS], self._pending[BATCH_ROWS:]
+        selected = self._selected_id()
+        self._add_rows([run_id for run_id in batch if run_id in self._by_id and run_id not in self._cells],
+                       app_palette(self.app))
+        self._restore_cursor(selected)
+        if self._pending:
+            self._filling = bool(self.set_timer(BATCH_SECONDS, self._add_pending))
+
+    def _update_row(self, run_id: str, cells: tuple) -> None:
+        for (_, key), old, new in zip(COLUMNS, self._cells[run_id], cells):
+            if not _same(old, new):
+                column = self.columns[key]
+                column.content_width = max(column.content_width, _width(new))
+                self.update_cell(run_id, key, new)
+        self._cells[run_id] = cells
+
+    def _recolour(self) -> None:
+        palette = app_palette(self.app)
+        for run_id in list(self._cells):
+            self._update_row(run_id, self._cells_of(self._by_id[run_id], palette))
+
+    # -- the cursor -----------------------------------------------------------------------------------
+
+    def _row_id(self, row: int) -> str:
+        return self.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value
+
+    def _selected_id(self) -> str | None:
+        return self._row_id(self.cursor_row) if 0 <= self.cursor_row < self.row_count else None
+
+    def _restore_cursor(self, selected: str | None) -> None:
+        """Keep the cursor on the run it was on (rows above it may have come or gone)."""
+        if selected is None or selected not in self._cells:
+            if self.row_count and self.cursor_row >= self.row_count:
+                self.move_cursor(row=self.row_count - 1)
+            return
+        row = self.get_row_index(selected)
+        if row != self.cursor_row:
+            self.move_cursor(row=row)
