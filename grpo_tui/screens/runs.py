@@ -17,6 +17,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label
 
+from trainer_core.contract.status import Status
+
 from ..services.catalog import RunInfo
 from ..services.run_list import RunList
 from ..widgets.runs_table import FIRST_ROWS, RunsTable
