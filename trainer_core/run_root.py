@@ -26,6 +26,7 @@ from .contract.placement import Placement
 from .contract.ports import SERVER_URL_ENV, check_port, free_port
 from .contract.process import collect, process_start_time, run_env, spawn_logged, terminate
 from .contract.run_folder import RunFolder
+from .contract.run_summary import log_tail
 from .contract.status import Status
 
 DEFAULT_SERVER_TIMEOUT = 600.0
@@ -142,7 +143,7 @@ class RunRoot:
     def _record_trainer_exit(self, code: int) -> None:
         """The trainer died without its end: killed, or (often) it could not write that end on a full disk,
         which its log or the filesystem's free space shows (measured before the reserve is released)."""
-        fault = fault_from_log(_log_tail(self.folder.log_file), self.folder.path) if code >= 0 else None
+        fault = fault_from_log(log_tail(self.folder.log_file), self.folder.path) if code >= 0 else None
         if fault is None:
             self._record_failure("trainer_exit", _describe_exit(code))
             return
@@ -160,15 +161,6 @@ class RunRoot:
 
     def _record_end_now(self, status: Status, reason: str) -> None:
         self.folder.record_end(status, reason, last_step(self.folder.events_file))
-
-
-def _log_tail(path: Path, size: int = 64 * 1024) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(max(0, fh.seek(0, os.SEEK_END) - size))
-            return fh.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
 
 
 def _describe_exit(code: int) -> str:

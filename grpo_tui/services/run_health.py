@@ -12,25 +12,15 @@ import time
 
 from trainer_core.contract.disk import usage
 from trainer_core.contract.event_log import BackwardLines, last_events, scan_events
-from trainer_core.contract.events import Error, EventType, HealthWarning, RunFinished
+from trainer_core.contract.events import EventType, HealthWarning, RunFinished
 from trainer_core.contract.health import ADVICE, Thresholds
 from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.run_summary import crash_verdict
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
-from trainer_core.contract.watch_rules import classify_crash, disk_space_warning, stall_warning
+from trainer_core.contract.watch_rules import disk_space_warning, stall_warning
 
-LOG_TAIL_BYTES = 64 * 1024
 STEP_HISTORY = 21
-
-
-def log_tail(folder: RunFolder, size: int = LOG_TAIL_BYTES) -> str:
-    try:
-        with open(folder.log_file, "rb") as fh:
-            fh.seek(0, 2)
-            fh.seek(max(0, fh.tell() - size))
-            return fh.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
 
 
 def _thresholds(folder: RunFolder, config: dict | None) -> Thresholds:
@@ -94,9 +84,8 @@ def _newest_checkpoint_bytes(folder: RunFolder) -> int | None:
 
 def _crash(folder: RunFolder, status: Status) -> list[HealthWarning]:
     events, _ = scan_events(folder.events_file, (EventType.ERROR, EventType.RUN_FINISHED))
-    errors = [e for e in events if isinstance(e, Error)]
     finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
-    crash = classify_crash(log_tail(folder), errors, finished)
+    crash = crash_verdict(events, folder.log_file)
     if status is Status.LOST and (crash is None or crash.rule == "crash"):
         space = usage(folder.path)  # a trainer that could not even write its end: the disk may be full
         if space is not None and space.nearly_full:
