@@ -21,8 +21,8 @@ from pathlib import Path
 
 from orjson import loads as _loads
 
-from trainer_core.contract.event_log import BackwardLines, parse_line
-from trainer_core.contract.events import Event, HealthWarning, Metrics
+from trainer_core.contract.event_log import tail_events
+from trainer_core.contract.events import HealthWarning
 from trainer_core.contract.run_folder import RUNS_DIR_ENV, RunFolder, resolve_runs_dir
 from trainer_core.contract.run_summary import scan_warnings, summary_crash, valid_summary, warning_record
 from trainer_core.contract.status import Status
@@ -98,20 +98,6 @@ def warning_summary(path: str | os.PathLike) -> tuple[int, str | None]:
 
 
 # -- runs -----------------------------------------------------------------------------------------------
-
-
-def tail_events(source: str | os.PathLike | BackwardLines) -> tuple[Event | None, Metrics | None]:
-    """The file's last event and its last ``metrics`` event (None when none), reading from the end."""
-    lines = source if isinstance(source, BackwardLines) else BackwardLines(source)
-    last_event: Event | None = None
-    for line in lines:
-        event = parse_line(line)
-        if event is None:
-            continue
-        last_event = last_event or event
-        if isinstance(event, Metrics):
-            return last_event, event
-    return last_event, None
 
 
 def run_info(folder: RunFolder, now: float | None = None, state: dict | None = None) -> RunInfo:

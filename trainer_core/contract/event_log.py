@@ -272,3 +272,17 @@ def last_step(path: str | os.PathLike) -> int:
     """The step of the stream's last metrics event (0 before the first), read from the end of the file."""
     last = last_events(BackwardLines(path), EventType.METRICS)
     return last[0].step if last else 0
+
+
+def tail_events(source: str | os.PathLike | BackwardLines) -> tuple[Event | None, Event | None]:
+    """The file's last event and its last ``metrics`` event (None when none), reading from the end."""
+    lines = source if isinstance(source, BackwardLines) else BackwardLines(source)
+    last_event: Event | None = None
+    for line in lines:
+        event = parse_line(line)
+        if event is None:
+            continue
+        last_event = last_event or event
+        if event.type == EventType.METRICS:
+            return last_event, event
+    return last_event, None

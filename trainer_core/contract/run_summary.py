@@ -18,8 +18,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .event_log import BackwardLines, parse_line, scan_events
-from .events import Error, EventType, HealthWarning, Metrics, RunFinished, clean, decode
+from .event_log import scan_events, tail_events
+from .events import Error, EventType, HealthWarning, RunFinished, clean, decode
 from .status import Status
 from .watch_rules import classify_crash
 
@@ -70,21 +70,6 @@ def crash_verdict(events: list, log_file: str | os.PathLike) -> HealthWarning | 
     return classify_crash(log_tail(log_file), errors, finished)
 
 
-def last_metrics(path: str | os.PathLike) -> tuple[float | None, Metrics | None]:
-    """The time of the file's last event (None when it has none) and its last ``metrics`` event, reading from
-    the end."""
-    seen, last_time = False, None
-    for line in BackwardLines(path):
-        event = parse_line(line)
-        if event is None:
-            continue
-        if not seen:
-            seen, last_time = True, event.time if isinstance(event.time, (int, float)) else None
-        if isinstance(event, Metrics):
-            return last_time, event
-    return last_time, None
-
-
 def summarize(folder, status: Status | str, state: dict | None = None, config: dict | None = None) -> dict:
     """The ``summary`` of a run that has just ended with ``status`` (after its ``run_finished`` event).
 
@@ -99,7 +84,8 @@ def summarize(folder, status: Status | str, state: dict | None = None, config: d
         size = events_file.stat().st_size
     except OSError:
         size = 0
-    last_time, last = last_metrics(events_file)
+    last_event, last = tail_events(events_file)
+    last_time = last_event.time if last_event is not None and isinstance(last_event.time, (int, float)) else None
     # one byte scan of the events for both the warnings and a failed run's errors
     events, _ = scan_events(events_file, (EventType.WARNING, EventType.ERROR, EventType.RUN_FINISHED))
     warnings, last_warning = _alarming(events)
