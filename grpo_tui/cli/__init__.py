@@ -7,32 +7,40 @@ own processes, and everything here reads run folders and sends signals.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
-from . import demo, inspect, launch, logs, merge, runs, stop, tiny_model, train, watch
+from . import demo, events, hosts, info, inspect, launch, logs, merge, runs, stop, tiny_model, train, watch
 from .common import EXIT_BAD_INPUT, BadInput, add_theme, run_app, runs_dir_help
+from .remote import forward, is_remote
 
-COMMANDS = (train, launch, inspect, runs, stop, logs, watch, merge, tiny_model, demo)
+COMMANDS = (train, launch, inspect, runs, stop, logs, watch, events, merge, hosts, info, tiny_model, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grpo-tui", description="Configure, launch, watch and stop GRPO fine-tuning runs. "
-        "Without a command, opens the app on the list of runs.")
+        "Without a command, opens the app on the list of runs.", allow_abbrev=False)
     parser.add_argument("--runs-dir", dest="root_runs_dir", metavar="DIR", default=None, help=runs_dir_help())
     add_theme(parser, dest="root_theme")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # no abbreviated flags: `--host` must be spelled out to be kept off the command a host runs (cli/remote.py)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                parser_class=functools.partial(argparse.ArgumentParser, allow_abbrev=False))
     for command in COMMANDS:
         command.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    if args.command is None:
-        return run_app(args.root_runs_dir, args.root_theme)
+    args.argv = argv
     try:
+        if args.command is None:
+            return run_app(args.root_runs_dir, args.root_theme)
+        if getattr(args, "forward", False) and is_remote(args):
+            return forward(args)
         return args.handler(args)
     except BadInput as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -30,6 +30,11 @@ def add_theme(parser: argparse.ArgumentParser, dest: str = "theme") -> None:
                         help="app theme: grpo-dark (default), grpo-light, grpo-high-contrast, or any Textual theme")
 
 
+def add_host(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", metavar="NAME", default=None,
+                        help="run it on that host: a name from the hosts file or an SSH destination (docs/hosts.md)")
+
+
 def add_run_ref(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", metavar="RUN", help="run id, a unique prefix of one, 'latest', or a run folder path")
     add_runs_dir(parser)
@@ -61,8 +66,13 @@ def interactive() -> bool:
 
 def run_app(runs_dir, theme, **kwargs) -> int:
     from ..app import make_app
+    from ..executors.hosts import HostError
 
-    make_app(runs_dir, theme=theme, **kwargs).run()
+    try:
+        app = make_app(runs_dir, theme=theme, **kwargs)
+    except HostError as exc:
+        raise BadInput(str(exc)) from None
+    app.run()
     return 0
 
 

@@ -8,7 +8,7 @@ from trainer_core.contract.cli_args import add_run_config_arguments
 from trainer_core.contract.severity import Severity
 
 from ..services import inspections
-from .common import BadInput, add_runs_dir, config_of, creating
+from .common import BadInput, add_host, add_runs_dir, config_of, creating
 
 
 def register(sub) -> None:
@@ -20,8 +20,9 @@ def register(sub) -> None:
         "Exit code: 0 no critical problem, 4 critical problems, 1 the inspection failed, 2 bad input.")
     add_run_config_arguments(parser)
     add_runs_dir(parser)
+    add_host(parser)
     parser.add_argument("--samples", type=int, default=64, metavar="N", help="completions to score (default: 64)")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, forward=True)
 
 
 def run(args) -> int:

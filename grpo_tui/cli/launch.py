@@ -1,11 +1,22 @@
-"""``grpo-tui launch``: start a run detached from this terminal, print its id, return."""
+"""``grpo-tui launch``: start a run detached from this terminal, print its id, return.
+
+``--host`` starts it on another machine, by that machine's grpo-tui (``cli/remote.py``); ``--dry-run``
+checks everything a launch would (config, placement, disk, the files it names, on the machine that would
+run it) and starts nothing.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 
+from trainer_core.contract.config import ConfigError, RunConfig
+from trainer_core.contract.placement import parse_gpus, plan
+
+from ..services.gpus import visible_indices
 from ..services.supervisor import start_root
-from .common import config_of
+from .common import BadInput, add_host, config_of
 from .starting import add_start_arguments, create, options, resume
 
 
@@ -16,18 +27,91 @@ def register(sub) -> None:
         "command), print its id and folder, and return. Watch it with 'grpo-tui watch RUN', stop it with 'grpo-tui stop RUN'.",
     )
     add_start_arguments(parser)
+    add_host(parser)
     parser.add_argument("--json", action="store_true", help="print the run id and folder as JSON")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the config, placement and the files it names on the machine that would run it; start nothing")
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
+    from .remote import is_remote
+
+    if is_remote(args):
+        return launch_remote(args)
+    if args.dry_run:
+        return dry_run(args)
     folder, placement = resume(args) if args.resume else create(config_of(args), args)
     proc = start_root(folder, placement, options(args))
     if args.json:
-        print(json.dumps({"run_id": folder.run_id, "path": str(folder.path), "pid": proc.pid}))
+        print(json.dumps({"run_id": folder.run_id, "path": str(folder.path.resolve()), "pid": proc.pid}))
     else:
         print(f"launched run {folder.run_id}\n  folder: {folder.path}\n  watch:  grpo-tui watch {folder.run_id}"
               f"\n  stop:   grpo-tui stop {folder.run_id}")
         for note in placement.notes:
             print(f"  note:   {note}")
+    return 0
+
+
+def missing_files(config: RunConfig) -> list[ConfigError]:
+    """The files a config names that are not on this machine (a Hub model id is not a file)."""
+    found = []
+    module = config.rl_env_module or ""
+    if module.endswith(".py") or os.sep in module:
+        if not os.path.isfile(os.path.expanduser(module)):
+            found.append(ConfigError("rl_env_module", f"rl_env_module {module!r} is not a file on this machine "
+                                     f"({os.uname().nodename}); give a path that exists where the run runs"))
+    model = config.model or ""
+    if model.startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(model)):
+        found.append(ConfigError("model", f"model {model!r} is not a folder on this machine ({os.uname().nodename}); "
+                                 "give a local model folder that exists there, or a Hub model id"))
+    return found
+
+
+def dry_run(args) -> int:
+    """Everything but the start: prints what would run, or the problems (exit 2)."""
+    if args.resume:
+        raise BadInput("--dry-run checks a new run; drop --resume")
+    config = config_of(args)
+    try:
+        placement = plan(config, visible_indices(), parse_gpus(args.gpus), args.num_processes)
+        problems = list(config.problems(world_size=placement.num_processes)) + missing_files(config)
+    except ConfigError as exc:
+        problems, placement = [exc], None
+    if args.json:
+        print(json.dumps({"ok": not problems, "problems": [{"field": p.field, "message": str(p)} for p in problems],
+                          "placement": placement.to_dict() if placement else None}))
+    else:
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        if not problems:
+            print("ok: the run can start here" + "".join(f"\n  note: {n}" for n in placement.notes))
+    return 2 if problems else 0
+
+
+def launch_remote(args) -> int:
+    """Launch on ``--host`` through its ``launch --json``; say how to reach the run from here."""
+    from ..executors.hosts import HostError
+    from .remote import executor, remote_words
+
+    ex = executor(args)
+    try:
+        ex.info()
+        words, data = remote_words(args, ex)
+        if "--json" not in words:
+            words.append("--json")
+        done = ex.conn.run(words, input=data, timeout=600)
+    except HostError as exc:
+        raise BadInput(str(exc)) from None
+    sys.stderr.write(done.stderr.decode(errors="replace"))
+    if done.returncode != 0:
+        return done.returncode
+    if args.json or args.dry_run:
+        sys.stdout.write(done.stdout.decode())
+        return 0
+    started = json.loads(done.stdout)
+    host = ex.name
+    print(f"launched run {started['run_id']} on {host}\n  folder: {host}:{started['path']}"
+          f"\n  watch:  grpo-tui watch {started['run_id']} --host {host}"
+          f"\n  stop:   grpo-tui stop {started['run_id']} --host {host}")
     return 0

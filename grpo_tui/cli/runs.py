@@ -1,9 +1,14 @@
-"""``grpo-tui runs``: every run with its status, step, last reward and warnings, as a table or JSON."""
+"""``grpo-tui runs``: every run with its status, step, last reward and warnings, as a table or JSON.
+
+With ``--host`` (repeatable) or ``--all-hosts`` the runs of several machines are listed together, each
+host asked in parallel; a host that cannot be reached gets its one-line error and does not hide the others.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 from rich.table import Table
@@ -11,38 +16,92 @@ from rich.text import Text
 
 from trainer_core.contract.run_folder import RUNS_DIR_ENV
 
+from ..executors.hosts import LOCAL, HostError, load_hosts
 from ..formatting import format_duration, format_steps, format_time, short_model
 from ..palette import plain_palette
-from ..services.catalog import RunInfo, list_runs
-from .common import add_runs_dir
+from ..services.catalog import RunInfo, UnknownRunError, list_runs, resolve_run, run_info
+from .common import BadInput, add_runs_dir
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("runs", help="list runs: status, step, last reward, warnings")
+    parser = sub.add_parser("runs", help="list runs: status, step, last reward, warnings (of one host or several)")
+    parser.add_argument("refs", nargs="*", metavar="RUN", help="list only these runs (id, prefix, 'latest')")
     add_runs_dir(parser)
-    parser.add_argument("--json", action="store_true", help="print the list as JSON")
+    parser.add_argument("--host", action="append", default=None, metavar="NAME",
+                        help=f"list that host's runs ('{LOCAL}' is this machine); repeat for several (docs/hosts.md)")
+    parser.add_argument("--all-hosts", action="store_true", help="this machine and every host of the hosts file")
+    parser.add_argument("--json", action="store_true", help="print the list as JSON (each row has its host; null: this machine)")
     parser.set_defaults(handler=run)
+
+
+def local_runs(args) -> list[RunInfo]:
+    if not args.refs:
+        return list_runs(args.runs_dir)
+    try:
+        return [run_info(resolve_run(args.runs_dir, ref)) for ref in args.refs]
+    except UnknownRunError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def host_names(args) -> list[str]:
+    names = list(args.host or [])
+    if args.all_hosts:
+        try:
+            names = [LOCAL, *load_hosts(), *names]
+        except HostError as exc:
+            raise BadInput(str(exc)) from None
+    return list(dict.fromkeys(names))
+
+
+def gather(args, names: list[str]) -> tuple[list[RunInfo], list[str]]:
+    """The runs of every host (in order), and an error line per host that could not be listed."""
+    from .remote import executor
+
+    def one(name: str) -> list[RunInfo]:
+        if name == LOCAL:
+            return local_runs(args)
+        return executor(args, name).list_runs(args.refs)
+
+    runs, errors = [], []
+    with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
+        futures = [pool.submit(one, name) for name in names]
+        for future in futures:
+            try:
+                runs += future.result()
+            except (HostError, BadInput) as exc:
+                errors.append(str(exc))
+    return runs, errors
 
 
 def run(args) -> int:
     from rich.console import Console
 
-    runs = list_runs(args.runs_dir)
+    names = host_names(args)
+    errors: list[str] = []
+    if names and names != [LOCAL]:
+        runs, errors = gather(args, names)
+    else:
+        runs = local_runs(args)
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
     if args.json:
         # orjson: the same JSON as json.dumps(indent=2), many times faster on thousands of rows
         sys.stdout.write(orjson.dumps([r.to_dict() for r in runs], option=orjson.OPT_INDENT_2).decode() + "\n")
-        return 0
-    if not runs:
+    elif not runs and not names:
         print(f"no runs in {args.runs_dir or os.environ.get(RUNS_DIR_ENV) or './runs'}")
-        return 0
-    Console().print(format_table(runs))
-    return 0
+    elif not runs:
+        print("no runs" + (" on the hosts that answered" if errors else ""))
+    else:
+        Console().print(format_table(runs, hosts=bool(names)))
+    return 1 if errors else 0
 
 
-def format_table(runs: list[RunInfo]) -> Table:
+def format_table(runs: list[RunInfo], hosts: bool = False) -> Table:
     palette = plain_palette()
     table = Table(box=None, header_style="bold", pad_edge=False, collapse_padding=True)
-    for name in ("id", "project", "model", "status", "step", "reward", "warnings", "started", "duration"):
+    columns = (("host",) if hosts else ()) + ("id", "project", "model", "status", "step", "reward", "warnings",
+                                              "started", "duration")
+    for name in columns:
         # only the free-text columns give way on a narrow terminal, cut short rather than wrapped
         shrinks = name in ("project", "model", "warnings")
         table.add_column(name, justify="right" if name in ("step", "reward", "duration") else "left",
@@ -51,7 +110,8 @@ def format_table(runs: list[RunInfo]) -> Table:
         reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
         warnings = Text(f"{run.warnings} ({run.last_warning})" if run.warnings else "0",
                         style=palette.role("warning") if run.warnings else "dim", no_wrap=True, overflow="ellipsis")
-        table.add_row(Text(run.run_id), Text(run.project or "-"), Text(short_model(run.model)),
-                      Text(str(run.status), style=palette.status(run.status)), format_steps(run.step, run.total),
-                      reward, warnings, format_time(run.started), format_duration(run.duration))
+        cells = [Text(run.run_id), Text(run.project or "-"), Text(short_model(run.model)),
+                 Text(str(run.status), style=palette.status(run.status)), format_steps(run.step, run.total),
+                 reward, warnings, format_time(run.started), format_duration(run.duration)]
+        table.add_row(*([Text(run.host or LOCAL)] if hosts else []), *cells)
     return table

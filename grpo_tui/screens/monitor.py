@@ -28,6 +28,7 @@ from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 
+from ..executors.remote_run import RemoteRun
 from ..services import run_reader
 from ..services.gpus import list_gpus
 from ..services.run_reader import Post
@@ -82,9 +83,11 @@ class MonitorScreen(Screen):
             super().__init__()
             self.charts = charts
 
-    def __init__(self, folder: RunFolder):
+    def __init__(self, folder: RunFolder, remote: RemoteRun | None = None):
         super().__init__()
         self.folder = folder
+        self.remote = remote  # a run on another host: ``folder`` is its local copy, kept current by remote.mirror
+        self.gpus_shown = None
         self.config = folder.read_config()
         self.status = Status.STARTING
         # the UI's own copies of what the reader posted
@@ -132,8 +135,22 @@ class MonitorScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#gpus", GpuPanel).show(list_gpus())
+        if self.remote is None:
+            self.query_one("#gpus", GpuPanel).show(list_gpus())
+        else:
+            self.sub_title = f"on {self.remote.host}"
+            self._show_remote_gpus()
         self.follow()
+
+    def on_unmount(self) -> None:
+        if self.remote is not None:
+            self.remote.mirror.stop()
+
+    def _show_remote_gpus(self) -> None:
+        gpus = self.remote.gpus()
+        if gpus != self.gpus_shown:
+            self.gpus_shown = gpus
+            self.query_one("#gpus", GpuPanel).show(gpus, where=f"host {self.remote.host}")
 
     # -- the reader (a worker thread) -------------------------------------------------------------------
 
@@ -162,6 +179,8 @@ class MonitorScreen(Screen):
                 self.query_one("#samples", CompletionsTable).set_samples(list(slow.samples))
             if slow.log_text:
                 self.query_one("#log-view", Log).write(slow.log_text)
+            if self.remote is not None:
+                self._show_remote_gpus()
         new_steps = view.metrics_read != self.view.metrics_read
         if view.keys != self.view.keys:
             self.extra_keys = extra_keys(view.keys)
@@ -308,6 +327,16 @@ class MonitorScreen(Screen):
 
     @work(thread=True, exclusive=True, group="stop", exit_on_error=False)
     def run_stop(self, force: bool) -> None:
+        if self.remote is not None:
+            from ..executors.hosts import HostError
+
+            try:
+                outcome = self.remote.stop(force)
+            except HostError as exc:
+                self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
+                return
+            self.app.call_from_thread(self.notify, outcome["message"], severity="error" if outcome["left"] else "information")
+            return
         from ..services.supervisor import stop_run
 
         report = stop_run(self.folder, force=force, timeout=300)

@@ -1,5 +1,10 @@
 """Every run in the runs dir: status, step, last reward, warnings; open, stop, compare, start a new one.
 
+Runs of the hosts in the hosts file are listed with them (a host column): each host is asked by its own
+worker through its ``runs --json`` (``executors/ssh.py``), so a slow or unreachable host delays nothing
+else and shows its error in the hosts line. A remote run opens in the monitor through a local copy of its
+folder (``executors/mirror.py``).
+
 A runs dir may hold thousands of runs, so nothing here rebuilds the list: the worker's ``RunList`` re-reads
 only runs whose files changed and posts only when something did (or the user asked), and the table
 (``widgets/runs_table.py``) changes only the rows that differ. A first load posts the newest runs as soon
@@ -25,6 +30,7 @@ from ..widgets.runs_table import FIRST_ROWS, RunsTable
 from .confirm import ConfirmScreen
 
 REFRESH_SECONDS = 2.0
+HOST_REFRESH_SECONDS = 5.0  # a remote list costs the host a grpo-tui start: less often
 STABLE_EVERY = 3  # a finished run's files are checked every 3rd refresh (live and new runs: every one)
 
 
@@ -41,6 +47,7 @@ class RunsScreen(Screen):
     DEFAULT_CSS = """
     RunsScreen #title { padding: 0 1; background: $panel; width: 100%; }
     RunsScreen DataTable { height: 1fr; }
+    RunsScreen #hosts { padding: 0 1; width: 100%; height: auto; }
     """
 
     class Loaded(Message):
@@ -52,6 +59,13 @@ class RunsScreen(Screen):
             super().__init__()
             self.runs, self.changed, self.removed, self.partial = runs, changed, removed, partial
 
+    class HostLoaded(Message):
+        """One host's runs, or why they could not be read."""
+
+        def __init__(self, host: str, runs: list[RunInfo] | None, error: str | None = None):
+            super().__init__()
+            self.host, self.runs, self.error = host, runs, error
+
     class Done(Message):
         """A stop or resume worker finished: what to tell the user, and the run to open, if any."""
 
@@ -59,9 +73,15 @@ class RunsScreen(Screen):
             super().__init__()
             self.text, self.error, self.open_path = text, error, open_path
 
-    def __init__(self, runs_dir):
+    def __init__(self, runs_dir, hosts: dict | None = None):
         super().__init__()
         self.runs_dir = runs_dir
+        self.hosts = dict(hosts or {})
+        self.local_runs: list[RunInfo] = []
+        self.host_runs: dict[str, list[RunInfo]] = {}
+        self.host_errors: dict[str, str] = {}
+        self._executors: dict = {}
+        self._polling: set[str] = set()  # hosts whose list is being read
         self.runs: list[RunInfo] = []
         self.marked: list[str] = []
         self._list = RunList(runs_dir, stable_every=STABLE_EVERY)
@@ -70,12 +90,75 @@ class RunsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Label(f"runs in {self.runs_dir}", id="title")
-        yield RunsTable(id="runs")
+        if self.hosts:
+            yield Label("hosts: " + "  ".join(f"{name} …" for name in self.hosts), id="hosts")
+        yield RunsTable(hosts=bool(self.hosts), id="runs")
         yield Footer()
 
     def on_mount(self) -> None:
         self.load(force=True)
         self.set_interval(REFRESH_SECONDS, self.load)
+        if self.hosts:
+            self.poll_hosts()
+            self.set_interval(HOST_REFRESH_SECONDS, self.poll_hosts)
+
+    def executor(self, name: str):
+        from ..executors.ssh import SshExecutor
+
+        if name not in self._executors:
+            self._executors[name] = SshExecutor(self.hosts[name])
+        return self._executors[name]
+
+    def poll_hosts(self) -> None:
+        for name in self.hosts:
+            if name not in self._polling:
+                self._polling.add(name)
+                self.read_host(name)
+
+    @work(thread=True, exit_on_error=False)
+    def read_host(self, name: str) -> None:
+        from ..executors.hosts import HostError
+
+        try:
+            runs, error = self.executor(name).list_runs(), None
+        except HostError as exc:
+            runs, error = None, str(exc)
+        except Exception as exc:  # a host that answers nonsense must not take the screen down
+            runs, error = None, f"host {name}: {exc}"
+        self.post_message(self.HostLoaded(name, runs, error))
+
+    def on_runs_screen_host_loaded(self, message: HostLoaded) -> None:
+        self._polling.discard(message.host)
+        if message.error is not None:
+            self.host_errors[message.host] = message.error
+            changed = frozenset()  # its last known runs stay listed
+        else:
+            self.host_errors.pop(message.host, None)
+            old = {r.key: r for r in self.host_runs.get(message.host, [])}
+            self.host_runs[message.host] = message.runs
+            changed = frozenset(r.key for r in message.runs if old.get(r.key) != r)
+            if not changed and old.keys() == {r.key for r in message.runs}:
+                self._show_hosts()
+                return
+        self._show(changed, frozenset())
+        self._show_hosts()
+
+    def _show_hosts(self) -> None:
+        parts = []
+        for name in self.hosts:
+            if name in self.host_errors:
+                parts.append(f"{name} ✗ {self.host_errors[name]}")
+            elif name in self.host_runs:
+                parts.append(f"{name} ✓ {len(self.host_runs[name])} runs")
+            else:
+                parts.append(f"{name} …")
+        self.query_one("#hosts", Label).update("hosts: " + "  ·  ".join(parts))
+
+    def _show(self, changed: frozenset, removed: frozenset, partial: bool = False) -> None:
+        remote = [run for name in self.hosts for run in self.host_runs.get(name, [])]
+        runs = self.local_runs if not remote else sorted([*self.local_runs, *remote], key=lambda r: r.run_id, reverse=True)
+        self.runs = runs
+        self.query_one(RunsTable).show(runs, changed | removed, partial)
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def load(self, force: bool = False) -> None:
@@ -89,8 +172,8 @@ class RunsScreen(Screen):
                 self.post_message(self.Loaded(update.runs, update.changed, update.removed))
 
     def on_runs_screen_loaded(self, message: Loaded) -> None:
-        self.runs = message.runs
-        self.query_one(RunsTable).show(message.runs, message.changed | message.removed, message.partial)
+        self.local_runs = message.runs
+        self._show(message.changed, message.removed, message.partial)
         runs, where = message.runs, self.runs_dir
         title = (f"runs in {where}  (reading…)" if message.partial else f"runs in {where}  ({len(runs)})" if runs
                  else f"no runs in {where} yet: press n to start one")
@@ -112,7 +195,9 @@ class RunsScreen(Screen):
 
     def action_open(self) -> None:
         run = self._current()
-        if run:
+        if run and run.host is not None:
+            self.app.open_remote(self.executor(run.host), run)
+        elif run:
             self.app.open_monitor(run.path)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -124,6 +209,9 @@ class RunsScreen(Screen):
     def action_mark(self) -> None:
         run = self._current()
         if run is None:
+            return
+        if run.host is not None:
+            self.notify("Compare works on runs of this machine; open a remote run to see its charts.")
             return
         if run.run_id in self.marked:
             self.marked.remove(run.run_id)
@@ -137,7 +225,7 @@ class RunsScreen(Screen):
             return
         from .compare import CompareScreen
 
-        paths = [r.path for r in self.runs if r.run_id in self.marked]
+        paths = [r.path for r in self.runs if r.host is None and r.run_id in self.marked]
         self.app.push_screen(CompareScreen(paths))
 
     def action_stop(self) -> None:
@@ -166,7 +254,18 @@ class RunsScreen(Screen):
         from trainer_core.contract.config import ConfigError
         from trainer_core.contract.run_folder import RunFolder
 
+        from ..executors.hosts import HostError
         from ..services.supervisor import prepare_resume, start_root
+
+        if run.host is not None:
+            try:
+                self.executor(run.host).resume(run)
+            except HostError as exc:
+                self.post_message(self.Done(str(exc), error=True))
+                return
+            self.post_message(self.Done(f"resumed run {run.run_id} on {run.host}"))
+            self.poll_hosts()
+            return
 
         folder = RunFolder(run.path)
         try:
@@ -181,7 +280,17 @@ class RunsScreen(Screen):
     def _stop(self, run: RunInfo) -> None:
         from trainer_core.contract.run_folder import RunFolder
 
+        from ..executors.hosts import HostError
         from ..services.supervisor import stop_run
+
+        if run.host is not None:
+            try:
+                outcome = self.executor(run.host).stop(run)
+            except HostError as exc:
+                self.post_message(self.Done(str(exc), error=True))
+                return
+            self.post_message(self.Done(outcome["message"], error=bool(outcome["left"])))
+            return
 
         report = stop_run(RunFolder(run.path))
         self.post_message(self.Done(report.describe()))

@@ -22,7 +22,7 @@ from pathlib import Path
 from orjson import loads as _loads
 
 from trainer_core.contract.event_log import tail_events
-from trainer_core.contract.events import HealthWarning
+from trainer_core.contract.events import EventType, HealthWarning, decode
 from trainer_core.contract.run_folder import RUNS_DIR_ENV, RunFolder, resolve_runs_dir
 from trainer_core.contract.run_summary import scan_warnings, summary_crash, valid_summary, warning_record
 from trainer_core.contract.status import Status
@@ -63,6 +63,12 @@ class RunInfo:
     last_warning: str | None
     exit_reason: str | None
     alerts: list[HealthWarning] = field(default_factory=list)  # watcher-side warnings: stall, crash cause
+    host: str | None = None  # the host it runs on (executors/hosts.py); None: this machine
+
+    @property
+    def key(self) -> str:
+        """Unique across hosts: the run id, prefixed by the host for a remote run."""
+        return self.run_id if self.host is None else f"{self.host}:{self.run_id}"
 
     def to_dict(self) -> dict:
         """The row of ``grpo-tui runs --json`` (the fields in order; ``dataclasses.asdict`` is slow on 10k rows)."""
@@ -71,8 +77,21 @@ class RunInfo:
             "status": self.status.value, "step": self.step, "total": self.total, "last_reward": self.last_reward,
             "started": self.started, "ended": self.ended, "duration": self.duration, "warnings": self.warnings,
             "last_warning": self.last_warning, "exit_reason": self.exit_reason,
-            "alerts": [warning_record(a) for a in self.alerts],
+            "alerts": [warning_record(a) for a in self.alerts], "host": self.host,
         }
+
+    @classmethod
+    def from_dict(cls, row: dict, host: str | None = None) -> RunInfo:
+        """A row of ``runs --json`` (a remote host's); ``path`` is a path on that host."""
+        alerts = [decode({**a, "type": EventType.WARNING.value}) for a in row.get("alerts") or [] if isinstance(a, dict)]
+        return cls(
+            run_id=str(row["run_id"]), path=Path(row["path"]), project=row.get("project"), model=row.get("model"),
+            status=Status.parse(row.get("status")) or Status.LOST, step=row.get("step"), total=row.get("total"),
+            last_reward=row.get("last_reward"), started=row.get("started"), ended=row.get("ended"),
+            duration=row.get("duration"), warnings=row.get("warnings") or 0, last_warning=row.get("last_warning"),
+            exit_reason=row.get("exit_reason"), alerts=[a for a in alerts if isinstance(a, HealthWarning)],
+            host=host if host is not None else row.get("host"),
+        )
 
 
 _warning_cache: dict[Path, tuple[int, int, int, str | None]] = {}

@@ -12,13 +12,15 @@ import time
 
 from trainer_core.contract.disk import usage
 from trainer_core.contract.event_log import BackwardLines, last_events, scan_events
-from trainer_core.contract.events import EventType, HealthWarning, RunFinished
+from trainer_core.contract.events import EventType, HealthWarning, RunFinished, decode
 from trainer_core.contract.health import ADVICE, Thresholds
 from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.run_summary import crash_verdict
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 from trainer_core.contract.watch_rules import disk_space_warning, stall_warning
+
+from .run_status import remote_view
 
 STEP_HISTORY = 21
 
@@ -46,6 +48,9 @@ def watcher_warnings(folder: RunFolder, status: Status, now: float | None = None
     """Stall (live runs) or crash cause (failed or lost runs). ``config``: the run's config, when already read."""
     now = time.time() if now is None else now
     status = Status(status)
+    remote = remote_view(folder)
+    if remote is not None:
+        return remote_alerts(remote)
     if status.is_live:
         thresholds = _thresholds(folder, config)
         recent = last_events(BackwardLines(folder.events_file), EventType.METRICS, STEP_HISTORY)
@@ -63,6 +68,25 @@ def watcher_warnings(folder: RunFolder, status: Status, now: float | None = None
     if cached is None or cached[0] != key:
         cached = _ended_cache[folder.path] = (key, _crash(folder, status))
     return cached[1]
+
+
+def remote_alerts(remote: dict) -> list[HealthWarning]:
+    """A mirrored run's alerts: the host's (it sees the processes and the disk), and a lost connection."""
+    found = []
+    for record in remote.get("alerts") or []:
+        if isinstance(record, dict):
+            event = decode({**record, "type": EventType.WARNING.value})
+            if isinstance(event, HealthWarning):
+                found.append(event)
+    if not remote.get("connected") and remote.get("error"):
+        updated = remote.get("updated")
+        since = time.strftime(" since %H:%M:%S", time.localtime(updated)) if isinstance(updated, (int, float)) else ""
+        found.append(HealthWarning(
+            "connection_lost", Severity.WARN, 0,
+            f"No news from host {remote.get('host')}{since}: {remote['error']}",
+            "grpo-tui reconnects by itself and catches up from where its copy ends; the run goes on regardless.",
+            {"host": remote.get("host")}))
+    return found
 
 
 def _disk_space(folder: RunFolder, step: int, thresholds: Thresholds) -> HealthWarning | None:

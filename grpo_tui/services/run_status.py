@@ -2,7 +2,8 @@
 
 A run's status comes from state.json, but a state that says it is still going is believed only while its
 process is alive *and* is the same process (pid plus start time): otherwise the trainer died without
-writing its end and the run reads as ``lost``.
+writing its end and the run reads as ``lost``. A local copy of a remote run (``executors/mirror.py``) has
+no process here: its live status is the one its host judged, kept in ``.remote.json``.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from orjson import loads
+
 from trainer_core.contract.process import process_matches
 from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.run_summary import run_total as run_total  # one rule, shared with the run's summary
 from trainer_core.contract.status import Status
 
 STARTING_GRACE_S = 10.0
+REMOTE_FILE = ".remote.json"  # in a mirrored run folder: what its host says of it
 
 
 def is_live(status: Status | str | None) -> bool:
@@ -28,6 +32,9 @@ def live_status(folder: RunFolder, state: dict | None = None) -> Status:
     status = Status.parse(state.get("status"))
     if status is not None and status.is_final:
         return status
+    remote = remote_view(folder)
+    if remote is not None:
+        return Status.parse(remote.get("status")) or Status.STARTING
     if process_matches(state.get("root_pid"), state.get("root_start_time")) or process_matches(
         state.get("pid"), state.get("pid_start_time")
     ):
@@ -36,6 +43,16 @@ def live_status(folder: RunFolder, state: dict | None = None) -> Status:
         # the launcher has made the folder but the trainer has not written its state yet
         return Status.STARTING
     return Status.LOST
+
+
+def remote_view(folder: RunFolder) -> dict | None:
+    """What the host of a mirrored run last said (status, alerts, GPUs, connected, error); None for a local run."""
+    try:
+        with open(folder.path / REMOTE_FILE, "rb") as fh:
+            data = loads(fh.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _age(path: Path) -> float:

@@ -10,9 +10,9 @@ from ..services.gpus import GPU
 GIB = 1 << 30
 
 
-def gpu_table(gpus: list[GPU]) -> Table | str:
+def gpu_table(gpus: list[GPU], where: str = "this machine") -> Table | str:
     if not gpus:
-        return "No NVIDIA GPU on this machine (or no driver): training runs on the CPU."
+        return f"No NVIDIA GPU on {where} (or no driver): training runs on the CPU."
     table = Table(box=None, pad_edge=False)
     for col in ("gpu", "name", "memory used / total", "free", "util"):
         table.add_column(col)
@@ -25,5 +25,5 @@ def gpu_table(gpus: list[GPU]) -> Table | str:
 class GpuPanel(Static):
     DEFAULT_CSS = "GpuPanel { height: auto; padding: 0 1; }"
 
-    def show(self, gpus: list[GPU]) -> None:
-        self.update(gpu_table(gpus))
+    def show(self, gpus: list[GPU], where: str = "this machine") -> None:
+        self.update(gpu_table(gpus, where))

@@ -34,6 +34,11 @@ def _width(cell) -> int:
     return max((cell_len(line) for line in text.splitlines()), default=0)
 
 
+def _id(key: str) -> str:
+    """The run id of a row key (``host:run_id`` for a remote run; run ids hold no colon)."""
+    return key.rpartition(":")[2]
+
+
 def _same(a, b) -> bool:
     """Cells that look the same (Text's own == ignores its style: a status's colour)."""
     if isinstance(a, Text) and isinstance(b, Text):
@@ -42,10 +47,12 @@ def _same(a, b) -> bool:
 
 
 class RunsTable(DataTable):
-    """``show(runs, changed)`` after every load; ``marked`` run ids get a dot in the first column."""
+    """``show(runs, changed)`` after every load; ``marked`` runs get a dot in the first column. Rows are keyed
+    by ``RunInfo.key`` (the run id, host-prefixed for a remote run); ``hosts`` adds a host column."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, hosts: bool = False, **kwargs):
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self.columns_shown = COLUMNS if not hosts else (*COLUMNS[:2], ("host", "host"), *COLUMNS[2:])
         self.marked: list[str] = []
         self._by_id: dict[str, RunInfo] = {}
         self._cells: dict[str, tuple] = {}  # run id -> the cells its row shows
@@ -54,7 +61,7 @@ class RunsTable(DataTable):
         self._partial = False  # the rows are the newest of a first load still being read
 
     def on_mount(self) -> None:
-        for name, key in COLUMNS:
+        for name, key in self.columns_shown:
             self.add_column(name, key=key)
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._recolour())
 
@@ -71,7 +78,7 @@ class RunsTable(DataTable):
         ``partial``: the newest runs of a first load still being read (the rest follow)."""
         selected = self._selected_id()
         after_partial, self._partial = self._partial, partial
-        self._by_id = {run.run_id: run for run in runs}
+        self._by_id = {run.key: run for run in runs}
         gone = [] if partial else [run_id for run_id in self._cells if run_id not in self._by_id]
         if len(gone) > REBUILD_REMOVED:
             self.clear()
@@ -84,7 +91,7 @@ class RunsTable(DataTable):
         for run_id in changed:
             if run_id in self._cells and run_id in self._by_id:
                 self._update_row(run_id, self._cells_of(self._by_id[run_id], palette))
-        new = [run.run_id for run in runs if run.run_id not in self._cells]
+        new = [run.key for run in runs if run.key not in self._cells]
         if after_partial:  # the rest of a first load: in batches, after the newest already shown
             now, self._pending = [], new
         elif not self._cells:  # a first load (or a rebuild): a screenful now, the rest in batches
@@ -113,7 +120,8 @@ class RunsTable(DataTable):
         reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
         warnings = f"{run.warnings} ({run.last_warning})" if run.warnings else "0"
         # free text as Text, never parsed as markup: a project named "[x]" shows as written
-        return (self._mark(run.run_id), Text(run.run_id, no_wrap=True, end=""),
+        host = (Text(run.host or "local", no_wrap=True, end=""),) if len(self.columns_shown) > len(COLUMNS) else ()
+        return (self._mark(run.key), Text(run.run_id, no_wrap=True, end=""), *host,
                 Text(str(run.status), style=palette.status(run.status)), format_steps(run.step, run.total), reward,
                 Text(warnings, no_wrap=True, end=""), format_duration(run.duration),
                 Text(short_model(run.model, 24), no_wrap=True, end=""), Text(run.project or "-", no_wrap=True, end=""))
@@ -122,17 +130,17 @@ class RunsTable(DataTable):
         if not run_ids:
             return
         last = self._row_id(self.row_count - 1) if self.row_count else None
-        widths = [0] * len(COLUMNS)
+        widths = [0] * len(self.columns_shown)
         for run_id in run_ids:
             cells = self._cells_of(self._by_id[run_id], palette)
             self.add_row(*cells, key=run_id)
             self._cells[run_id] = cells
             widths = [max(w, _width(c)) for w, c in zip(widths, cells)]
         # the columns take the new rows' widths now, before a frame is drawn, not when the table measures them
-        for (_, key), width in zip(COLUMNS, widths):
+        for (_, key), width in zip(self.columns_shown, widths):
             column = self.columns[key]
             column.content_width = max(column.content_width, width)
-        if last is not None and max(run_ids) > last:
+        if last is not None and max(_id(k) for k in run_ids) > _id(last):
             self.sort("id", reverse=True, key=lambda cell: cell.plain)  # a run newer than the last row: reorder
 
     def _add_pending(self) -> None:
@@ -148,7 +156,7 @@ class RunsTable(DataTable):
             self._filling = bool(self.set_timer(BATCH_SECONDS, self._add_pending))
 
     def _update_row(self, run_id: str, cells: tuple) -> None:
-        for (_, key), old, new in zip(COLUMNS, self._cells[run_id], cells):
+        for (_, key), old, new in zip(self.columns_shown, self._cells[run_id], cells):
             if not _same(old, new):
                 column = self.columns[key]
                 column.content_width = max(column.content_width, _width(new))

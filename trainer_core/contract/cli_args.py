@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
-from .config import ConfigError, RunConfig, config_fields, flag_for, load_file
+from .config import ConfigError, RunConfig, config_fields, flag_for, load_file, load_text
 
 MAPPING_FIELDS = ("grpo_args", "health")
 
@@ -61,7 +62,8 @@ def _type_for(annotation: str):
 
 def add_run_config_arguments(parser: argparse.ArgumentParser) -> None:
     """Add --config and one flag per RunConfig field, grouped as in the form."""
-    parser.add_argument("--config", metavar="FILE", help="YAML or JSON config file; flags given here override it.")
+    parser.add_argument("--config", metavar="FILE",
+                        help="YAML or JSON config file ('-': read it from stdin); flags given here override it.")
     groups: dict[str, argparse._ArgumentGroup] = {}
     for f in config_fields():
         group_name = f.metadata["group"]
@@ -85,7 +87,10 @@ def add_run_config_arguments(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """Merge ``--config FILE`` with the flags given; raise ConfigError naming the bad key or value."""
     data: dict[str, Any] = {}
-    if getattr(args, "config", None):
+    if getattr(args, "config", None) == "-":
+        data.update(load_text(sys.stdin.read(), "stdin"))
+        source = "stdin"
+    elif getattr(args, "config", None):
         data.update(load_file(args.config))
         source = args.config
     else:

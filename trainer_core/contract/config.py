@@ -182,21 +182,26 @@ def load_file(path: str | Path) -> dict:
         text = path.read_text()
     except OSError as exc:
         raise ConfigError("config", f"cannot read config file {path}: {exc.strerror}") from None
+    return load_text(text, str(path), json_only=path.suffix == ".json")
+
+
+def load_text(text: str, source: str, json_only: bool = False) -> dict:
+    """A config's text (YAML, of which JSON is a part) into a mapping; ``source`` names it in errors."""
     try:
-        if path.suffix == ".json":
+        if json_only:
             data = json.loads(text)
         else:
             import yaml
 
             data = yaml.safe_load(text)
     except ValueError as exc:  # json.JSONDecodeError and yaml.YAMLError both derive from it or Exception
-        raise ConfigError("config", f"config file {path} is not valid: {exc}") from None
+        raise ConfigError("config", f"config file {source} is not valid: {exc}") from None
     except Exception as exc:
-        raise ConfigError("config", f"config file {path} is not valid YAML: {exc}") from None
+        raise ConfigError("config", f"config file {source} is not valid YAML: {exc}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError("config", f"config file {path} must hold a mapping of field: value, got {type(data).__name__}")
+        raise ConfigError("config", f"config file {source} must hold a mapping of field: value, got {type(data).__name__}")
     return data
 
 

@@ -1,0 +1,41 @@
+"""A run on another host as the app holds it: its row, the executor that reaches it, its mirrored folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..services.catalog import RunInfo
+from ..services.gpus import GPU
+from ..services.run_status import remote_view
+from .mirror import Mirror
+from .ssh import SshExecutor
+
+
+@dataclass
+class RemoteRun:
+    executor: SshExecutor
+    run: RunInfo
+    mirror: Mirror
+
+    @classmethod
+    def open(cls, executor: SshExecutor, run: RunInfo) -> RemoteRun:
+        """Start the mirror (blocking until config and state are here: call it from a worker)."""
+        mirror = executor.mirror(run).start()
+        if not mirror.wait_ready(120):
+            mirror.stop()
+            from .hosts import HostError
+
+            raise HostError(f"host {executor.name}: run {run.run_id} sent nothing within 120s")
+        return cls(executor, run, mirror)
+
+    @property
+    def host(self) -> str:
+        return self.executor.name
+
+    def gpus(self) -> list[GPU]:
+        view = remote_view(self.mirror.folder) or {}
+        fields = ("index", "name", "memory_total", "memory_used", "utilization")
+        return [GPU(**{k: g.get(k) for k in fields}) for g in view.get("gpus") or [] if isinstance(g, dict)]
+
+    def stop(self, force: bool = False) -> dict:
+        return self.executor.stop(self.run, force=force)
