@@ -155,15 +155,18 @@ class SshServer:
             if self._proc.poll() is not None:
                 raise RuntimeError(f"sshd exited with {self._proc.returncode}:\n{self.log}")
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as probe:
+                    probe_port = probe.getsockname()[1]
             except OSError:
                 time.sleep(0.05)
                 continue
             # The probe has a server process of its own; a test waiting for connection_pids() must not see it.
-            while self.connection_pids() and time.monotonic() < deadline:
+            while time.monotonic() < deadline:
+                if f"Connection closed by 127.0.0.1 port {probe_port}" in self.log and not self.connection_pids():
+                    return
                 time.sleep(0.02)
-            return
-        raise RuntimeError(f"sshd did not listen on 127.0.0.1:{self.port} within {timeout} s:\n{self.log}")
+            break
+        raise RuntimeError(f"sshd was not ready on 127.0.0.1:{self.port} within {timeout} s:\n{self.log}")
 
     def connection_pids(self) -> list[int]:
         """Pids of the sshd processes that serve connections: the listener's descendants that are sshd itself.

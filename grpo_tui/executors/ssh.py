@@ -110,9 +110,20 @@ class SshExecutor:
     def resume(self, run: RunInfo) -> dict:
         return loads(self.call(["launch", "--resume", str(run.path), "--json", *self.runs_args()], timeout=300))
 
-    def launch(self, argv: list[str], config_text: bytes | None = None, dry_run: bool = False) -> dict:
+    def launch(self, argv: list[str], config_text: bytes | None = None) -> dict:
         """``launch ARGV --json`` there; ``config_text``: a config file's bytes, read there as ``--config -``."""
         self.info()
-        args = ["launch", *argv, *(["--config", "-"] if config_text is not None else []), *self.runs_args(), "--json",
-                *(["--dry-run"] if dry_run else [])]
-        return loads(self.call(args, input=config_text, timeout=300))
+        return loads(self.call(self._launch_args(argv, config_text), input=config_text, timeout=300))
+
+    def check_launch(self, argv: list[str], config_text: bytes | None = None) -> dict:
+        """``launch ARGV --dry-run --json`` there: ``{"ok", "problems": [{"field", "message"}], "placement"}``."""
+        self.info()
+        done = self.conn.run([*self._launch_args(argv, config_text), "--dry-run"], input=config_text, timeout=300)
+        try:
+            return loads(done.stdout)
+        except ValueError:
+            said = [line for line in done.stderr.decode(errors="replace").splitlines() if line.strip()]
+            raise RemoteError(f"host {self.name}: {said[-1] if said else 'launch --dry-run printed no verdict'}") from None
+
+    def _launch_args(self, argv: list[str], config_text: bytes | None) -> list[str]:
+        return ["launch", *argv, *(["--config", "-"] if config_text is not None else []), *self.runs_args(), "--json"]

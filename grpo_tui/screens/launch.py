@@ -9,6 +9,11 @@ The screen only composes and routes: the widgets (form, preset and file bars, pl
 preview) post what the user did, the screen turns that into form changes, file reads and writes, and the
 reward-inspection gate; the blocking start runs in a named worker (``services.launching``) that reports
 back through ``Launched`` / ``LaunchFailed`` messages.
+
+With hosts configured, a host picker chooses where the run runs: the GPUs shown are then the host's, and
+Launch has the host's grpo-tui check the config (a path in it is a path there) before it starts the run
+there and opens its monitor (``executors/remote_launch.py``). The reward-inspection gate runs on this
+machine only, so a remote launch goes without it, and says so.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
@@ -27,12 +32,14 @@ from textual.widgets import Button, Footer, Label
 from trainer_core.contract.config import ConfigError, RunConfig
 from trainer_core.contract.placement import Placement
 
+from ..executors.hosts import LOCAL
 from ..presets import PRESETS, preset_values
 from ..services.gpus import GPU, list_gpus, visible_indices
-from ..services.launching import LaunchError, gate_inspection, launch_from_app
+from ..services.launching import SKIPPED, LaunchError, gate_inspection, launch_from_app
 from ..widgets.command_preview import CommandPreview, launch_command
 from ..widgets.config_actions import ConfigFileBar, PresetBar
 from ..widgets.config_form import ConfigForm
+from ..widgets.host_picker import HostPicker
 from ..widgets.placement_picker import NO_GPU_TEXT, PlacementPicker, gpu_label
 from ..widgets.status_line import StatusLine
 from .confirm import ConfirmScreen
@@ -73,9 +80,10 @@ class LaunchScreen(Screen):
             super().__init__()
             self.title, self.message, self.field = title, message, field
 
-    def __init__(self, runs_dir, config: RunConfig | None = None):
+    def __init__(self, runs_dir, config: RunConfig | None = None, hosts: dict | None = None):
         super().__init__()
         self.runs_dir = Path(runs_dir)
+        self.hosts = dict(hosts or {})
         self.initial = config
         self.gpus: list[GPU] = []
         self.available: list[int] = []
@@ -89,6 +97,10 @@ class LaunchScreen(Screen):
     @property
     def picker(self) -> PlacementPicker:
         return self.query_one(PlacementPicker)
+
+    @property
+    def host(self) -> str:
+        return self.query_one(HostPicker).host if self.hosts else LOCAL
 
     @property
     def files(self) -> ConfigFileBar:
@@ -111,8 +123,12 @@ class LaunchScreen(Screen):
             yield PresetBar()
             yield Label("settings", classes="section-title")
             yield ConfigForm(self.initial, id="form")
+            if self.hosts:
+                yield Label("host", classes="section-title")
+                yield HostPicker(self.hosts, id="host")
             yield Label("placement", classes="section-title")
-            yield PlacementPicker(self.gpus)
+            with Vertical(id="placement-box"):
+                yield PlacementPicker(self.gpus)
             yield Label("config file", classes="section-title")
             yield ConfigFileBar()
         with Horizontal(id="actions"):
@@ -134,7 +150,26 @@ class LaunchScreen(Screen):
         """The ``grpo-tui launch`` command that starts this run (of ``config``, already read from the form);
         ConfigError when the form cannot say."""
         config = self.form.config() if config is None else config
-        return launch_command(config, self.runs_dir, *self.placement_request())
+        argv = launch_command(config, self.runs_dir, *self.placement_request())
+        if self.host == LOCAL:
+            return argv
+        # the host's runs dir, not this machine's
+        return [*argv[:-2], *self.query_one(HostPicker).executor().runs_args(), "--host", self.host]
+
+    async def on_host_picker_chosen(self, message: HostPicker.Chosen) -> None:
+        """Another host: its GPUs in the picker, its name in the title and the command."""
+        if message.host != self.host:
+            return
+        self.gpus, self.available = message.gpus, [g.index for g in message.gpus]
+        box = self.query_one("#placement-box", Vertical)
+        await box.remove_children()
+        await box.mount(PlacementPicker(self.gpus))
+        where = f"in {self.runs_dir}" if message.host == LOCAL else f"on {message.host}"
+        self.query_one("#title", Label).update(Content(f"new run {where}"))
+        self.refresh_preview()
+        if message.error:
+            self.picker.show_plan(message.error, "-error")
+            self._launch_status.show(message.error, "-error")
 
     def refresh_preview(self) -> None:
         preview = self.query_one(CommandPreview)
@@ -262,6 +297,12 @@ class LaunchScreen(Screen):
             return
         gpus, num_processes = self.placement_request()
         self._set_launching(True)
+        if self.host != LOCAL:
+            config.inspection = SKIPPED
+            self._launch_status.show(f"checking the config on {self.host}, then starting it there (the reward "
+                                     f"inspection gate runs here only: `grpo-tui inspect --host {self.host}`)", "-info")
+            self.start_remote(self.query_one(HostPicker).executor(), config, gpus, num_processes)
+            return
         self._launch_status.show("reward inspection first: read the scored samples, then launch", "-info")
         self.app.push_screen(InspectScreen(config, self.runs_dir),
                              lambda result: self._after_gate(result, config, gpus, num_processes))
@@ -299,6 +340,23 @@ class LaunchScreen(Screen):
         if not self.post_message(self.Launched(folder.path)):
             # this screen was closed while the run started; the run is running all the same, so show it
             self.app.call_from_thread(self.app.open_monitor, folder.path)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="launch")
+    def start_remote(self, executor, config: RunConfig, gpus: list[int] | None, num_processes: int | None) -> None:
+        from ..executors.remote_launch import launch_remote
+
+        try:
+            run = launch_remote(executor, config, gpus, num_processes)
+        except LaunchError as exc:
+            self.post_message(self.LaunchFailed(exc.title, exc.message, exc.field))
+            return
+        self.app.call_from_thread(self._remote_started, executor, run)
+
+    def _remote_started(self, executor, run) -> None:
+        self.launching = False
+        if self.is_current:
+            self.dismiss()
+        self.app.open_remote(executor, run)
 
     def on_launch_screen_launched(self, message: Launched) -> None:
         self.launching = False

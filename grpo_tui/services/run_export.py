@@ -33,6 +33,7 @@ from .run_status import live_status
 POLL_SECONDS = 0.2
 SLOW_SECONDS = 1.0  # status and whole files
 ALERT_SECONDS = 5.0  # watcher alerts and GPUs
+HEARTBEAT_SECONDS = 5.0  # an idle stream still writes: a viewer that went away is noticed (EPIPE), not waited on
 CHUNK = 1 << 20
 APPENDED = ("events.jsonl", "samples.jsonl", "trainer.log")
 WHOLE = ("config.yaml", "state.json")
@@ -136,6 +137,7 @@ def mirror_lines(folder: RunFolder, offsets: dict[str, int], follow: bool = Fals
     stamps: dict[str, tuple] = {}
     last_status = last_gpus = None
     slow_at = alert_at = float("-inf")
+    sent_at = time.monotonic()
     alerts: list = []
     while True:
         now = time.monotonic()
@@ -166,7 +168,12 @@ def mirror_lines(folder: RunFolder, offsets: dict[str, int], follow: bool = Fals
             if not follow or not status.is_live:
                 yield dumps({"end": status.value})
                 return
-        if not sent:
+        if sent:
+            sent_at = now
+        elif now - sent_at >= HEARTBEAT_SECONDS:
+            sent_at = now
+            yield b"{}"
+        else:
             sleep(POLL_SECONDS)
 
 
