@@ -34,7 +34,13 @@ def control_dir() -> Path:
     """The private folder for master sockets: $GRPO_TUI_SSH_DIR, else $XDG_RUNTIME_DIR/grpo-tui-ssh, else
     ~/.cache/grpo-tui/ssh; /tmp/grpo-tui-ssh-UID when that path is too long for a socket. Created 0700, and
     refused if another user owns it or others can enter it."""
-    candidates = [os.environ.get(CONTROL_DIR_ENV)]
+    named = os.environ.get(CONTROL_DIR_ENV)
+    if named:
+        if len(named) + 51 > SOCKET_PATH_MAX:
+            raise HostError(f"${CONTROL_DIR_ENV} ({named}) is too long for SSH control sockets: keep it under "
+                            f"{SOCKET_PATH_MAX - 51} characters")
+        return _private_dir(Path(named))
+    candidates = []
     if os.environ.get("XDG_RUNTIME_DIR"):
         candidates.append(os.path.join(os.environ["XDG_RUNTIME_DIR"], "grpo-tui-ssh"))
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
