@@ -64,6 +64,7 @@ class LaunchScreen(Screen):
     LaunchScreen Input.-textual-compact:focus { background-tint: $primary 25%; }
     LaunchScreen #actions { height: auto; max-height: 3; padding: 0 1; align-horizontal: right; }
     LaunchScreen #launch-status { width: 1fr; }
+    LaunchScreen #placement-box { height: auto; }
     """
 
     class Launched(Message):

@@ -61,6 +61,7 @@ async def test_runs_of_two_hosts_in_one_list_and_a_remote_monitor(remote, tiny_m
         await wait_until(pilot, lambda: monitor.status == "completed" and monitor.view.metrics_read == 12, timeout=60)
         assert "step 12/12" in header_text(monitor)
         assert "host gpubox" in str(monitor.query_one("#gpus").render())
+        await wait_until(pilot, lambda: monitor.last_sample is not None)  # completions, from the host's samples
         await pilot.press("R")
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen))
 

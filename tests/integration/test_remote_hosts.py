@@ -26,6 +26,8 @@ def test_launch_list_watch_logs_and_stop_a_run_on_a_host(remote, tiny_model):  #
     folder = remote.run_folder(run_id)
     assert folder.is_dir() and (folder.stat().st_mode & 0o777) == 0o700
 
+    connection = set(remote.server.connection_pids())
+    assert connection, "the launch left its shared connection up"
     listed = remote.cli("runs", "--host", "gpubox", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
@@ -55,6 +57,7 @@ def test_launch_list_watch_logs_and_stop_a_run_on_a_host(remote, tiny_model):  #
 
     with open(folder / "trainer.log", "a", encoding="utf-8") as fh:
         fh.write("a line only the host's log holds: ünïcode\n")
+    assert set(remote.server.connection_pids()) == connection, "every command went through the one connection"
     log = remote.cli("logs", run_id, "--host", "gpubox")
     assert log.returncode == 0, log.stderr
     assert log.stdout == (folder / "trainer.log").read_text(encoding="utf-8")
