@@ -14,7 +14,7 @@ from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 
 STATUS_ROLES = {
-    Status.STARTING: "success", Status.RUNNING: "success", Status.STOPPING: "warning", Status.COMPLETED: "primary",
+    Status.QUEUED: "secondary", Status.STARTING: "success", Status.RUNNING: "success", Status.STOPPING: "warning", Status.COMPLETED: "primary",
     Status.STOPPED: "warning", Status.FAILED: "error", Status.LOST: "accent",
 }
 SEVERITY_ROLES = {Severity.INFO: "primary", Severity.WARN: "warning", Severity.CRITICAL: "error"}

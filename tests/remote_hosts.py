@@ -26,7 +26,7 @@ TRAIN_FLAGS = ("--rl-env-module", str(EXAMPLES / "pattern_env.py"), "--rl-env-cl
 
 
 class RemoteHosts:
-    def __init__(self, server: SshServer):
+    def __init__(self, server: SshServer, remote_env: dict[str, str] | None = None):
         self.server = server
         self.dir = Path(tempfile.mkdtemp(prefix="gh", dir="/tmp"))  # short: control socket paths
         self.dir.chmod(0o700)
@@ -34,7 +34,8 @@ class RemoteHosts:
         self.local_runs = self.dir / "local"
         command = str(Path(sys.executable).with_name("grpo-tui"))
         self.hosts_file = server.write_hosts_file(self.dir / "hosts.yaml", command, str(self.runs),
-                                                  env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+                                                  env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                                                       **(remote_env or {})})
         self.env = {"GRPO_TUI_HOSTS": str(self.hosts_file), "GRPO_TUI_SSH_DIR": str(self.dir / "ssh"),
                     "XDG_CACHE_HOME": str(self.dir / "cache"), "GRPO_TUI_RUNS_DIR": str(self.local_runs)}
 

@@ -12,6 +12,8 @@ import signal
 import threading
 from collections.abc import Callable
 
+from .contract import slurm_job
+
 
 class StopBeforeTraining(Exception):
     """A stop arrived while the model was still loading."""
@@ -48,7 +50,7 @@ class StopController:
         if self._signals > 1:
             self.on_force(f"{name} received twice: forced exit")
             os._exit(128 + signum)
-        self.request(f"{name} received")
+        self.request(slurm_job.signal_reason(os.path.dirname(self.stop_file), signum))
         if not self._training:
             raise StopBeforeTraining(self.reason)
 
@@ -77,7 +79,8 @@ class StopController:
                 reason = json.loads(open(self.stop_file).read()).get("reason", "stop requested")
             except (OSError, ValueError):
                 reason = "stop requested"
-            self.request(f"stop file: {reason}")
+            # the scheduler's reasons stand as they are: `stopped (time_limit)`, `stopped (preempted)`
+            self.request(reason if reason in (slurm_job.TIME_LIMIT, slurm_job.PREEMPTED) else f"stop file: {reason}")
         return self.reason is not None
 
     def agreed_stop(self) -> bool:

@@ -13,6 +13,7 @@ import sys
 
 from trainer_core.contract.config import ConfigError, RunConfig
 from trainer_core.contract.placement import parse_gpus, plan
+from trainer_core.contract.status import Status
 
 from ..services.gpus import visible_indices
 from ..services.supervisor import start_root
@@ -28,6 +29,17 @@ def register(sub) -> None:
     )
     add_start_arguments(parser)
     add_host(parser)
+    slurm = parser.add_argument_group("Slurm (docs/slurm.md)")
+    slurm.add_argument("--slurm", dest="submit_slurm", action="store_true",
+                       help="submit the run as a Slurm batch job (also when the config has a slurm: section)")
+    slurm.add_argument("--partition", default=None, metavar="P", help="Slurm partition")
+    slurm.add_argument("--time", default=None, metavar="MINUTES|HH:MM:SS", help="the job's time limit")
+    slurm.add_argument("--nodes", type=int, default=None, metavar="N", help="nodes; more than 1 trains across them")
+    slurm.add_argument("--gpus-per-node", type=int, default=None, metavar="G", help="GPUs per node")
+    slurm.add_argument("--sbatch-arg", action="append", default=None, metavar="ARG",
+                       help="any other sbatch option, e.g. --sbatch-arg=--account=lab (repeatable)")
+    slurm.add_argument("--slurm-grace", type=int, default=None, metavar="S",
+                       help="seconds of warning (TERM) before the time limit, for a step and a checkpoint (default: 300)")
     parser.add_argument("--json", action="store_true", help="print the run id and folder as JSON")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the config, placement and the files it names on the machine that would run it; start nothing")
@@ -41,7 +53,10 @@ def run(args) -> int:
         return launch_remote(args)
     if args.dry_run:
         return dry_run(args)
-    folder, placement = resume(args) if args.resume else create(config_of(args), args)
+    config = None if args.resume else with_slurm(config_of(args), args)
+    if config is not None and config.slurm:
+        return launch_slurm(config, args)
+    folder, placement = resume(args) if args.resume else create(config, args)
     proc = start_root(folder, placement, options(args))
     if args.json:
         print(json.dumps({"run_id": folder.run_id, "path": str(folder.path.resolve()), "pid": proc.pid}))
@@ -50,6 +65,42 @@ def run(args) -> int:
               f"\n  stop:   grpo-tui stop {folder.run_id}")
         for note in placement.notes:
             print(f"  note:   {note}")
+    return 0
+
+
+def with_slurm(config: RunConfig, args) -> RunConfig:
+    """The config with the Slurm flags given merged into its ``slurm`` settings (flags win)."""
+    given = {"partition": args.partition, "time": _time(args.time), "nodes": args.nodes,
+             "gpus_per_node": args.gpus_per_node, "sbatch_args": args.sbatch_arg, "grace": args.slurm_grace}
+    settings = {**config.slurm, **{k: v for k, v in given.items() if v is not None}}
+    if args.submit_slurm and not settings:
+        settings = {"nodes": 1}
+    config.slurm = settings
+    problems = [p for p in config.problems() if p.field == "slurm"]
+    if problems:
+        raise BadInput(str(problems[0]))
+    return config
+
+
+def _time(value: str | None):
+    return int(value) if value is not None and value.isdigit() else value
+
+
+def launch_slurm(config: RunConfig, args) -> int:
+    from ..executors.slurm import submit
+
+    gpus = list(range(config.slurm.get("gpus_per_node") or 0))
+    folder, placement = create(config, args, available=gpus, status=Status.QUEUED)
+    try:
+        job = submit(folder, config, placement)
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from None
+    if args.json:
+        print(json.dumps({"run_id": folder.run_id, "path": str(folder.path.resolve()), "slurm_job_id": job}))
+    else:
+        print(f"submitted run {folder.run_id} as Slurm job {job}\n  folder: {folder.path}\n  script: "
+              f"{folder.path / 'slurm' / 'job.sbatch'}\n  watch:  grpo-tui watch {folder.run_id}"
+              f"\n  stop:   grpo-tui stop {folder.run_id}")
     return 0
 
 

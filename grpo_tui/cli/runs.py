@@ -96,6 +96,11 @@ def run(args) -> int:
     return 1 if errors else 0
 
 
+def status_text(run: RunInfo) -> str:
+    """The status, with Slurm's reason for a queued job: ``queued (Resources)``."""
+    return f"{run.status} ({run.queue_reason})" if run.queue_reason else str(run.status)
+
+
 def format_table(runs: list[RunInfo], hosts: bool = False) -> Table:
     palette = plain_palette()
     table = Table(box=None, header_style="bold", pad_edge=False, collapse_padding=True)
@@ -111,7 +116,7 @@ def format_table(runs: list[RunInfo], hosts: bool = False) -> Table:
         warnings = Text(f"{run.warnings} ({run.last_warning})" if run.warnings else "0",
                         style=palette.role("warning") if run.warnings else "dim", no_wrap=True, overflow="ellipsis")
         cells = [Text(run.run_id), Text(run.project or "-"), Text(short_model(run.model)),
-                 Text(str(run.status), style=palette.status(run.status)), format_steps(run.step, run.total),
+                 Text(status_text(run), style=palette.status(run.status)), format_steps(run.step, run.total),
                  reward, warnings, format_time(run.started), format_duration(run.duration)]
         table.add_row(*([Text(run.host or LOCAL)] if hosts else []), *cells)
     return table

@@ -36,11 +36,13 @@ def add_start_arguments(parser: argparse.ArgumentParser) -> None:
                              "and a completed run needs a higher one")
 
 
-def create(config: RunConfig, args) -> tuple[RunFolder, Placement]:
-    """Validate config and placement, create the folder."""
+def create(config: RunConfig, args, available: list[int] | None = None, **kwargs) -> tuple[RunFolder, Placement]:
+    """Validate config and placement, create the folder. ``available``: the GPUs of the machine that will run it,
+    when that is not this one (a Slurm node)."""
     with creating():
         return create_run(config, args.runs_dir, gpus=parse_gpus(args.gpus), num_processes=args.num_processes,
-                          vllm_port=args.vllm_port, on_disk_note=print_disk_note)
+                          vllm_port=args.vllm_port, on_disk_note=print_disk_note, available=available,
+                          **kwargs)
 
 
 def print_disk_note(room) -> None:

@@ -27,6 +27,7 @@ from trainer_core.contract.run_folder import RUNS_DIR_ENV, RunFolder, resolve_ru
 from trainer_core.contract.run_summary import scan_warnings, summary_crash, valid_summary, warning_record
 from trainer_core.contract.status import Status
 
+from . import slurm_queue
 from .run_health import watcher_warnings
 from .run_status import live_status, run_duration, run_total
 
@@ -64,6 +65,7 @@ class RunInfo:
     exit_reason: str | None
     alerts: list[HealthWarning] = field(default_factory=list)  # watcher-side warnings: stall, crash cause
     host: str | None = None  # the host it runs on (executors/hosts.py); None: this machine
+    queue_reason: str | None = None  # a queued Slurm job: why it waits (Priority, Resources, ...)
 
     @property
     def key(self) -> str:
@@ -77,7 +79,7 @@ class RunInfo:
             "status": self.status.value, "step": self.step, "total": self.total, "last_reward": self.last_reward,
             "started": self.started, "ended": self.ended, "duration": self.duration, "warnings": self.warnings,
             "last_warning": self.last_warning, "exit_reason": self.exit_reason,
-            "alerts": [warning_record(a) for a in self.alerts], "host": self.host,
+            "alerts": [warning_record(a) for a in self.alerts], "host": self.host, "queue_reason": self.queue_reason,
         }
 
     @classmethod
@@ -90,7 +92,7 @@ class RunInfo:
             last_reward=row.get("last_reward"), started=row.get("started"), ended=row.get("ended"),
             duration=row.get("duration"), warnings=row.get("warnings") or 0, last_warning=row.get("last_warning"),
             exit_reason=row.get("exit_reason"), alerts=[a for a in alerts if isinstance(a, HealthWarning)],
-            host=host if host is not None else row.get("host"),
+            host=host if host is not None else row.get("host"), queue_reason=row.get("queue_reason"),
         )
 
 
@@ -135,13 +137,23 @@ def run_info(folder: RunFolder, now: float | None = None, state: dict | None = N
     if alerts:
         warnings, last_warning = warnings + len(alerts), alerts[-1].rule
     started, ended = state.get("started"), state.get("ended")
+    queue_reason, exit_reason = None, state.get("exit_reason")
+    job = slurm_queue.job_of(state)
+    if job is not None and status is Status.QUEUED:
+        queued = slurm_queue.queued_job(job)
+        queue_reason = queued.reason if queued else None
+    elif job is not None and status is Status.LOST:
+        ended_as = slurm_queue.QUEUE.ended(job)
+        if ended_as is not None:
+            exit_reason = f"Slurm job {job} ended {ended_as.state}" + (
+                f" ({ended_as.reason})" if ended_as.reason not in ("None", "") else "")
     return RunInfo(
         run_id=folder.run_id, path=folder.path, project=config.get("project_name"), model=config.get("model"),
         status=status, step=last.step if last else None, total=run_total(state, config),
         last_reward=last.get("reward") if last else None,
         started=started, ended=ended,
         duration=run_duration(state, status, now, last_event.time if last_event else None), warnings=warnings,
-        last_warning=last_warning, exit_reason=state.get("exit_reason"), alerts=alerts,
+        last_warning=last_warning, exit_reason=exit_reason, alerts=alerts, queue_reason=queue_reason,
     )
 
 

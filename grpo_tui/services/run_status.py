@@ -3,7 +3,9 @@
 A run's status comes from state.json, but a state that says it is still going is believed only while its
 process is alive *and* is the same process (pid plus start time): otherwise the trainer died without
 writing its end and the run reads as ``lost``. A local copy of a remote run (``executors/mirror.py``) has
-no process here: its live status is the one its host judged, kept in ``.remote.json``.
+no process here: its live status is the one its host judged, kept in ``.remote.json``. A Slurm run's
+processes are on compute nodes: its live status comes from the queue (``slurm_queue.py``), and a requeued
+job waiting to restart reads as ``queued`` even though its folder records how its last attempt ended.
 """
 
 from __future__ import annotations
@@ -18,18 +20,24 @@ from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.run_summary import run_total as run_total  # one rule, shared with the run's summary
 from trainer_core.contract.status import Status
 
+from . import slurm_queue
+
 STARTING_GRACE_S = 10.0
 REMOTE_FILE = ".remote.json"  # in a mirrored run folder: what its host says of it
 
 
 def is_live(status: Status | str | None) -> bool:
-    return Status.parse(status) in (Status.STARTING, Status.RUNNING, Status.STOPPING)
+    parsed = Status.parse(status)
+    return parsed is not None and parsed.is_live
 
 
 def live_status(folder: RunFolder, state: dict | None = None) -> Status:
     """The status to show: a final status as written, a live one only while its process is the run's."""
     state = folder.read_state() if state is None else state
     status = Status.parse(state.get("status"))
+    job = slurm_queue.job_of(state)
+    if job is not None:
+        return _slurm_status(status, job)
     if status is not None and status.is_final:
         return status
     remote = remote_view(folder)
@@ -43,6 +51,19 @@ def live_status(folder: RunFolder, state: dict | None = None) -> Status:
         # the launcher has made the folder but the trainer has not written its state yet
         return Status.STARTING
     return Status.LOST
+
+
+def _slurm_status(status: Status | None, job: str) -> Status:
+    if not slurm_queue.queue_known():  # no answer from Slurm: what the folder says
+        return status or Status.QUEUED
+    queued = slurm_queue.queued_job(job)
+    if queued is not None and queued.waiting:
+        return Status.QUEUED
+    if status is not None and status.is_final:
+        return status
+    if queued is not None:
+        return status if status is not None and status is not Status.QUEUED else Status.STARTING
+    return Status.LOST  # out of the queue with no end recorded: Slurm ended it (slurm_queue.QUEUE.ended says how)
 
 
 def remote_view(folder: RunFolder) -> dict | None:

@@ -31,19 +31,23 @@ from trainer_core.contract.status import Status
 from .gpus import visible_indices
 from .resuming import ResumePlan, apply_resume, choose_checkpoint
 from .run_status import live_status
+from .slurm_queue import job_of
+from .slurm_stop import stop_job
 
 DEFAULT_STOP_TIMEOUT = 300.0
 RESUME_WAIT_S = 30.0
 
 
 def create_run(config: RunConfig, runs_dir=None, *, gpus: list[int] | None = None, num_processes: int | None = None,
-               vllm_port: int | None = None, on_disk_note=None) -> tuple[RunFolder, Placement]:
+               vllm_port: int | None = None, on_disk_note=None, available: list[int] | None = None,
+               status: Status = Status.STARTING) -> tuple[RunFolder, Placement]:
     """Validate everything, then create the run folder. Raises ConfigError / OSError before anything starts.
 
     The disk check (disk_estimate.py) refuses a run its filesystem cannot hold; ``on_disk_note(Preflight)``
     hears of one that fits only barely, starts anyway (``--health disk_check=0``) or cannot be estimated. The
     trainer records the first two as a ``disk_estimate`` warning once the run exists."""
-    placement = plan(config, visible_indices(), gpus, num_processes)
+    # ``available``: the GPUs of the machine that will run it (a Slurm node), when that is not this one
+    placement = plan(config, visible_indices() if available is None else available, gpus, num_processes)
     config.validate(world_size=placement.num_processes)
     if vllm_port is not None and placement.starts_server:
         check_port(vllm_port)
@@ -52,7 +56,7 @@ def create_run(config: RunConfig, runs_dir=None, *, gpus: list[int] | None = Non
         on_disk_note(room)
     folder = RunFolder.create(runs_dir)
     folder.save_config(config)
-    folder.write_state(run_id=folder.run_id, status=Status.STARTING, started=round(time.time(), 3))
+    folder.write_state(run_id=folder.run_id, status=status, started=round(time.time(), 3))
     return folder, placement
 
 
@@ -100,8 +104,11 @@ class StopReport:
     forced: list[int] = field(default_factory=list)
     left: list[int] = field(default_factory=list)
     status: Status | None = None
+    message: str | None = None  # said instead of the usual sentence (a cancelled Slurm job)
 
     def describe(self) -> str:
+        if self.message:
+            return self.message
         if not self.was_running:
             return f"run {self.run_id} is not running (status: {self.status}); nothing to stop."
         if self.left:
@@ -114,6 +121,9 @@ class StopReport:
 def stop_run(folder: RunFolder, *, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT,
              grace: float = 10.0, on_wait=None) -> StopReport:
     """Stop a run: graceful (unless ``force``) for up to ``timeout`` s, then TERM+KILL everything left."""
+    job = job_of(folder.read_state())
+    if job is not None:
+        return stop_job(folder, job, force, timeout, StopReport(folder.run_id, was_running=False), on_wait)
     procs = run_processes(folder)
     report = StopReport(folder.run_id, was_running=bool(procs))
     if not procs:

@@ -122,7 +122,8 @@ class RunsTable(DataTable):
         # free text as Text, never parsed as markup: a project named "[x]" shows as written
         host = (Text(run.host or "local", no_wrap=True, end=""),) if len(self.columns_shown) > len(COLUMNS) else ()
         return (self._mark(run.key), Text(run.run_id, no_wrap=True, end=""), *host,
-                Text(str(run.status), style=palette.status(run.status)), format_steps(run.step, run.total), reward,
+                Text(f"{run.status} ({run.queue_reason})" if run.queue_reason else str(run.status),
+                     style=palette.status(run.status)), format_steps(run.step, run.total), reward,
                 Text(warnings, no_wrap=True, end=""), format_duration(run.duration),
                 Text(short_model(run.model, 24), no_wrap=True, end=""), Text(run.project or "-", no_wrap=True, end=""))
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from .config import ConfigError, RunConfig, config_fields, flag_for, load_file, load_text
 
-MAPPING_FIELDS = ("grpo_args", "health")
+MAPPING_FIELDS = ("grpo_args", "health", "slurm")
 
 GROUP_TITLES = {
     "model": "model & environment",
@@ -24,6 +24,7 @@ GROUP_TITLES = {
     "optimisation": "optimisation",
     "hardware": "hardware & output",
     "health": "health",
+    "slurm": "Slurm",
 }
 
 

@@ -126,6 +126,12 @@ class RunConfig:
         {}, "Health-rule thresholds to change, as a mapping (CLI: --health KEY=VALUE, repeatable), e.g. kl_high=1.0.",
         "health", flag="--health"
     )
+    slurm: dict = _f(
+        {}, "Submit the run as a Slurm batch job, with these settings: partition, time (minutes or [D-]HH:MM:SS), "
+        "nodes, gpus_per_node, sbatch_args (a list), grace (seconds of warning before the time limit, default 300). "
+        "Empty: run here. CLI: launch --slurm and its flags, or --slurm-option KEY=VALUE.",
+        "slurm", flag="--slurm-option"
+    )
 
     # ------------------------------------------------------------------------------------------------
     def validate(self, world_size: int = 1) -> RunConfig:

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from .health import STOPPABLE_RULES, SWITCHES, finite, threshold_names
+from .slurm_settings import slurm_problems
 
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
 VLLM_MODES = ("colocate", "server")
@@ -128,6 +129,8 @@ def iter_problems(c, world_size: int = 1):
     if c.report_to not in ("none", "trackio", "wandb", "tensorboard"):
         yield ConfigError("report_to", f"report_to must be one of none, trackio, wandb, tensorboard; got {c.report_to!r}.")
     yield from _health_problems(c)
+    for message in slurm_problems(c.slurm):
+        yield ConfigError("slurm", message)
     if not isinstance(c.grpo_args, dict):
         yield ConfigError("grpo_args", f"grpo_args must be a mapping of GRPOConfig field: value, got {c.grpo_args!r}.")
     else:

@@ -3,7 +3,8 @@
 ``state.json`` stores the value as a plain string (docs/run-format.md). ``lost`` is never written by a
 trainer: a viewer derives it when a state that says the run is live has no live process behind it. Every
 ended run may be resumed (a completed one with a higher ``--max-steps``), so every ended status may
-become ``starting`` again.
+become ``starting`` again. ``queued`` is a run submitted to a scheduler that has not started yet; a
+requeued Slurm job shows as ``queued`` again (derived from the queue, not written) until it restarts.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from .value_enum import ValueEnum
 
 
 class Status(ValueEnum):
+    QUEUED = "queued"  # submitted to a scheduler (Slurm), waiting for resources
     STARTING = "starting"
     RUNNING = "running"
     STOPPING = "stopping"
@@ -36,12 +38,13 @@ class Status(ValueEnum):
         return new is self or new in TRANSITIONS[self]
 
 
-LIVE = frozenset({Status.STARTING, Status.RUNNING, Status.STOPPING})
+LIVE = frozenset({Status.QUEUED, Status.STARTING, Status.RUNNING, Status.STOPPING})
 FINAL = frozenset({Status.COMPLETED, Status.STOPPED, Status.FAILED})
 RESUMABLE = frozenset({Status.COMPLETED, Status.STOPPED, Status.FAILED, Status.LOST})
 
 # a run ends from any live status; an ended (or lost) run starts again when it is resumed
 TRANSITIONS: dict[Status, frozenset[Status]] = {
+    Status.QUEUED: frozenset({Status.STARTING, Status.RUNNING, *FINAL}),  # a job cancelled in the queue: stopped
     Status.STARTING: frozenset({Status.RUNNING, Status.STOPPING, *FINAL}),
     Status.RUNNING: frozenset({Status.STOPPING, *FINAL}),
     Status.STOPPING: frozenset(FINAL),

@@ -1,0 +1,83 @@
+"""Slurm: a run submitted as a batch job whose script is kept in the run folder, readable by a person.
+
+The script (``slurm/job.sbatch``) asks for a TERM ``grace`` seconds before the time limit
+(``--signal=B:TERM@GRACE``: to the batch shell only), appends the job's output to the run folder, lets
+Slurm requeue the job, and ``exec``s ``grpo-tui job-start`` so that the signal reaches the run's own
+process and not a shell that would swallow it. ``job-start`` (``cli/job_start.py``) then resumes the run
+when this is a restart and ``exec``s its root. Every word of it is quoted for the shell; the ``#SBATCH``
+lines come from checked settings (``trainer_core/contract/slurm_settings.py``). The job id goes into
+state.json; from then on the run folder is the truth as for any run, and the queue says only whether it
+waits (``services/slurm_queue.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from trainer_core.contract.config import ConfigError, RunConfig
+from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.slurm_job import GRACE_ENV
+from trainer_core.contract.slurm_settings import grace, sbatch_options
+from trainer_core.contract.status import Status
+
+from ..services.slurm_queue import QUEUE
+
+SCRIPT = Path("slurm") / "job.sbatch"
+
+
+def job_script(folder: RunFolder, config: RunConfig, python: str | None = None) -> str:
+    settings = config.slurm
+    path = folder.path.resolve()
+    seconds = grace(settings)
+    options = [f"--job-name=grpo-{folder.run_id}", f"--output={path / 'slurm' / 'slurm-%j.out'}", "--open-mode=append",
+               f"--signal=B:TERM@{seconds}", "--requeue", *sbatch_options(settings)]
+    start = [python or sys.executable, "-m", "grpo_tui", "job-start", str(path)]
+    lines = [
+        "#!/bin/bash",
+        f"# grpo-tui run {folder.run_id}: submitted with `sbatch --parsable` (docs/slurm.md).",
+        "# TERM comes GRACE seconds before the time limit, to this shell only: `exec` hands it to the run's own",
+        "# process, which stops at the end of its step with a checkpoint. A requeued job runs this again with",
+        "# SLURM_RESTART_COUNT set, and the run resumes from its newest complete checkpoint.",
+        *(f"#SBATCH {option}" for option in options),
+        "",
+        f"export {GRACE_ENV}={seconds}",
+        f"exec {shlex.join(start)}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def submit(folder: RunFolder, config: RunConfig, placement, env: dict | None = None) -> str:
+    """Write the script, ``sbatch --parsable`` it, record the job; returns the job id. ConfigError if refused."""
+    script = folder.path / SCRIPT
+    script.parent.mkdir(mode=0o700, exist_ok=True)
+    script.write_text(job_script(folder, config))
+    os.chmod(script, 0o700)
+    folder.write_state(executor="slurm", placement=placement.to_dict(), slurm_script=str(SCRIPT))
+    try:
+        done = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, timeout=60,
+                              cwd=folder.path, env=env, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        _refused(folder, "sbatch is not installed here")
+        raise ConfigError("slurm", "sbatch is not on this machine's PATH: launch --slurm from a Slurm login node "
+                          "(or --host LOGIN)") from None
+    except subprocess.TimeoutExpired:
+        _refused(folder, "sbatch gave no answer within 60s")
+        raise ConfigError("slurm", "sbatch gave no answer within 60s: is the Slurm controller up?") from None
+    if done.returncode != 0:
+        said = done.stderr.strip().splitlines()
+        _refused(folder, said[-1] if said else f"sbatch exited with {done.returncode}")
+        raise ConfigError("slurm", f"Slurm refused the job: {said[-1] if said else done.returncode}. The script is "
+                          f"{script}; fix the slurm settings (partition, time, sbatch_args) and launch again.")
+    job = done.stdout.strip().split(";")[0]
+    folder.write_state(slurm_job_id=job)
+    QUEUE.forget()
+    return job
+
+
+def _refused(folder: RunFolder, reason: str) -> None:
+    folder.write_state(status=Status.FAILED, exit_reason=f"not submitted: {reason}")

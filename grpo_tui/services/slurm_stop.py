@@ -1,0 +1,69 @@
+"""Stopping a Slurm run: cancel it in the queue, or stop it gracefully and then make Slurm end the job.
+
+A queued job never started: ``scancel`` and the run is ``stopped``. A running job is asked as any run is
+(the stop-request file: finish the step, save a checkpoint), and its processes get a TERM through Slurm
+(``scancel --signal=TERM --full``: the batch shell and every step), since they live on a compute node; if
+the run has not ended within the timeout, ``scancel`` ends the job (TERM, then KILL after KillWait).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.status import Status
+
+from .run_status import live_status
+from .slurm_queue import QUEUE, queued_job
+
+
+def _scancel(*args: str) -> None:
+    subprocess.run(["scancel", *args], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+
+
+def stop_job(folder: RunFolder, job: str, force: bool, timeout: float, report, on_wait=None):
+    """Fill and return ``report`` (supervisor.StopReport) for the run of Slurm job ``job``."""
+    status = live_status(folder)
+    if status is Status.QUEUED:
+        _scancel(job)
+        QUEUE.forget()
+        was = Status.parse(folder.read_state().get("status"))
+        reason = "cancelled while queued for a restart" if was is not None and was.is_final else \
+            "cancelled while queued: it never started"
+        folder.write_state(status=Status.STOPPED, exit_reason=reason, ended=folder.read_state().get("ended")
+                           or round(time.time(), 3))
+        report.was_running, report.graceful, report.status = True, True, Status.STOPPED
+        report.message = f"run {folder.run_id}: Slurm job {job} {reason}; status stopped."
+        return report
+    if not status.is_live:
+        report.status = status
+        return report
+    report.was_running = True
+    deadline = time.monotonic() + timeout
+    if not force:
+        folder.request_stop("grpo-tui stop")
+        _scancel("--signal=TERM", "--full", job)
+        while time.monotonic() < deadline and live_status(folder).is_live:
+            if on_wait:
+                on_wait(deadline - time.monotonic())
+            QUEUE.forget()
+            time.sleep(1.0)
+        report.graceful = not live_status(folder).is_live
+    if not report.graceful:
+        _scancel(job)
+        report.forced = [0]
+    # the job leaves the queue once its processes are gone: that is "nothing left" on a node we cannot see
+    while time.monotonic() < deadline + 60:
+        QUEUE.forget()
+        queued = queued_job(job)
+        if queued is None:
+            break
+        time.sleep(1.0)
+    else:
+        report.left = [0]
+    if not report.graceful and not (folder.status() or Status.RUNNING).is_final:
+        folder.write_state(status=Status.STOPPED, exit_reason="forced: cancelled through Slurm",
+                           ended=round(time.time(), 3))
+    report.status = folder.status()
+    return report
