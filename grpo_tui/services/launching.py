@@ -52,15 +52,23 @@ def launch_from_app(config: RunConfig, runs_dir: str | Path, gpus: list[int] | N
     """
     from .supervisor import LaunchOptions, create_run, start_root
 
+    slurm = bool(config.slurm)  # a Slurm job: placed on its node's GPUs, submitted instead of started
     try:
-        folder, placement = create_run(config, runs_dir, gpus=gpus, num_processes=num_processes)
+        folder, placement = create_run(config, runs_dir, gpus=gpus, num_processes=num_processes,
+                                       available=list(range(config.slurm.get("gpus_per_node") or 0)) if slurm else None,
+                                       status=Status.QUEUED if slurm else Status.STARTING)
     except Exception as exc:
         raise LaunchError.from_exception(exc) from exc
     try:
         if config.inspection and config.inspection != SKIPPED:
             inspections.attach(inspections.Inspection(inspections.inspections_dir(runs_dir) / config.inspection),
                                folder)
-        start_root(folder, placement, LaunchOptions())
+        if slurm:
+            from ..executors.slurm import submit
+
+            submit(folder, config, placement)
+        else:
+            start_root(folder, placement, LaunchOptions())
     except Exception as exc:
         folder.write_state(status=Status.FAILED, exit_reason=f"could not start the run: {exc}",
                            ended=round(time.time(), 3))
