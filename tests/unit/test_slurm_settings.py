@@ -1,0 +1,60 @@
+"""Slurm settings and the batch script: the checks name the fix, and nothing user-given becomes shell code."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+
+import pytest
+
+from grpo_tui.executors.slurm import job_script
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.slurm_job import PREEMPTED, TIME_LIMIT, stop_reason
+from trainer_core.contract.slurm_settings import sbatch_options, slurm_problems
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"partiton": "gpu"}, "unknown setting 'partiton'. Did you mean 'partition'?"),
+    ({"time": "12h"}, "slurm time must be minutes (e.g. 90) or [D-]HH:MM:SS"),
+    ({"nodes": 0}, "slurm nodes must be a whole number, at least 1; got 0."),
+    ({"gpus_per_node": -1}, "slurm gpus_per_node must be a whole number, 0 or more"),
+    ({"sbatch_args": ["--account=a\n#SBATCH --uid=0"]}, "each one line starting with '-'"),
+    ({"sbatch_args": "--account=a"}, "must be a list of sbatch options"),
+    ({"partition": "gpu; rm -rf"}, "slurm partition must be a partition name"),
+    ("gpu", "slurm must be a mapping"),
+])
+def test_bad_settings_are_named_with_the_fix(settings, message):
+    problems = slurm_problems(settings)
+    assert len(problems) == 1 and message in problems[0]
+
+
+def test_good_settings_become_sbatch_options():
+    settings = {"partition": "gpu", "time": "1-12:00:00", "nodes": 2, "gpus_per_node": 4,
+                "sbatch_args": ["--account=lab", "--comment=$(touch /tmp/owned)"]}
+    assert slurm_problems(settings) == [] and slurm_problems({"time": 90}) == []
+    assert sbatch_options(settings) == ["--partition=gpu", "--time=1-12:00:00", "--nodes=2", "--gpus-per-node=4",
+                                        "--account=lab", "--comment=$(touch /tmp/owned)"]
+
+
+def test_the_script_quotes_its_command_and_keeps_options_out_of_the_shell(tmp_path):
+    runs = tmp_path / "runs with 'quotes' and $(touch owned)"
+    folder = RunFolder.create(runs)
+    config = RunConfig(slurm={"time": 5, "grace": 40, "sbatch_args": ["--comment=$(touch owned)"]})
+    script = job_script(folder, config, python="/opt/py thon/bin/python")
+    lines = script.splitlines()
+    assert "#SBATCH --signal=B:TERM@40" in lines and "#SBATCH --time=5" in lines
+    assert "#SBATCH --comment=$(touch owned)" in lines  # read by sbatch, never by a shell
+    exec_line = next(line for line in lines if line.startswith("exec "))
+    assert shlex.split(exec_line)[1:] == ["/opt/py thon/bin/python", "-m", "grpo_tui", "job-start",
+                                          str(folder.path.resolve())]
+    path = tmp_path / "job.sbatch"
+    path.write_text(script.replace("exec ", "printf '%s\\n' ", 1))
+    out = subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=tmp_path, check=True).stdout
+    assert out.splitlines()[-1] == str(folder.path.resolve()) and not (tmp_path / "owned").exists()
+
+
+def test_a_term_near_the_end_is_the_time_limit_and_any_other_a_preemption():
+    assert stop_reason(end_time=1000.0, grace=60, now=930.0) == TIME_LIMIT
+    assert stop_reason(end_time=1000.0, grace=60, now=800.0) == PREEMPTED
+    assert stop_reason(end_time=None, grace=60, now=800.0) == PREEMPTED
