@@ -188,7 +188,8 @@ def test_the_enums_are_their_values():
 
 
 def test_status_groups():
-    assert {s for s in Status if s.is_live} == {Status.STARTING, Status.RUNNING, Status.STOPPING}
+    assert {s for s in Status if s.is_live} == {Status.QUEUED, Status.STARTING, Status.RUNNING, Status.STOPPING}
+    assert Status.QUEUED.can_become(Status.STOPPED) and not Status.QUEUED.can_become(Status.STOPPING)
     assert {s for s in Status if s.is_final} == {Status.COMPLETED, Status.STOPPED, Status.FAILED}
     assert {s for s in Status if s.resumable} == {Status.COMPLETED, Status.STOPPED, Status.FAILED, Status.LOST}
     assert all(s.can_become(Status.STARTING) for s in Status if s.resumable)  # every ended run can be resumed
