@@ -5,6 +5,14 @@
 run owns one, starts the trainer (one worker, or ``accelerate launch``) on the training GPUs, passes stop
 requests on, stops the server when training ends, and — if the trainer died without writing its end
 (killed, out of memory, a crash in native code) — writes the ``error`` and ``run_finished`` events itself.
+
+A run on several machines has one root per machine (``--machine-rank N``, or ``slurm`` for $SLURM_NODEID),
+each starting its share of the ranks through ``accelerate launch``. Only machine 0's root keeps the record
+(state.json, events.jsonl, the end); another machine's root starts its launcher, passes stop requests on
+through the run folder's stop file (on a filesystem every machine shares), ends its launcher if the run
+has ended on record but its ranks linger, and exits with its launcher's code. Its launcher's output goes to
+``trainer.machine-N.log``, not to machine 0's trainer.log: appends from several hosts to one file on a
+network filesystem are not atomic.
 """
 
 from __future__ import annotations
@@ -14,11 +22,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import traceback
 from pathlib import Path
 
 from . import vllm_server
-from .contract.config import RunConfig
+from .contract import slurm_job
+from .contract.config import ConfigError, RunConfig
 from .contract.disk import fault_from_log, last_complete_checkpoint, release_reserve
 from .contract.event_log import EventWriter, last_step
 from .contract.events import Error
@@ -30,22 +40,48 @@ from .contract.run_summary import log_tail
 from .contract.status import Status
 
 DEFAULT_SERVER_TIMEOUT = 600.0
+SLURM_NODE_ENV = "SLURM_NODEID"
+LINGER_S = 60.0  # how long another machine's ranks may outlive the run's recorded end before they are ended
+POLL_S = 1.0
 
 
 def worker_command(run_dir: Path, num_processes: int = 1, accelerate_config: str | None = None,
-                   port: int | None = None, python: str | None = None) -> list[str]:
+                   port: int | None = None, python: str | None = None, *, num_machines: int = 1,
+                   machine_rank: int = 0, main_process_ip: str | None = None) -> list[str]:
+    """The trainer's command on this machine. ``num_processes`` is this machine's share; with several machines
+    accelerate is given the total (its ``--num_processes``) and where machine 0 listens (``port`` is then
+    required: every machine must name the same one)."""
     python = python or sys.executable
     worker = ["-m", "trainer_core", "worker", str(run_dir)]
-    if num_processes <= 1 and not accelerate_config:
+    total = num_processes * num_machines
+    if total <= 1 and not accelerate_config:
         return [python, *worker]
+    if num_machines > 1 and (not main_process_ip or not port):
+        raise ValueError("a run on several machines needs machine 0's address and port")
     cmd = [python, "-m", "accelerate.commands.launch"]
     if accelerate_config:
         cmd += ["--config_file", accelerate_config]
-    cmd += ["--num_processes", str(num_processes), "--main_process_port", str(port or free_port())]
-    if num_processes > 1 and not accelerate_config:
+    cmd += ["--num_processes", str(total)]
+    if num_machines > 1:
+        cmd += ["--num_machines", str(num_machines), "--machine_rank", str(machine_rank),
+                "--main_process_ip", main_process_ip]
+    cmd += ["--main_process_port", str(port or free_port())]
+    if total > 1 and not accelerate_config:
         # accelerate's torchrun-based launcher; on a machine without GPUs the ranks join a gloo group
         cmd.append("--multi_gpu")
     return [*cmd, *worker]
+
+
+def placement_command(run_dir: Path, placement: Placement, accelerate_config: str | None = None) -> list[str]:
+    """``worker_command`` for this machine's share of ``placement``."""
+    return worker_command(run_dir, placement.num_processes, accelerate_config, placement.main_process_port,
+                          num_machines=placement.num_machines, machine_rank=placement.machine_rank,
+                          main_process_ip=placement.main_process_ip)
+
+
+def machine_log(folder: RunFolder, machine_rank: int) -> Path:
+    """Where a machine's launcher and ranks write: trainer.log on machine 0, trainer.machine-N.log on others."""
+    return folder.log_file if machine_rank == 0 else folder.path / f"trainer.machine-{machine_rank}.log"
 
 
 class RunRoot:
@@ -62,17 +98,19 @@ class RunRoot:
 
     def on_signal(self, signum, frame) -> None:
         self.signals += 1
-        if self.signals == 1:
-            self.folder.request_stop(f"{signal.Signals(signum).name} received")
+        if self.signals == 1 and not self.folder.stop_file.exists():  # a stop asked for by a user has its reason
+            self.folder.request_stop(slurm_job.signal_reason(self.folder.path, signum))
         if self.worker is None:
             raise KeyboardInterrupt
         # torchrun answers SIGTERM by killing its ranks after a short wait, which could cut a checkpoint
         # in half: several ranks learn of a first request from the stop file, at their next step end
-        distributed = self.placement.num_processes > 1 or self.accelerate_config
+        distributed = self.placement.total_processes > 1 or self.accelerate_config
         if self.worker.poll() is None and (self.signals > 1 or not distributed):
             self.worker.send_signal(signal.SIGTERM)
 
     def run(self) -> int:
+        if not self.placement.records_run:
+            return self.run_follower()
         pid = os.getpid()
         self.folder.write_state(root_pid=pid, root_start_time=process_start_time(pid), placement=self.placement.to_dict())
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -83,7 +121,7 @@ class RunRoot:
         try:
             if self.placement.starts_server:
                 extra[SERVER_URL_ENV] = self._start_server(config)
-            cmd = worker_command(self.folder.path, self.placement.num_processes, self.accelerate_config)
+            cmd = placement_command(self.folder.path, self.placement, self.accelerate_config)
             self.folder.write_state(command=cmd)
             self.worker = spawn_logged(cmd, self.folder.log_file, run_env(self.folder.path, extra))
             code = self._wait_worker()
@@ -108,6 +146,63 @@ class RunRoot:
             else:
                 self._record_trainer_exit(code)
         return code
+
+    def run_follower(self) -> int:
+        """The root of machine rank > 0: its ranks, stop requests passed on, and nothing written on record
+        (no state, no events, no end: machine 0's root records how the run ended)."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self.on_signal)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        try:
+            cmd = placement_command(self.folder.path, self.placement, self.accelerate_config)
+            log = machine_log(self.folder, self.placement.machine_rank)
+            self.worker = spawn_logged(cmd, log, run_env(self.folder.path, self.placement.train_env()))
+            return self._follow_worker()
+        except KeyboardInterrupt:
+            return 3  # stopped before its launcher started: the stop file tells the other machines
+
+    def _follow_worker(self) -> int:
+        """Wait for the launcher; if machine 0 records the run's end and this machine's ranks are still there
+        ``LINGER_S`` later (stuck in a collective with ranks that are gone), end them. An end already on
+        record when this root started (a previous leg's, before a resume restarts the run) does not count."""
+        stale = self._recorded_end()
+        ended_at = None
+        while True:
+            try:
+                return self.worker.wait(timeout=POLL_S)
+            except subprocess.TimeoutExpired:
+                pass
+            except InterruptedError:
+                continue
+            if ended_at is None:
+                end = self._recorded_end()
+                if end is not None and end != stale:
+                    ended_at = time.monotonic()
+            elif time.monotonic() - ended_at > LINGER_S:
+                self._end_worker_tree()
+                ended_at = float("inf")  # once: the launcher's exit ends the wait
+
+    def _recorded_end(self):
+        state = self.folder.read_state()
+        status = Status.parse(state.get("status"))
+        return state.get("ended") if status is not None and status.is_final else None
+
+    def _end_worker_tree(self, grace: float = 15.0) -> None:
+        """TERM to the launcher and its ranks (collected first), then KILL. The launcher is reaped by its
+        Popen, not by psutil, so that its exit code is still there for ``wait``."""
+        import psutil
+
+        try:
+            ranks = psutil.Process(self.worker.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            ranks = []
+        if self.worker.poll() is None:
+            self.worker.send_signal(signal.SIGTERM)
+        try:
+            self.worker.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self.worker.kill()
+        terminate(ranks, grace=5)
 
     def _wait_worker(self) -> int:
         while True:
@@ -171,16 +266,40 @@ def _describe_exit(code: int) -> str:
     return f"the trainer exited with code {code} before it could record its end; see trainer.log"
 
 
+def machine_rank_of(text: str, env: dict | None = None) -> int:
+    """``--machine-rank``: a number, or ``slurm`` for the node's index in its job ($SLURM_NODEID)."""
+    env = os.environ if env is None else env
+    if text == "slurm":
+        text = env.get(SLURM_NODE_ENV, "")
+        if not text.strip():
+            raise ConfigError("machine_rank", f"--machine-rank slurm needs ${SLURM_NODE_ENV}, which is not set: "
+                              "start the root with srun inside the job, or pass the rank as a number.")
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError("machine_rank", f"--machine-rank must be a number or slurm, got {text!r}.") from None
+
+
 def main(argv: list[str]) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m trainer_core run")
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--placement", default="{}", help="JSON: train_gpus, server_gpus, num_processes")
+    parser.add_argument("--placement", default="{}",
+                        help="JSON: train_gpus, server_gpus, num_processes (per machine); for several machines also "
+                             "num_machines, main_process_ip, main_process_port (machine 0's address and a free port)")
+    parser.add_argument("--machine-rank", default=None, metavar="N|slurm",
+                        help=f"this machine's rank in a run on several machines (overrides the placement's); "
+                             f"slurm: ${SLURM_NODE_ENV}")
     parser.add_argument("--accelerate-config", default=None)
     parser.add_argument("--vllm-port", type=int, default=None)
     parser.add_argument("--vllm-timeout", type=float, default=DEFAULT_SERVER_TIMEOUT)
     args = parser.parse_args(argv)
-    placement = Placement(**json.loads(args.placement))
+    try:
+        placement = Placement.from_dict(json.loads(args.placement))
+        if args.machine_rank is not None:
+            placement = placement.for_machine(machine_rank_of(args.machine_rank))
+    except (ValueError, ConfigError) as exc:  # json.JSONDecodeError is a ValueError
+        parser.error(f"--placement / --machine-rank: {exc}")
     root = RunRoot(RunFolder(args.run_dir), placement, args.accelerate_config, args.vllm_port, args.vllm_timeout)
     return root.run()

@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from trainer_core.contract import slurm_job
 from trainer_core.contract.config import ConfigError, RunConfig
 from trainer_core.contract.placement import plan
+from trainer_core.contract.ports import free_port
 from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.status import Status
 
@@ -60,7 +62,19 @@ def run(args) -> int:
         placement = plan(config, visible_indices())
         folder.write_state(status=Status.STARTING)
     folder.write_state(**facts)
-    cmd = root_command(folder, placement)
+    nodes = RunConfig.load(folder.config_file).slurm.get("nodes") or 1
+    cmd = node_command(folder, placement, nodes, socket.gethostname(), free_port())
     sys.stdout.flush()
-    os.execv(cmd[0], cmd)
+    os.execvp(cmd[0], cmd)
     return 0  # not reached
+
+
+def node_command(folder: RunFolder, placement, nodes: int, first_node: str, port: int) -> list[str]:
+    """The run's root on this node, or with several nodes one root per node through ``srun``, each taking its
+    machine rank from ``$SLURM_NODEID`` and meeting the others at this (the job's first) node."""
+    if nodes <= 1:
+        return root_command(folder, placement)
+    placement = replace(placement, num_machines=nodes, machine_rank=0, main_process_ip=first_node,
+                        main_process_port=port)
+    return ["srun", "--ntasks-per-node=1", f"--nodes={nodes}", "--kill-on-bad-exit=1",
+            *root_command(folder, placement), "--machine-rank", "slurm"]

@@ -48,7 +48,7 @@ def create_run(config: RunConfig, runs_dir=None, *, gpus: list[int] | None = Non
     trainer records the first two as a ``disk_estimate`` warning once the run exists."""
     # ``available``: the GPUs of the machine that will run it (a Slurm node), when that is not this one
     placement = plan(config, visible_indices() if available is None else available, gpus, num_processes)
-    config.validate(world_size=placement.num_processes)
+    config.validate(world_size=world_size(config, placement))
     if vllm_port is not None and placement.starts_server:
         check_port(vllm_port)
     room = require_room(config, resolve_runs_dir(runs_dir))
@@ -58,6 +58,12 @@ def create_run(config: RunConfig, runs_dir=None, *, gpus: list[int] | None = Non
     folder.save_config(config)
     folder.write_state(run_id=folder.run_id, status=status, started=round(time.time(), 3))
     return folder, placement
+
+
+def world_size(config: RunConfig, placement: Placement) -> int:
+    """Training processes over every machine: a Slurm run's nodes each run the placement's processes."""
+    nodes = config.slurm.get("nodes") if isinstance(config.slurm, dict) else None
+    return placement.total_processes * (nodes if isinstance(nodes, int) and nodes > 1 else 1)
 
 
 @dataclass
@@ -187,7 +193,7 @@ def plan_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[i
         raise ConfigError("resume", f"run {folder.run_id} is {status}; only an ended or lost run can be resumed: {hint}.")
     resume, config = choose_checkpoint(folder, status, max_steps)
     resume.placement = plan(config, visible_indices(), gpus, num_processes)
-    config.validate(world_size=resume.placement.num_processes)
+    config.validate(world_size=world_size(config, resume.placement))
     apply_resume(folder, resume, config)
     return resume
 

@@ -58,3 +58,20 @@ def test_a_term_near_the_end_is_the_time_limit_and_any_other_a_preemption():
     assert stop_reason(end_time=1000.0, grace=60, now=930.0) == TIME_LIMIT
     assert stop_reason(end_time=1000.0, grace=60, now=800.0) == PREEMPTED
     assert stop_reason(end_time=None, grace=60, now=800.0) == PREEMPTED
+
+
+def test_several_nodes_start_one_root_per_node_through_srun(tmp_path):
+    import json
+
+    from grpo_tui.cli.job_start import node_command
+    from trainer_core.contract.placement import Placement
+
+    folder = RunFolder.create(tmp_path)
+    one = node_command(folder, Placement(num_processes=2), 1, "node-a", 29500)
+    assert one[1:4] == ["-m", "trainer_core", "run"] and "srun" not in one
+    cmd = node_command(folder, Placement(num_processes=2), 3, "node-a", 29500)
+    assert cmd[:4] == ["srun", "--ntasks-per-node=1", "--nodes=3", "--kill-on-bad-exit=1"]
+    assert cmd[-2:] == ["--machine-rank", "slurm"]
+    placement = json.loads(cmd[cmd.index("--placement") + 1])
+    assert (placement["num_machines"], placement["main_process_ip"], placement["main_process_port"]) == (3, "node-a", 29500)
+    assert Placement.from_dict(placement).total_processes == 6
