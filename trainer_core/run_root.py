@@ -103,8 +103,11 @@ class RunRoot:
         if self.worker is None:
             raise KeyboardInterrupt
         # torchrun answers SIGTERM by killing its ranks after a short wait, which could cut a checkpoint
-        # in half: several ranks learn of a first request from the stop file, at their next step end
-        distributed = self.placement.total_processes > 1 or self.accelerate_config
+        # in half: several ranks learn of a first request from the stop file, at their next step end.
+        # Inside a Slurm job the trainer gets the scheduler's own TERM (scancel --full, a requeue, a
+        # preemption) or, for the time limit's warning to this shell only, the stop file: passing this one on
+        # too would be its second signal, which means "now" (no checkpoint).
+        distributed = self.placement.total_processes > 1 or self.accelerate_config or slurm_job.job_id()
         if self.worker.poll() is None and (self.signals > 1 or not distributed):
             self.worker.send_signal(signal.SIGTERM)
 

@@ -119,3 +119,25 @@ def test_launch_on_a_login_node_over_ssh(slurm, sshd, tiny_model):  # noqa: F811
         assert [(r["run_id"], r["status"], r["host"]) for r in rows] == [(run_id, "completed", "gpubox")]
     finally:
         hosts.close()
+
+
+def test_a_job_killed_without_a_word_is_lost_with_slurms_reason(slurm, tiny_model, tmp_path):  # noqa: F811
+    runs = tmp_path / "runs"
+    run_id, job, folder = submit(slurm, tiny_model, runs, "--max-steps", "3000", "--save-steps", "1000")
+    wait_for(lambda: any(isinstance(e, Metrics) for e in events_of(folder)), timeout=180)
+    # the node's kernel kills every process of the run at once (as the OOM killer or a crash would): no TERM,
+    # so nothing records an end, and the job ends with its batch script
+    procs = processes_of(slurm, folder)
+    assert procs
+    for proc in procs:
+        proc.kill()
+    wait_for(lambda: slurm.squeue_state(job) is None, timeout=60)
+    seen = []
+    try:
+        listed = wait_for(lambda: (r := row(slurm, runs, run_id))["status"] == "lost" and r or seen.append(r),
+                          timeout=30, interval=1)
+    except AssertionError:
+        raise AssertionError(f"never lost: {seen[-1:]}, state {state(folder)}") from None
+    assert state(folder)["status"] in ("starting", "running")  # the folder never heard of the end
+    assert listed["exit_reason"].startswith(f"Slurm job {job} ended "), listed
+    wait_for(lambda: not processes_of(slurm, folder), timeout=30)

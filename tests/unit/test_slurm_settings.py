@@ -23,10 +23,19 @@ from trainer_core.contract.slurm_settings import sbatch_options, slurm_problems
     ({"sbatch_args": "--account=a"}, "must be a list of sbatch options"),
     ({"partition": "gpu; rm -rf"}, "slurm partition must be a partition name"),
     ("gpu", "slurm must be a mapping"),
+    ({"time": 2}, "slurm grace (300 s, the default) must be shorter than the time limit (120 s)"),
+    ({"time": "10:00", "grace": 600}, "slurm grace (600 s) must be shorter than the time limit (600 s)"),
 ])
 def test_bad_settings_are_named_with_the_fix(settings, message):
     problems = slurm_problems(settings)
     assert len(problems) == 1 and message in problems[0]
+
+
+def test_slurm_times_are_read_as_slurm_reads_them():
+    from trainer_core.contract.slurm_settings import time_seconds
+
+    assert [time_seconds(t) for t in (90, "90", "10:30", "1:00:00", "2-0", "2-01:30", "1-00:00:10")] == [
+        5400, 5400, 630, 3600, 172800, 178200, 86410]
 
 
 def test_good_settings_become_sbatch_options():

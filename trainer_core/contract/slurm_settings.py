@@ -11,7 +11,7 @@ import re
 
 KEYS = ("partition", "time", "nodes", "gpus_per_node", "sbatch_args", "grace")
 DEFAULT_GRACE_S = 300  # a step plus a checkpoint save, as the graceful stop's timeout
-_TIME = re.compile(r"(\d+|(\d+-)?\d{1,2}(:\d{2}){1,2})\Z")
+_TIME = re.compile(r"(\d+|\d+-\d{1,2}(:\d{2}){0,2}|\d{1,2}(:\d{2}){1,2})\Z")
 _NAME = re.compile(r"[A-Za-z0-9_.,-]+\Z")
 
 
@@ -37,7 +37,31 @@ def slurm_problems(settings) -> list[str]:
         elif key == "sbatch_args" and not _args(value):
             found.append(f"slurm sbatch_args must be a list of sbatch options such as "
                                      f"'--account=lab', each one line starting with '-'; got {value!r}.")
+    limit = time_seconds(settings.get("time")) if not found else None
+    if limit is not None and grace(settings) >= limit:
+        which = f"{settings['grace']} s" if "grace" in settings else f"{DEFAULT_GRACE_S} s, the default"
+        found.append(f"slurm grace ({which}) must be shorter than the time limit ({limit} s), or the warning comes "
+                     "at the start: set a smaller grace (--slurm-grace) or a longer time.")
     return found
+
+
+def time_seconds(value) -> int | None:
+    """Slurm's --time as seconds: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value * 60
+    if not isinstance(value, str) or not _TIME.match(value):
+        return None
+    days, _, rest = value.rpartition("-")
+    parts = [int(p) for p in rest.split(":")]
+    if days:
+        hours, minutes, seconds = (parts + [0, 0])[:3]
+    elif len(parts) == 1:
+        hours, minutes, seconds = 0, parts[0], 0
+    elif len(parts) == 2:
+        hours, minutes, seconds = 0, parts[0], parts[1]
+    else:
+        hours, minutes, seconds = parts
+    return ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds
 
 
 def _count(value, low: int) -> bool:
