@@ -52,7 +52,8 @@ def worker_command(run_dir: Path, num_processes: int = 1, accelerate_config: str
     accelerate is given the total (its ``--num_processes``) and where machine 0 listens (``port`` is then
     required: every machine must name the same one)."""
     python = python or sys.executable
-    worker = ["-m", "trainer_core", "worker", str(run_dir)]
+    # --echo: a line per logged step into trainer.log, so the log of a detached run shows its progress
+    worker = ["-m", "trainer_core", "worker", str(run_dir), "--echo"]
     total = num_processes * num_machines
     if total <= 1 and not accelerate_config:
         return [python, *worker]

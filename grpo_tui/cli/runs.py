@@ -91,9 +91,26 @@ def run(args) -> int:
         print(f"no runs in {args.runs_dir or os.environ.get(RUNS_DIR_ENV) or './runs'}")
     elif not runs:
         print("no runs" + (" on the hosts that answered" if errors else ""))
-    else:
+    elif sys.stdout.isatty():
         Console().print(format_table(runs, hosts=bool(names)))
+    else:  # piped: plain columns that never cut an id or a status, for grep, awk and cut
+        sys.stdout.write(plain_table(runs, hosts=bool(names)))
     return 1 if errors else 0
+
+
+def plain_table(runs: list[RunInfo], hosts: bool = False) -> str:
+    """Columns padded to their widest cell, two spaces apart, nothing cut (as ``docker ps`` prints)."""
+    header = (["host"] if hosts else []) + ["id", "status", "step", "reward", "warnings", "started", "duration",
+                                             "model", "project"]
+    rows = [header]
+    for run in runs:
+        reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
+        warnings = f"{run.warnings} ({run.last_warning})" if run.warnings else "0"
+        rows.append(([run.host or LOCAL] if hosts else []) + [
+            run.run_id, status_text(run), format_steps(run.step, run.total), reward, warnings,
+            format_time(run.started), format_duration(run.duration), run.model or "-", run.project or "-"])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n" for row in rows)
 
 
 def status_text(run: RunInfo) -> str:

@@ -81,6 +81,10 @@ def test_watch_stop_and_quit_a_live_run_in_a_real_terminal(tiny_model, runs_dir,
         # 2: the warnings tab (the charts give way to warnings, or to the plain "no warnings" line)
         tmux.send("2")
         tmux.wait_screen(lambda s: not charts_shown(s) and warnings_shown(s), what="the Warnings tab")
+        # 4: the Log tab shows the trainer's progress lines, one per logged step
+        tmux.send("4")
+        log = tmux.wait_screen(lambda s: re.search(r"^ *step \d+/2000 +reward", s, re.M), what="progress lines in the Log tab")
+        assert not charts_shown(log)
         # 1: back to the charts
         tmux.send("1")
         tmux.wait_screen(charts_shown, what="the Charts tab again")

@@ -161,11 +161,11 @@ def test_the_launcher_of_two_machines_gets_the_total_and_machine_zeros_address()
                          main_process_ip="10.0.0.1")
     assert cmd == ["py", "-m", "accelerate.commands.launch", "--num_processes", "6", "--num_machines", "3",
                    "--machine_rank", "1", "--main_process_ip", "10.0.0.1", "--main_process_port", "29501",
-                   "--multi_gpu", "-m", "trainer_core", "worker", "/r"]
+                   "--multi_gpu", "-m", "trainer_core", "worker", "/r", "--echo"]
     one = worker_command(Path("/r"), 1, port=29501, python="py", num_machines=2, machine_rank=0,
                          main_process_ip="10.0.0.1")
     assert one[one.index("--num_processes") + 1] == "2" and "--multi_gpu" in one
-    assert worker_command(Path("/r"), 1, python="py") == ["py", "-m", "trainer_core", "worker", "/r"]
+    assert worker_command(Path("/r"), 1, python="py") == ["py", "-m", "trainer_core", "worker", "/r", "--echo"]
 
 
 def test_placements_keep_their_machines_and_old_records_are_one_machine():
