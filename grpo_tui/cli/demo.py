@@ -1,7 +1,9 @@
 """``grpo-tui demo``: train the tiny offline model on the demo environment and show it.
 
 In a terminal the run is launched detached and its monitor opens; piped, its metrics print line by line.
-The config and the environment ship as package data (``grpo_tui/resources``).
+The config and the environment ship as package data (``grpo_tui/resources``). ``--pathology kl`` runs the
+same demo with a learning rate far too high, for people evaluating the health warnings: KL explodes, the
+``kl_explosion`` warning fires with its advice, and the run stops itself with a checkpoint.
 """
 
 from __future__ import annotations
@@ -25,20 +27,29 @@ def register(sub) -> None:
     add_runs_dir(parser)
     parser.add_argument("--max-steps", type=int, default=600,
                         help="steps to train (default: 600, about half a minute on a laptop CPU)")
+    parser.add_argument("--pathology", choices=tuple(PATHOLOGIES), default=None,
+                        help="show a run going wrong: kl = a learning rate far too high, so KL explodes and the run "
+                             "stops itself (--stop-on kl_explosion) with a checkpoint")
     add_theme(parser)
     parser.set_defaults(handler=run)
 
 
-def demo_config(model_dir: Path, max_steps: int) -> RunConfig:
+# what each pathology changes in the demo's config
+PATHOLOGIES = {"kl": {"lr": 1e-2, "stop_on": "kl_explosion", "project_name": "cpu-demo-kl-explosion"}}
+
+
+def demo_config(model_dir: Path, max_steps: int, pathology: str | None = None) -> RunConfig:
     config = RunConfig.load(demo_config_file())
     config.model = str(model_dir)
     config.rl_env_module = str(demo_env_file())
     config.max_steps = max_steps
+    for name, value in PATHOLOGIES.get(pathology, {}).items():
+        setattr(config, name, value)
     return config
 
 
 def run(args) -> int:
-    config = demo_config(cached_tiny_model(), args.max_steps)
+    config = demo_config(cached_tiny_model(), args.max_steps, args.pathology)
     start = argparse.Namespace(runs_dir=args.runs_dir, gpus=None, num_processes=None, accelerate_config=None,
                                vllm_port=None, vllm_timeout=None)
     folder, placement = create(config, start)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from trainer_core.contract.events import Metrics
+from trainer_core.contract.events import HealthWarning, Metrics, RunFinished
+from trainer_core.contract.status import Status
 
 from ..conftest import ROOT, cli, events_of, only_run
 
@@ -101,6 +102,21 @@ def test_demo_builds_the_model_once_and_trains(tmp_path):
     assert [e.step for e in events_of(only_run(runs)) if isinstance(e, Metrics)] == [1, 2, 3]
     again = cli("demo", "--max-steps", "1", "--runs-dir", str(tmp_path / "runs2"), env=env)
     assert again.returncode == 0 and "building the tiny demo model" not in again.stdout
+
+
+def test_the_kl_pathology_demo_explodes_warns_and_stops_itself(tmp_path):
+    runs = tmp_path / "runs"
+    result = cli("demo", "--pathology", "kl", "--max-steps", "300", "--runs-dir", str(runs),
+                 env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert result.returncode == 3, result.stdout + result.stderr  # the exit code of a stopped run
+    assert "warning kl_explosion" in result.stdout and "advice:" in result.stdout
+    folder = only_run(runs)
+    events = events_of(folder)
+    warned = next(e for e in events if isinstance(e, HealthWarning) and e.rule == "kl_explosion")
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.status is Status.STOPPED
+    assert finished.reason == f"auto-stop: kl_explosion at step {warned.step}" and finished.step < 300
+    assert (folder / "checkpoints" / f"checkpoint-{finished.step}").is_dir()
 
 
 def test_the_running_app_never_imports_the_training_stack(tmp_path):
