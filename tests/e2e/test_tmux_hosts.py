@@ -46,3 +46,18 @@ def test_two_hosts_runs_in_one_list_and_a_remote_monitor(remote, tiny_model, tmp
         assert term.wait_exit() == 0
     finally:
         term.kill()
+
+
+def test_watch_host_opens_the_remote_runs_monitor_in_a_terminal(remote, tiny_model):  # noqa: F811
+    run_id = remote.launch(tiny_model, "--max-steps", "6", "--project-name", "watched-from-afar")
+    state = remote.run_folder(run_id) / "state.json"
+    wait_for(lambda: json.loads(state.read_text()).get("status") == "completed", 120)
+    term = Tmux(env={**os.environ, **remote.env}, width=120, height=32, session="watch-host")
+    try:
+        term.start([sys.executable, "-m", "grpo_tui", "watch", run_id, "--host", "gpubox"], cwd=ROOT)
+        shown = term.wait_screen(lambda s: "step 6/6" in s and "COMPLETED" in s, timeout=90, what="the remote monitor")
+        assert run_id in shown
+        term.send("q")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()
