@@ -91,11 +91,9 @@ class Mirror:
         """True once config and state are here; raises HostError if the stream failed before that."""
         deadline = time.monotonic() + timeout
         while not self.ready.wait(0.1):
-            if self.error and (self.ended.is_set() or self._thread is None):
+            if self.error:  # nothing arrived yet and the stream failed: say why now, not at the timeout
                 raise HostError(self.error)
             if time.monotonic() > deadline:
-                if self.error:
-                    raise HostError(self.error)
                 return False
         return True
 

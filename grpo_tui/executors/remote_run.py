@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ..services.catalog import RunInfo
 from ..services.gpus import GPU
 from ..services.run_status import remote_view
+from .hosts import HostError
 from .mirror import Mirror
 from .ssh import SshExecutor
 
@@ -21,11 +22,12 @@ class RemoteRun:
     def open(cls, executor: SshExecutor, run: RunInfo) -> RemoteRun:
         """Start the mirror (blocking until config and state are here: call it from a worker)."""
         mirror = executor.mirror(run).start()
-        if not mirror.wait_ready(120):
+        try:
+            if not mirror.wait_ready(120):
+                raise HostError(f"host {executor.name}: run {run.run_id} sent nothing within 120s")
+        except HostError:
             mirror.stop()
-            from .hosts import HostError
-
-            raise HostError(f"host {executor.name}: run {run.run_id} sent nothing within 120s")
+            raise
         return cls(executor, run, mirror)
 
     @property

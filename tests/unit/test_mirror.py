@@ -107,3 +107,29 @@ def test_a_live_mirror_reads_as_its_host_says(tmp_path, mirror):
     rules = [w.rule for w in watcher_warnings(copy.folder, Status.RUNNING)]
     assert rules == ["stall", "connection_lost"]
     assert os.path.exists(copy.folder.path / ".remote.json")
+
+
+def test_a_mirror_of_an_unreachable_host_says_why_at_once_and_stops(monkeypatch):
+    import shutil
+    import socket
+    import tempfile
+    import time
+
+    from grpo_tui.executors.hosts import HostError
+
+    short = tempfile.mkdtemp(prefix="gm", dir="/tmp")  # control sockets need a short path
+    monkeypatch.setenv("GRPO_TUI_SSH_DIR", f"{short}/ssh")
+    monkeypatch.setenv("XDG_CACHE_HOME", f"{short}/cache")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens there once it is closed
+    copy = Mirror(Connection(Host("deadbox", ssh="127.0.0.1", ssh_options=(f"Port={port}",))), "run", "/runs/run")
+    try:
+        started = time.monotonic()
+        with pytest.raises(HostError, match="host deadbox: unreachable .*Connection refused"):
+            copy.start().wait_ready(60)
+        assert time.monotonic() - started < 20
+    finally:
+        copy.stop()
+        shutil.rmtree(short, ignore_errors=True)
+    assert not copy._thread.is_alive()
