@@ -22,7 +22,7 @@ from pathlib import Path
 
 from orjson import dumps, loads
 
-from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.run_folder import RunFolder, write_bytes_atomic
 
 from ..services.run_status import REMOTE_FILE
 from .hosts import HostError
@@ -168,7 +168,7 @@ class Mirror:
                 self._append(path / name, int(message["offset"]), base64.b64decode(message["data"]))
         elif "file" in message:
             if message["file"] in ("config.yaml", "state.json"):
-                _write_atomic(path / message["file"], base64.b64decode(message["data"]))
+                write_bytes_atomic(path / message["file"], base64.b64decode(message["data"]), fsync=False)
                 if (path / "config.yaml").exists() and (path / "state.json").exists():
                     self.ready.set()
         elif "status" in message:
@@ -199,18 +199,5 @@ class Mirror:
         self._write_remote()
 
     def _write_remote(self) -> None:
-        _write_atomic(self.folder.path / REMOTE_FILE, dumps(self._remote))
+        write_bytes_atomic(self.folder.path / REMOTE_FILE, dumps(self._remote), fsync=False)
 
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise

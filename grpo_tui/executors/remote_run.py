@@ -36,8 +36,7 @@ class RemoteRun:
 
     def gpus(self) -> list[GPU]:
         view = remote_view(self.mirror.folder) or {}
-        fields = ("index", "name", "memory_total", "memory_used", "utilization")
-        return [GPU(**{k: g.get(k) for k in fields}) for g in view.get("gpus") or [] if isinstance(g, dict)]
+        return [GPU.from_dict(g) for g in view.get("gpus") or [] if isinstance(g, dict)]
 
     def stop(self, force: bool = False) -> dict:
         return self.executor.stop(self.run, force=force)

@@ -27,6 +27,11 @@ class GPU:
     def memory_free(self) -> int:
         return self.memory_total - self.memory_used
 
+    @classmethod
+    def from_dict(cls, data: dict) -> GPU:
+        """A GPU as another machine's ``grpo-tui info --json`` or events stream lists it (``asdict`` of one)."""
+        return cls(**{f: data.get(f) for f in ("index", "name", "memory_total", "memory_used", "utilization")})
+
 
 
 def _fake(spec: str) -> list[GPU]:

@@ -9,8 +9,6 @@ from textual.widgets import Select
 from ..executors.hosts import LOCAL
 from ..services.gpus import GPU, list_gpus, visible_indices
 
-GPU_FIELDS = ("index", "name", "memory_total", "memory_used", "utilization")
-
 
 class HostPicker(Select[str]):
     """A ``Select`` of ``local`` and the hosts; on a change it reads that host's GPUs (a worker) and posts
@@ -56,5 +54,5 @@ class HostPicker(Select[str]):
         except HostError as exc:
             self.post_message(self.Chosen(host, [], str(exc)))
             return
-        gpus = [GPU(**{k: g.get(k) for k in GPU_FIELDS}) for g in info.get("gpus") or [] if isinstance(g, dict)]
+        gpus = [GPU.from_dict(g) for g in info.get("gpus") or [] if isinstance(g, dict)]
         self.post_message(self.Chosen(host, gpus))

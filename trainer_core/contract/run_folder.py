@@ -43,13 +43,18 @@ def new_run_id(now: float | None = None) -> str:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
+    write_bytes_atomic(path, (json.dumps(data, indent=2, allow_nan=False) + "\n").encode())
+
+
+def write_bytes_atomic(path: Path, data: bytes, fsync: bool = True) -> None:
+    """Replace ``path`` with ``data`` so that a reader sees the old file or the new one, never half of one."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, allow_nan=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
