@@ -24,12 +24,12 @@ from orjson import dumps, loads
 
 from trainer_core.contract.run_folder import RunFolder, write_bytes_atomic
 
+from ..services.run_export import APPENDED, WHOLE
 from ..services.run_status import REMOTE_FILE
 from .hosts import HostError
 from .ssh_connection import Connection, check_remote
 
 BACKOFF_START, BACKOFF_MAX = 0.5, 30.0
-APPENDED = ("events.jsonl", "samples.jsonl", "trainer.log")
 
 
 def cache_root() -> Path:
@@ -167,7 +167,7 @@ class Mirror:
             if name in APPENDED:
                 self._append(path / name, int(message["offset"]), base64.b64decode(message["data"]))
         elif "file" in message:
-            if message["file"] in ("config.yaml", "state.json"):
+            if message["file"] in WHOLE:
                 write_bytes_atomic(path / message["file"], base64.b64decode(message["data"]), fsync=False)
                 if (path / "config.yaml").exists() and (path / "state.json").exists():
                     self.ready.set()
