@@ -122,10 +122,12 @@ def _write_events(path: Path, events: list[Event]) -> None:
 
 def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: int = 40, kl_coef: float = 0.1,
                       with_warnings: bool = True, status: Status | str = Status.COMPLETED, *,
-                      max_steps: int | None = None, project: str = "grpo-run", model: str = MODEL) -> Path:
+                      max_steps: int | None = None, project: str = "grpo-run", model: str = MODEL,
+                      reward_spikes: dict[int, float] | None = None) -> Path:
     """Write a finished run (``completed``, ``stopped`` or ``failed``) that logged ``steps`` steps; return its path.
 
     ``max_steps`` (default ``steps``) is the configured length: a stopped or failed run usually ended before it.
+    ``reward_spikes``: steps whose reward is replaced by the given value (a one-step outlier to chart).
     """
     parsed = Status.parse(status)
     if parsed is None or not parsed.is_final:
@@ -149,7 +151,10 @@ def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: i
     )]
     warnings = _warnings(steps, kl_coef) if with_warnings else []
     for step in range(1, steps + 1):
-        events.append(metrics_at(step, steps, max_steps, kl_coef))
+        metrics = metrics_at(step, steps, max_steps, kl_coef)
+        if reward_spikes and step in reward_spikes:
+            metrics.values["reward"] = reward_spikes[step]
+        events.append(metrics)
         events.extend(w for w in warnings if w.step == step)
         if step % SAVE_STEPS == 0:
             events.append(Checkpoint(time=step_time(step) + 0.1, step=step, path=f"checkpoints/checkpoint-{step}"))

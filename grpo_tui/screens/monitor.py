@@ -3,9 +3,10 @@
 One worker thread (``follow``) owns the run's ``RunStream``: it reads and folds, and posts ``Updated``
 messages carrying frozen values only (``StreamView``, the slow reads, ``ChartData`` when asked for). The UI
 keeps its own copies and draws from them, so a metric that first appears mid-run never changes a dict the
-UI is looping over. The UI asks for charts with a frozen ``ChartRequest`` on a queue the reader waits on:
-downsampling runs at the charts' pace, not with every post. A finished run is read once; the reader then
-hands over the stream, which nothing changes any more, to short ``charts`` workers for later requests.
+UI is looping over. The charts say what they want (widths, window of steps) and the screen puts it as a
+frozen ``ChartRequest`` on a queue the reader waits on; the reader then answers it again each time steps
+arrive, so the charts redraw with the data. A finished run is read once; the reader then hands over the
+stream, which nothing changes any more, to short ``charts`` workers for later requests.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from types import MappingProxyType
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Log, TabbedContent, TabPane
@@ -33,25 +33,15 @@ from ..services import run_reader
 from ..services.gpus import list_gpus
 from ..services.run_reader import Post
 from ..services.run_status import run_duration, run_total
-from ..services.run_stream import EMPTY_CHARTS, ChartData, ChartRequest, RunStream, StreamView
+from ..services.run_stream import ChartData, ChartRequest, RunStream, StreamView
+from ..widgets.chart_grid import ChartGrid
 from ..widgets.completions import CompletionsTable
 from ..widgets.gpu_panel import GpuPanel
 from ..widgets.health_panel import CriticalBanner, HealthPanel
-from ..widgets.metric_chart import MetricChart
 from ..widgets.run_header import RunHeader
 from .confirm import ConfirmScreen
 
-MAIN_CHARTS = (("reward", "reward"), ("reward_std", "reward_std"), ("kl", "KL"))
-MAIN_KEYS = frozenset(key for key, _ in MAIN_CHARTS)
-EXTRA_METRICS = ("loss", "completions/mean_length", "entropy", "clip_ratio/region_mean", "grad_norm", "learning_rate")
-CHART_SECONDS = 3.0  # charts redraw at most this often: drawing them (plotext, Rich, the terminal) is what costs CPU
 HEADER_SECONDS = 0.5
-CHART_CPU_SHARE = 0.015  # and slower still when rendering alone would take more than 1.5% of a core
-
-
-def extra_keys(keys) -> list[str]:
-    """The metrics the fourth chart cycles through (``m``), among those the run has logged."""
-    return [k for k in EXTRA_METRICS if k in keys] + sorted(k for k in keys if k.startswith("rewards/") and k.endswith("/mean"))
 
 
 class MonitorScreen(Screen):
@@ -59,6 +49,13 @@ class MonitorScreen(Screen):
         Binding("s", "stop", "Stop"),
         Binding("f", "force_stop", "Force stop"),
         Binding("m", "next_metric", "Next metric"),
+        Binding("plus,equals_sign", "zoom(1)", "Zoom", key_display="+"),
+        Binding("minus", "zoom(-1)", "Zoom out", show=False),
+        Binding("0", "zoom(0)", "All steps", show=False),
+        Binding("e", "smooth", "EMA"),
+        Binding("left_square_bracket", "cursor(-1)", "Cursor left", show=False),
+        Binding("right_square_bracket", "cursor(1)", "Cursor right", show=False),
+        Binding("c", "hide_cursor", "Hide cursor", show=False),
         Binding("1", "tab('charts')", "Charts", show=False),
         Binding("2", "tab('warnings')", "Warnings", show=False),
         Binding("3", "tab('completions')", "Completions", show=False),
@@ -69,7 +66,6 @@ class MonitorScreen(Screen):
     DEFAULT_CSS = """
     MonitorScreen { overflow: hidden; }
     MonitorScreen TabbedContent, MonitorScreen ContentSwitcher, MonitorScreen TabPane { height: 1fr; }
-    MonitorScreen Grid { grid-size: 2 2; grid-gutter: 0 1; }
     MonitorScreen TabPane { padding: 0; }
     """
 
@@ -95,20 +91,13 @@ class MonitorScreen(Screen):
         self.warnings: list[HealthWarning] = []  # the trainer's, from the events
         self.alerts: tuple[HealthWarning, ...] = ()  # the watcher's (stall, crash cause)
         self.shown_alerts = None  # the watcher alerts the warnings tab last drew
-        self.charts: ChartData = EMPTY_CHARTS  # what the charts last drew
-        self.extra_keys: list[str] = []
-        self.extra_index = 0
         self.stop_requested = False
         self.loaded = False  # warnings already on disk when the screen opens are listed, not popped up
-        self.charts_asked_at = 0.0
-        self.charts_dirty = False
-        self.chart_timer = None
         self.header_drawn_at = 0.0
         self.last_sample: dict | None = None
         self._requests: SimpleQueue[ChartRequest] = SimpleQueue()  # to the reader
         self._asked: ChartRequest | None = None
         self._final: RunStream | None = None
-        self._refit_pending = False
 
     @property
     def kl_measured(self) -> bool:
@@ -119,11 +108,7 @@ class MonitorScreen(Screen):
         yield CriticalBanner(id="banner")
         with TabbedContent(initial="charts"):
             with TabPane("Charts", id="charts"):
-                with Grid():
-                    for key, title in MAIN_CHARTS:
-                        message = None if key != "kl" or self.kl_measured else "KL not measured: rl_kl_coef = 0 (the KL penalty is off)."
-                        yield MetricChart(key, title, empty_message=message, id=f"chart-{key}")
-                    yield MetricChart("loss", "loss", id="chart-extra")
+                yield ChartGrid(self.kl_measured, id="chart-grid")
             with TabPane("Warnings", id="warnings"):
                 yield HealthPanel(id="health")
             with TabPane("Completions", id="completions"):
@@ -181,95 +166,59 @@ class MonitorScreen(Screen):
                 self.query_one("#log-view", Log).write(slow.log_text)
             if self.remote is not None:
                 self._show_remote_gpus()
-        new_steps = view.metrics_read != self.view.metrics_read
+        grid = self.grid
         if view.keys != self.view.keys:
-            self.extra_keys = extra_keys(view.keys)
+            grid.set_keys(view.keys)
         self.view = view
         self.warnings.extend(view.warnings)
         if view.warnings or (slow and slow.alerts != self.shown_alerts):
             if slow:
                 self.shown_alerts = slow.alerts
             self._show_warnings(view.warnings)
-        if post.charts is not None:
-            self._draw_charts(post.charts)
-        if new_steps or view.warnings:
-            self._request_charts()
-        if new_steps or slow:
+        if post.charts is not None or view.warnings:
+            grid.draw(post.charts, self._markers())
+        if self._asked is None and view.metrics_read:
+            grid.want()
+        if view.metrics_read or slow:
             if slow or time.monotonic() - self.header_drawn_at >= HEADER_SECONDS:
                 self._refresh_header()
         if post.final is not None:
             self._final = post.final
-            if self._asked is not None and self._asked.serial > self.charts.request.serial:
-                self._ask_charts()  # asked for after the reader's last look at its queue
+            if self._asked is not None and self._asked.serial > grid.data.request.serial:
+                self._ask_charts(self._asked)  # asked for after the reader's last look at its queue
         self.loaded = True
 
+    @property
+    def grid(self) -> ChartGrid:
+        return self.query_one("#chart-grid", ChartGrid)
+
+    @property
+    def charts(self) -> ChartData:
+        """What the charts last drew."""
+        return self.grid.data
+
+    @property
+    def extra_keys(self) -> list[str]:
+        return self.grid.extra_keys
+
+    @property
+    def extra_index(self) -> int:
+        return self.grid.extra_index
+
     def on_monitor_screen_charts_ready(self, message: ChartsReady) -> None:
-        self._draw_charts(message.charts)
+        self.grid.draw(message.charts)
 
-    def on_metric_chart_needs_data(self, message: MetricChart.NeedsData) -> None:
-        message.stop()
-        if not self._refit_pending:  # the four charts resize together: ask once
-            self._refit_pending = True
-            self.call_after_refresh(self._refit)
+    def on_chart_grid_wanted(self, message: ChartGrid.Wanted) -> None:
+        serial = (self._asked.serial if self._asked else 0) + 1
+        self._ask_charts(ChartRequest(serial, message.widths, message.window))
 
-    def _refit(self) -> None:
-        self._refit_pending = False
-        if self.query_one(TabbedContent).active == "charts":
-            self._ask_charts()
-        else:
-            self.charts_dirty = True
-
-    def _request_charts(self) -> None:
-        """Ask for charts now if they are on screen and were not asked for in the last CHART_SECONDS; else later."""
-        self.charts_dirty = True
-        if self.query_one(TabbedContent).active != "charts":
-            return
-        cost = sum(chart.render_seconds for chart in self.query(MetricChart))
-        interval = min(max(CHART_SECONDS, cost / CHART_CPU_SHARE), 10.0)
-        wait = self.charts_asked_at + interval - time.monotonic()
-        if wait <= 0:
-            self._ask_charts()
-        elif self.chart_timer is None:
-            self.chart_timer = self.set_timer(wait, self._deferred_charts)
-
-    def _deferred_charts(self) -> None:
-        self.chart_timer = None
-        if self.charts_dirty:
-            self._request_charts()
-
-    def _ask_charts(self) -> None:
-        """Tell the reader which series to snapshot, at the charts' current widths."""
-        self.charts_asked_at = time.monotonic()
-        self.charts_dirty = False
-        widths = [(key, self.query_one(f"#chart-{key}", MetricChart).buckets) for key, _ in MAIN_CHARTS]
-        extra = self._extra_key()
-        if extra is not None:
-            widths.append((extra, self.query_one("#chart-extra", MetricChart).buckets))
-        request = self._asked = ChartRequest((self._asked.serial if self._asked else 0) + 1, tuple(widths))
+    def _ask_charts(self, request: ChartRequest) -> None:
+        """Tell the reader which series to snapshot; it answers again whenever steps arrive."""
+        self._asked = request
         if self._final is None:
             self._requests.put(request)
         else:
             self.answer_charts(self._final, request)
-
-    def _extra_key(self) -> str | None:
-        return self.extra_keys[self.extra_index % len(self.extra_keys)] if self.extra_keys else None
-
-    def _draw_charts(self, data: ChartData) -> None:
-        if data.request.serial < self.charts.request.serial:  # overtaken by a newer answer
-            return
-        self.charts = data
-        markers = self._markers()
-        for key, _ in MAIN_CHARTS:
-            self.query_one(f"#chart-{key}", MetricChart).show(data.get(key), markers)
-        extra = next((key for key, _ in data.request.widths if key not in MAIN_KEYS), None)
-        if extra is not None:
-            chart = self.query_one("#chart-extra", MetricChart)
-            chart.title = f"{extra}  [m: next]"
-            chart.show(data.get(extra), markers)
-
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.pane.id == "charts" and self.charts_dirty:
-            self._ask_charts()
 
     def _all_warnings(self) -> list[HealthWarning]:
         return [*self.warnings, *self.alerts]
@@ -297,8 +246,20 @@ class MonitorScreen(Screen):
         )
 
     def action_next_metric(self) -> None:
-        self.extra_index += 1
-        self._ask_charts()
+        self.grid.extra_index += 1
+        self.grid.want()
+
+    def action_zoom(self, direction: int) -> None:
+        self.grid.zoom(direction)
+
+    def action_smooth(self) -> None:
+        self.grid.toggle_smooth()
+
+    def action_cursor(self, cells: int) -> None:
+        self.grid.move_cursor(cells)
+
+    def action_hide_cursor(self) -> None:
+        self.grid.hide_cursor()
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab

@@ -1,8 +1,9 @@
 """The monitor's reader: the one thread that owns a run's ``RunStream`` and posts frozen values of it.
 
 It polls the events file, re-reads state, alerts, samples and the log once a second, and builds chart
-snapshots only when a viewer asks for them (``ChartRequest`` on a queue the reader waits on, so a request
-wakes it at once). Everything it posts is immutable: see ``run_stream``.
+snapshots for the newest ``ChartRequest`` a viewer put on its queue (the reader waits on it, so a request
+wakes it at once): at once for a new request, and again as soon as steps arrive, at most every
+CHART_SECONDS, so charts redraw with the data. Everything it posts is immutable: see ``run_stream``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from .run_health import watcher_warnings
 from .run_status import live_status
 from .run_stream import ChartData, ChartRequest, RunStream, StreamUpdate, StreamView
 
-POLL_SECONDS = 0.15
+POLL_SECONDS = 0.05
+CHART_SECONDS = 0.2  # while steps arrive, charts are rebuilt (and so redrawn) at most this often
 SLOW_SECONDS = 1.0  # state and status, samples, log
 ALERT_SECONDS = 5.0  # stall and crash checks
 POST_SECONDS = 0.25  # plain metrics are posted no more often (a viewer draws no faster than that anyway)
@@ -65,18 +67,21 @@ def latest_request(requests: SimpleQueue, current: ChartRequest | None, timeout:
 def follow(folder: RunFolder, config: dict, requests: SimpleQueue, post: Callable[[Post], None],
            cancelled: Callable[[], bool]) -> None:
     """Read a run until it has ended (or ``cancelled()``), posting what changed: at once for warnings,
-    lifecycle events and asked-for charts, at most every POST_SECONDS for plain metrics. Charts are built
-    only for the ``ChartRequest``s that arrive on ``requests``; waiting on it lets one wake the reader."""
+    lifecycle events and charts, at most every POST_SECONDS for plain metrics. Charts are built for the
+    newest ``ChartRequest`` from ``requests`` when it arrives, and when steps were read (at most every
+    CHART_SECONDS); waiting on the queue lets a request wake the reader."""
     stream = RunStream(folder)
     log = LogFollower(folder.log_file, limit=LOG_TAIL_BYTES)
     pending = StreamUpdate()
     request: ChartRequest | None = None
     answered, built = 0, None
-    posted_at = slow_at = alerts_at = float("-inf")
+    posted_at = slow_at = alerts_at = charts_at = float("-inf")
+    stale = False  # steps were read since the charts were last built
     alerts: tuple[HealthWarning, ...] = ()
     while not cancelled():
         update = stream.poll()
         pending.add(update)
+        stale = stale or bool(update.steps)
         now = time.monotonic()
         slow = None
         if now - slow_at >= SLOW_SECONDS:
@@ -91,14 +96,17 @@ def follow(folder: RunFolder, config: dict, requests: SimpleQueue, post: Callabl
         done = slow is not None and not slow.status.is_live and not update
         request = latest_request(requests, request)
         charts = None
-        if request is not None and (request.serial > answered or done) and (request.serial, stream.metrics_read) != built:
+        due = request is not None and (request.serial > answered or done or (stale and now - charts_at >= CHART_SECONDS))
+        if due and (request.serial, stream.metrics_read) != built:
             charts, answered, built = stream.charts(request), request.serial, (request.serial, stream.metrics_read)
+            charts_at, stale = now, False
         if slow or charts or done or pending.warnings or pending.lifecycle or (pending and now - posted_at >= POST_SECONDS):
             post(Post(stream.view(pending), slow, charts, stream if done else None))
             pending, posted_at = StreamUpdate(), now
         if done:
             return
-        request = latest_request(requests, request, timeout=POLL_SECONDS)
+        wait = POLL_SECONDS if not stale or request is None else charts_at + CHART_SECONDS - time.monotonic()
+        request = latest_request(requests, request, timeout=min(POLL_SECONDS, max(wait, 0.005)))
 
 
 def read_samples(folder: RunFolder, limit: int = 50) -> list[dict]:

@@ -7,14 +7,15 @@ loads in about a second, a million steps fit in ~200 MB; the disk keeps full pre
 
 No other thread sees the series, or a metric first logged mid-run would change a dict under the loop
 drawing it. Viewers get values that cannot change: a ``StreamView`` (last step, rates, keys, new warnings)
-with each post, and ``ChartData`` (each series downsampled to its chart's width, min and max per bucket,
-so a one-step spike is never dropped) only for a ``ChartRequest``: downsampling a million points is paid
-at the pace charts are drawn, not at the pace of the posts.
+with each post, and ``ChartData`` (each series downsampled to its chart's width, min, max and mean per
+block, so a one-step spike is never dropped) for a ``ChartRequest``. Blocks are kept between calls
+(``buckets.py``), so a chart of a million points costs its width, not a pass over the points.
 """
 
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -23,6 +24,8 @@ from types import MappingProxyType
 from trainer_core.contract.event_log import EventTail
 from trainer_core.contract.events import Event, HealthWarning, Metrics, UnknownEvent
 from trainer_core.contract.run_folder import RunFolder
+
+from .buckets import BlockCache
 
 CHARTED = {"reward", "reward_std", "kl", "loss", "entropy", "completions/mean_length", "completions/clipped_ratio",
            "clip_ratio/region_mean", "grad_norm", "learning_rate", "num_tokens", "frac_reward_zero_std"}
@@ -33,27 +36,6 @@ def charted(key: str) -> bool:
     return key in CHARTED or (key.startswith("rewards/") and key.endswith("/mean"))
 
 
-def downsample(steps, values, buckets: int) -> tuple[list[float], list[float], list[float]]:
-    """(x, min, max) per bucket; at most ``buckets`` points, the extremes of every bucket preserved."""
-    n = len(values)
-    if n == 0:
-        return [], [], []
-    if n <= buckets:
-        xs = list(steps[:n])
-        vals = list(values)
-        return xs, vals, vals
-    xs, lows, highs = [], [], []
-    for b in range(buckets):
-        lo, hi = b * n // buckets, (b + 1) * n // buckets
-        if hi <= lo:
-            continue
-        chunk = values[lo:hi]
-        xs.append(steps[hi - 1] if b == buckets - 1 else steps[lo])
-        lows.append(min(chunk))
-        highs.append(max(chunk))
-    return xs, lows, highs
-
-
 class Series:
     """One metric over steps, in compact arrays.
 
@@ -62,12 +44,13 @@ class Series:
     null gets a steps array of its own from then on.
     """
 
-    __slots__ = ("_steps", "values", "shared")
+    __slots__ = ("_steps", "values", "shared", "blocks")
 
     def __init__(self, typecode: str = "f", shared: array | None = None):
         self.shared = shared
         self._steps = None if shared is not None else array("l")
         self.values = array(typecode)
+        self.blocks = BlockCache()
 
     @property
     def steps(self) -> array:
@@ -102,21 +85,28 @@ class Series:
     def __len__(self) -> int:
         return len(self.values)
 
-    def snapshot(self, key: str, buckets: int) -> SeriesSnapshot:
-        xs, lows, highs = downsample(self.steps, self.values, buckets)
-        lows_t = tuple(lows)
-        return SeriesSnapshot(key, len(self.values), buckets, tuple(xs), lows_t,
-                              lows_t if highs is lows else tuple(highs), self.values[-1] if self.values else None)
+    def snapshot(self, key: str, buckets: int, window: int | None = None) -> SeriesSnapshot:
+        """At least ``buckets`` blocks (fewer than twice as many) of the whole series, or of its last ``window`` steps."""
+        n = len(self.values)
+        if not n:
+            return SeriesSnapshot(key, 0, buckets, window=window)
+        steps = self.steps
+        first = 0 if window is None else bisect_right(steps, steps[n - 1] - window, 0, n)
+        blocks = self.blocks.blocks(self.values, first, buckets)
+        size = blocks.size
+        xs = tuple(steps[i] for i in range(blocks.start, n, size))
+        return SeriesSnapshot(key, n, buckets, xs, blocks.lows, blocks.highs, self.values[-1], blocks.means,
+                              size, steps[n - 1], window)
 
 
 # -- what the UI holds: values no thread changes --------------------------------------------------------
 
 @dataclass(frozen=True)
 class SeriesSnapshot:
-    """One metric as a chart draws it: at most ``buckets`` points, each bucket's min and max.
+    """One metric as a chart draws it: blocks of ``size`` consecutive points, each with its min, max and mean.
 
-    ``len()`` is the number of points in the whole series; ``steps`` are the buckets' steps, and the last
-    one is the series' last step.
+    ``count`` (and ``len()``) is the number of points in the whole series; ``steps`` holds each block's first
+    step and ``end_step`` the series' last. ``window``: the chart shows the last that many steps (None: all).
     """
 
     key: str
@@ -126,26 +116,32 @@ class SeriesSnapshot:
     lows: tuple = ()
     highs: tuple = ()
     last_value: float | None = None
+    means: tuple = ()
+    size: int = 1
+    end_step: int | None = None
+    window: int | None = None
 
     def __len__(self) -> int:
         return self.count
 
     @property
     def last_step(self) -> int | None:
-        return self.steps[-1] if self.steps else None
+        return self.end_step
 
     @property
     def exact(self) -> bool:
-        """Every point is its own bucket (lows and highs are the values): one line draws it."""
-        return self.count <= self.buckets
+        """Every point is its own block (lows, highs and means are the values)."""
+        return self.size == 1
 
 
 @dataclass(frozen=True)
 class ChartRequest:
-    """What the UI will draw: ``(key, buckets)`` per chart. ``serial`` orders requests and their answers."""
+    """What the UI will draw: ``(key, buckets)`` per chart, over the last ``window`` steps (None: all).
+    ``serial`` orders requests and their answers."""
 
     serial: int
     widths: tuple[tuple[str, int], ...]
+    window: int | None = None
 
 
 @dataclass(frozen=True)
@@ -295,10 +291,10 @@ class RunStream:
         )
 
     def charts(self, request: ChartRequest) -> ChartData:
-        """Each asked-for series that exists, downsampled to its chart's width (costs a pass over each)."""
+        """Each asked-for series that exists, downsampled to its chart's width (from the kept blocks)."""
         series = {}
         for key, buckets in request.widths:
             found = self.series.get(key)
             if found is not None and key not in series:
-                series[key] = found.snapshot(key, max(int(buckets), 1))
+                series[key] = found.snapshot(key, max(int(buckets), 1), request.window)
         return ChartData(request, MappingProxyType(series))

@@ -1,60 +1,82 @@
-"""A live chart of one metric, drawn from a frozen snapshot already downsampled to the widget's width.
+"""A live chart of one metric, drawn in braille cells straight from the blocks its screen hands it.
 
-Each horizontal bucket of the snapshot holds its minimum and maximum (not a mean), and both are drawn: a
-spike in a million-step run still shows as a spike (``services/run_stream.py`` builds them, in the
-screen's reader thread). The chart only draws what it is given; when its width changes so that the
-snapshot no longer fits it, it posts ``NeedsData`` and its screen asks the reader for a new one.
-Drawing is delegated to textual-plotext; the warning markers take the theme's error colour.
+The snapshot it gets (``services/run_stream.py``, built in the screen's reader thread) holds each block's
+min, max and mean, about two blocks per dot column, so a one-step spike in a million-step run still shows
+as a spike. The chart rasterises them itself (``chart_raster.py``) into cached strips: a redraw costs
+the cells on screen, which is what lets it redraw whenever a step arrives. Around the plot: the metric and
+its last value in the title, y labels, the first and last step, warnings as rules in the theme's error
+colour, an optional EMA with the raw series faint behind it, and a cursor that reads the values under it.
+When the chart's width changes so that its snapshot no longer fits, it posts ``NeedsData``; the mouse
+wheel posts ``Zoom`` and a click ``Pointed``, and the screen decides for all its charts at once.
 """
 
 from __future__ import annotations
 
 import time
+from bisect import bisect_right
 
-from textual.app import ComposeResult
-from textual.color import Color, ColorParseError
-from textual.containers import Vertical
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.geometry import Region
 from textual.message import Message
-from textual.widgets import Label
-from textual_plotext import PlotextPlot
+from textual.strip import Strip
+from textual.widget import Widget
 
-from trainer_core.contract.severity import Severity
-
-from ..palette import app_palette
 from ..services.run_stream import SeriesSnapshot
+from . import chart_raster as raster
+from .chart_raster import BRAILLE, Raster
 
-MARGIN = 8  # the plot's axis labels and the border take about this many columns
-
-
-class TimedPlot(PlotextPlot):
-    """A PlotextPlot that remembers how long its last render took, so callers can pace redraws."""
-
-    render_seconds = 0.0
-
-    def render(self):
-        started = time.perf_counter()
-        try:
-            return super().render()
-        finally:
-            self.render_seconds = time.perf_counter() - started
+LABEL_WIDTH = 7  # the y labels' column: ``number`` never writes more
+TITLE_SECONDS = 1.0
 
 
-class MetricChart(Vertical):
-    """Title, chart, and a plain-words line when there is nothing to draw (e.g. KL not measured)."""
+def number(value: float) -> str:
+    """A value in at most LABEL_WIDTH characters."""
+    for spec in (".3g", ".2g", ".0e"):
+        text = format(value, spec)
+        if len(text) <= LABEL_WIDTH:
+            return text
+    return text
 
+
+class MetricChart(Widget):
+    """One metric: a braille plot with axes, or a line in plain words when there is nothing to draw."""
+
+    COMPONENT_CLASSES = {"metric-chart--line", "metric-chart--faint", "metric-chart--marker", "metric-chart--axis",
+                         "metric-chart--cursor"}
     DEFAULT_CSS = """
     MetricChart { height: 1fr; min-height: 6; border: round $primary-darken-2; }
-    MetricChart > Label { color: $text-muted; padding: 0 1; }
-    MetricChart > PlotextPlot { height: 1fr; }
+    MetricChart .metric-chart--line { color: $primary-lighten-1; }
+    MetricChart .metric-chart--faint { color: $primary-darken-2; }
+    MetricChart .metric-chart--marker { color: $error; }
+    MetricChart .metric-chart--axis { color: $text-muted; }
+    MetricChart .metric-chart--cursor { background: $accent 40%; }
     """
 
     class NeedsData(Message):
-        """The chart's width no longer matches its snapshot's buckets: it wants one built for ``buckets``."""
+        """The chart's width no longer matches its snapshot's blocks: it wants one built for ``buckets``."""
 
         def __init__(self, chart: MetricChart, buckets: int):
             super().__init__()
             self.chart = chart
             self.buckets = buckets
+
+    class Zoom(Message):
+        """The mouse wheel over the chart: ``direction`` 1 to zoom in (fewer steps), -1 out."""
+
+        def __init__(self, chart: MetricChart, direction: int):
+            super().__init__()
+            self.chart = chart
+            self.direction = direction
+
+    class Pointed(Message):
+        """A click on the plot, at ``step``."""
+
+        def __init__(self, chart: MetricChart, step: int):
+            super().__init__()
+            self.chart = chart
+            self.step = step
 
     def __init__(self, key: str, title: str | None = None, *, empty_message: str | None = None, id: str | None = None):
         super().__init__(id=id)
@@ -62,31 +84,81 @@ class MetricChart(Vertical):
         self.title = title or key
         self.empty_message = empty_message or "no data yet"
         self.border_title = self._drawn_title = self.title
+        self._drawn_subtitle = ""
         self._series: SeriesSnapshot | None = None
         self._markers: tuple[int, ...] = ()
-
-    def compose(self) -> ComposeResult:
-        yield Label(self.empty_message, id="empty")
-        yield TimedPlot()
+        self.cursor: int | None = None  # a step
+        self.smooth = False
+        self._strips: list[Strip] = []
+        self._style_theme: str | None = None
+        self._title_at = 0.0
+        self._title_timer = None
+        self._titled: str | None = None  # the metric's name in the title last set (the value may lag)
+        self._style_cache: dict[str, Style] = {}
 
     def on_mount(self) -> None:
-        self.query_one(PlotextPlot).display = False
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh_plot())
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.redraw())
+
+    # -- what the screen calls ---------------------------------------------------------------------------
+
+    @property
+    def plot_width(self) -> int:
+        """Cells across the plot: the width less the y labels and the axis."""
+        return max(self.size.width - LABEL_WIDTH - 1, 5)
 
     @property
     def buckets(self) -> int:
-        """How many points fit across the plot at its current width."""
-        return max(self.size.width - MARGIN, 10)
+        """Dot columns across the plot: what a snapshot for this chart should have at least as many blocks as."""
+        return self.plot_width * 2
 
-    def show(self, series: SeriesSnapshot | None, markers=()) -> None:
+    @property
+    def has_data(self) -> bool:
+        return self._series is not None and self._series.count > 0
+
+    def show(self, series: SeriesSnapshot | None, markers=(), *, cursor: int | None = None, smooth: bool = False) -> None:
         self._series = series
         self._markers = tuple(markers)
-        self.refresh_plot()
+        self.cursor = cursor
+        self.smooth = smooth
+        self.redraw()
         self._check_fit()
 
+    @property
+    def text(self) -> str:
+        """What the chart shows, as plain text (its cells without styles)."""
+        return "\n".join(strip.text for strip in self._strips)
+
+    def step_beside(self, step: int | None, cells: int) -> int | None:
+        """The step ``cells`` cells to the right of ``step`` (left if negative); the last step when None."""
+        series = self._series
+        if series is None or not series.steps:
+            return None
+        if step is None:
+            return series.steps[-1]
+        x0, x1 = self._domain()
+        column = raster.column_of(step, x0, x1, self.buckets) + 2 * cells
+        return self._step_at(min(max(column, 0), self.buckets - 1))
+
+    # -- events ---------------------------------------------------------------------------------------------
+
     def on_resize(self) -> None:
-        self.refresh_plot()
+        self.redraw()
         self._check_fit()
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        event.stop()
+        self.post_message(self.Zoom(self, 1))
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        event.stop()
+        self.post_message(self.Zoom(self, -1))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        column = None if offset is None else (offset.x - LABEL_WIDTH - 1) * 2
+        if self.has_data and column is not None and 0 <= column < self.buckets:
+            event.stop()
+            self.post_message(self.Pointed(self, self._step_at(column)))
 
     def _check_fit(self) -> None:
         series = self._series
@@ -96,48 +168,161 @@ class MetricChart(Vertical):
         if want != series.buckets and series.count > min(want, series.buckets):
             self.post_message(self.NeedsData(self, want))
 
-    @property
-    def render_seconds(self) -> float:
-        return self.query_one(TimedPlot).render_seconds if self.is_mounted else 0.0
+    # -- drawing --------------------------------------------------------------------------------------------
 
-    def refresh_plot(self) -> None:
+    def _block_of(self, step: int) -> int:
+        steps = self._series.steps
+        return max(0, bisect_right(steps, step) - 1)
+
+    def _step_at(self, column: int) -> int:
+        """The first step of the block drawn at dot column ``column`` (or the nearest one before it)."""
+        x0, x1 = self._domain()
+        return self._series.steps[self._block_of(raster.step_at(column, x0, x1, self.buckets))]
+
+    def _domain(self) -> tuple[int, int]:
+        series = self._series
+        return raster.x_domain(series.steps[0], series.end_step, series.window)
+
+    def redraw(self) -> None:
         if not self.is_mounted:
             return
-        label, plot = self.query_one("#empty", Label), self.query_one(PlotextPlot)
-        series = self._series
-        has_data = series is not None and series.count > 0
-        if label.display == has_data:  # setting display, even to the same value, re-runs the layout
-            label.display = not has_data
-            plot.display = has_data
-        if not has_data:
-            label.update(self.empty_message)
+        self._set_titles()
+        width, height = self.size.width, self.size.height
+        if width <= 0 or height <= 0:
             return
-        last = series.last_value
+        if not self.has_data:
+            strips = [self._strip([Segment(self.empty_message, self._styles()["axis"])], width)]
+        else:
+            strips = self._plot(width, height)
+        before, self._strips = self._strips, strips
+        if len(before) != len(strips) or (before and before[0].cell_length != width):
+            self.refresh()
+            return
+        changed = [Region(0, y, width, 1) for y, (old, new) in enumerate(zip(before, strips)) if old != new]
+        if changed:  # only the lines that changed go to the screen
+            self.refresh(*changed)
+
+    def render_line(self, y: int) -> Strip:
+        return self._strips[y] if y < len(self._strips) else Strip.blank(self.size.width)
+
+    @staticmethod
+    def _strip(segments: list[Segment], width: int) -> Strip:
+        return Strip(segments).extend_cell_length(width).crop(0, width)
+
+    def _styles(self) -> dict[str, Style]:
+        """The component styles, looked up once per theme (the lookup costs more than drawing a row)."""
+        theme = self.app.theme
+        if self._style_theme != theme:
+            self._style_theme = theme
+            self._style_cache = {name: self.get_component_rich_style(f"metric-chart--{name}")
+                                 for name in ("line", "faint", "marker", "axis", "cursor")}
+        return self._style_cache
+
+    def _set_titles(self) -> None:
+        series = self._series
+        last = series.last_value if series is not None else None
         if last is None:
             title = self.title
         else:
             title = f"{self.title}  {last:.4f}" if abs(last) < 1000 else f"{self.title}  {last:.4g}"
         if title != self._drawn_title:  # border_title reads back as markup: compare with what was set
-            self.border_title = self._drawn_title = title
-        xs = list(series.steps)
-        plt = plot.plt
-        plt.clear_data()
-        plt.clear_figure()
-        if series.exact:
-            plt.plot(xs, list(series.lows), marker="braille")
+            # a new title repaints the whole chart, so the live value in it changes at most every TITLE_SECONDS
+            wait = self._title_at + TITLE_SECONDS - time.monotonic()
+            if wait <= 0 or self._titled != self.title or last is None:
+                self.border_title = self._drawn_title = title
+                self._title_at, self._titled = time.monotonic(), self.title
+            elif self._title_timer is None:
+                self._title_timer = self.set_timer(wait, self._late_title)
+        subtitle = self._subtitle()
+        if subtitle != self._drawn_subtitle:
+            self.border_subtitle = self._drawn_subtitle = subtitle
+
+    def _late_title(self) -> None:
+        self._title_timer = None
+        self._title_at = 0.0
+        self._set_titles()
+
+    def _subtitle(self) -> str:
+        """The cursor's reading, the zoom and the smoothing, as much of it as fits under the chart."""
+        series = self._series
+        tail = []
+        if series is not None and series.window is not None:
+            tail.append(f"last {series.window:,} steps")
+        if self.smooth:
+            tail.append("EMA")
+        readings = self._readings() if series is not None and series.steps and self.cursor is not None else [""]
+        room = self.size.width - 4
+        for reading in readings:
+            text = " · ".join(part for part in (reading, *tail) if part)
+            if len(text) <= room:
+                return text
+        return readings[-1]
+
+    def _readings(self) -> list[str]:
+        """What the cursor reads, from the most words to the fewest."""
+        series = self._series
+        j = self._block_of(self.cursor)
+        first = series.steps[j]
+        last = series.steps[j + 1] - 1 if j + 1 < len(series.steps) else series.end_step
+        lo, hi = series.lows[j], series.highs[j]
+        if series.size == 1 or first == last:
+            return [f"step {first:,}: {number(lo)}"]
+        if lo == hi:
+            return [f"steps {first:,}–{last:,}: {number(lo)}"]
+        values = f"{number(lo)}…{number(hi)}"
+        return [f"steps {first:,}–{last:,}: {values}, mean {number(series.means[j])}",
+                f"steps {first:,}–{last:,}: {values}", f"{first:,}–{last:,}: {values}"]
+
+    def _plot(self, width: int, height: int) -> list[Strip]:
+        series = self._series
+        steps, lows, highs = series.steps, series.lows, series.highs
+        y_min, y_max = raster.y_domain(lows, highs)
+        labels = {0: number(y_max), height - 2: number(y_min)}
+        if height >= 6:
+            labels[(height - 2) // 2] = number((y_min + y_max) / 2)
+        rows, cells = max(height - 1, 1), self.plot_width
+        dots = cells * 2
+        x0, x1 = self._domain()
+        grid = Raster.blank(rows, cells)
+        if self.smooth:
+            grid.draw(raster.columns(steps, lows, highs, x0, x1, dots), y_min, y_max, faint=True)
+            line = raster.ema(series.means)
+            grid.draw(raster.columns(steps, line, line, x0, x1, dots), y_min, y_max)
         else:
-            plt.plot(xs, list(series.highs), marker="braille")
-            plt.plot(xs, list(series.lows), marker="braille")
-        color = _plot_color(app_palette(self.app).severity(Severity.CRITICAL, bold=False))
+            grid.draw(raster.columns(steps, lows, highs, x0, x1, dots), y_min, y_max)
         for step in self._markers:
-            if xs and xs[0] <= step <= xs[-1]:
-                plt.vline(step, color)
-        plot.refresh()
+            if x0 <= step <= series.end_step:
+                grid.mark(raster.column_of(step, x0, x1, dots))
+        if self.cursor is not None:
+            grid.cursor = raster.column_of(self.cursor, x0, x1, dots) // 2
+        first_step, end_step = x0, x1
+        styles = self._styles()
+        strips = [self._row(grid, r, labels.get(r, ""), styles, width) for r in range(rows)]
+        strips.append(self._x_axis(first_step, end_step, cells, styles, width))
+        return strips
 
+    def _row(self, grid: Raster, r: int, label: str, styles: dict[str, Style], width: int) -> Strip:
+        line_bits, faint_bits = grid.line[r], grid.faint[r]
+        chars = "".join([chr(BRAILLE + (a | b)) if a | b else " " for a, b in zip(line_bits, faint_bits)])
+        segments = [Segment(label.rjust(LABEL_WIDTH) + ("┤" if label else "│"), styles["axis"])]
+        if not (grid.marker or grid.cursor is not None or self.smooth):
+            segments.append(Segment(chars, styles["line"]))
+            return self._strip(segments, width)
+        line, faint, marker = styles["line"], styles["faint"], styles["marker"]
+        cursor = Style(bgcolor=styles["cursor"].bgcolor)
+        start, run_style = 0, None
+        for x in range(grid.width):
+            style = marker if x in grid.marker else line if line_bits[x] or not faint_bits[x] else faint
+            if x == grid.cursor:
+                style = style + cursor
+            if style != run_style:
+                if x > start:
+                    segments.append(Segment(chars[start:x], run_style))
+                start, run_style = x, style
+        segments.append(Segment(chars[start:], run_style))
+        return self._strip(segments, width)
 
-def _plot_color(style: str):
-    """A theme colour as plotext takes it: an (r, g, b) tuple; its named red when the theme has none."""
-    try:
-        return Color.parse(style).rgb
-    except ColorParseError:
-        return "red"
+    def _x_axis(self, first_step: int, end_step: int, cells: int, styles: dict[str, Style], width: int) -> Strip:
+        left, right = f"{first_step:,}", f"{end_step:,}"
+        text = left + right.rjust(cells - len(left)) if cells > len(left) + len(right) else right.rjust(cells)
+        return self._strip([Segment(" " * (LABEL_WIDTH + 1) + text, styles["axis"])], width)

@@ -164,7 +164,7 @@ def test_a_snapshot_stays_as_taken_while_the_stream_folds_on(tmp_path):
         reward.count = 0  # type: ignore[misc]
 
     later = stream.charts(ChartRequest(2, (("reward", 50), ("kl", 50), ("entropy", 50))))
-    assert later["reward"].count == 10_000 and len(later["reward"].steps) == 50 and not later["reward"].exact
+    assert later["reward"].count == 10_000 and 50 <= len(later["reward"].steps) < 100 and not later["reward"].exact
     assert max(later["reward"].highs) == 9.0 and later["reward"].last_step == 10_000  # the spike and the end kept
     assert later["kl"].count == 5 and later["kl"].last_step == 5 and later["entropy"].count == 9_995
     assert stream.view().keys == ("reward", "kl", "entropy")

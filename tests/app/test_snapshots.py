@@ -141,6 +141,34 @@ class TestMonitorScreen:
         assert snap_compare(app, terminal_size=size, run_before=monitor_loaded)
 
 
+class TestMonitorCharts:
+    """The charts of a finished 5,000-step run whose reward has a one-step spike at step 3137.
+
+    A downsampler that keeps every Nth point, or the mean of each bucket, would not show it; the chart
+    draws each column's min and max, so the spike is a stroke up to the top of the reward chart."""
+
+    @staticmethod
+    def spiky_run(runs_dir: Path) -> Path:
+        return make_finished_run(runs_dir, steps=5000, reward_spikes={3137: 3.0})
+
+    @pytest.mark.parametrize("size", SIZES)
+    def test_long_run_with_a_spike(self, snap_compare, tmp_path, size):
+        app = app_for(tmp_path / "runs", start="watch", watch=self.spiky_run(tmp_path / "runs"))
+        assert snap_compare(app, terminal_size=size, run_before=monitor_loaded)
+
+    @pytest.mark.parametrize("size", SIZES)
+    def test_zoomed_with_cursor_and_ema(self, snap_compare, tmp_path, size):
+        app = app_for(tmp_path / "runs", start="watch", watch=self.spiky_run(tmp_path / "runs"))
+
+        async def run_before(pilot):
+            await monitor_loaded(pilot)
+            await pilot.press("plus")
+            await wait_until(pilot, lambda: pilot.app.screen.charts.request.window == 2000)
+            await pilot.press("e", "left_square_bracket", "left_square_bracket", "left_square_bracket")
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
 class TestCompareScreen:
     """Two runs' reward curves on one chart, reached as a user does: space on two runs, then c."""
 

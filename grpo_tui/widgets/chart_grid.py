@@ -1,0 +1,172 @@
+"""The monitor's four charts, which share one x range, one cursor and one smoothing switch.
+
+Zooming, the cursor and EMA act on every chart together, like a tracker's panel of plots, so their state
+lives here rather than in each chart. The grid never reads a run: it says which snapshots it wants
+(``Wanted``: a width per metric and the window of steps) and draws the ``ChartData`` its screen gets
+back from the reader.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Grid
+from textual.message import Message
+
+from ..services.run_stream import EMPTY_CHARTS, ChartData
+from .metric_chart import MetricChart
+
+MAIN_CHARTS = (("reward", "reward"), ("reward_std", "reward_std"), ("kl", "KL"))
+MAIN_KEYS = frozenset(key for key, _ in MAIN_CHARTS)
+EXTRA_METRICS = ("loss", "completions/mean_length", "entropy", "clip_ratio/region_mean", "grad_norm", "learning_rate")
+MIN_WINDOW = 20  # zooming in stops at this many steps
+
+
+def nice_windows(limit: int) -> list[int]:
+    """Window sizes a user can read at a glance (20, 50, 100, 200, 500, 1,000 ...) below ``limit``."""
+    out, scale = [], 10
+    while scale < limit:
+        out += [w for w in (2 * scale, 5 * scale, 10 * scale) if MIN_WINDOW <= w < limit]
+        scale *= 10
+    return out
+
+
+def extra_keys(keys) -> list[str]:
+    """The metrics the fourth chart cycles through (``m``), among those the run has logged."""
+    return [k for k in EXTRA_METRICS if k in keys] + sorted(k for k in keys if k.startswith("rewards/") and k.endswith("/mean"))
+
+
+class ChartGrid(Grid):
+    DEFAULT_CSS = """
+    ChartGrid { grid-size: 2 2; grid-gutter: 0 1; }
+    """
+
+    class Wanted(Message):
+        """The grid needs snapshots at these widths over the last ``window`` steps (None: all of them)."""
+
+        def __init__(self, widths: tuple[tuple[str, int], ...], window: int | None):
+            super().__init__()
+            self.widths = widths
+            self.window = window
+
+    def __init__(self, kl_measured: bool = True, id: str | None = None):
+        super().__init__(id=id)
+        self.kl_measured = kl_measured
+        self.data: ChartData = EMPTY_CHARTS  # what the charts last drew
+        self.markers: tuple[int, ...] = ()
+        self.extra_keys: list[str] = []
+        self.extra_index = 0
+        self.window: int | None = None
+        self.cursor: int | None = None
+        self.smooth = False
+        self._want_pending = False
+
+    def compose(self) -> ComposeResult:
+        for key, title in MAIN_CHARTS:
+            message = None if key != "kl" or self.kl_measured else "KL not measured: rl_kl_coef = 0 (the KL penalty is off)."
+            yield MetricChart(key, title, empty_message=message, id=f"chart-{key}")
+        yield MetricChart("loss", "loss", id="chart-extra")
+
+    # -- what the screen calls ---------------------------------------------------------------------------
+
+    def widths(self) -> tuple[tuple[str, int], ...]:
+        widths = [(key, self.query_one(f"#chart-{key}", MetricChart).buckets) for key, _ in MAIN_CHARTS]
+        extra = self.extra_key
+        if extra is not None:
+            widths.append((extra, self.query_one("#chart-extra", MetricChart).buckets))
+        return tuple(widths)
+
+    @property
+    def extra_key(self) -> str | None:
+        return self.extra_keys[self.extra_index % len(self.extra_keys)] if self.extra_keys else None
+
+    def set_keys(self, keys) -> None:
+        """The run's charted metrics so far; a new one may join the fourth chart's cycle."""
+        had = self.extra_key
+        self.extra_keys = extra_keys(keys)
+        if self.extra_key != had:
+            self.want()
+
+    def draw(self, data: ChartData | None = None, markers=None) -> None:
+        if data is not None:
+            if data.request.serial < self.data.request.serial:  # overtaken by a newer answer
+                return
+            self.data = data
+        if markers is not None:
+            self.markers = tuple(markers)
+        data = self.data
+        for key, _ in MAIN_CHARTS:
+            self.query_one(f"#chart-{key}", MetricChart).show(data.get(key), self.markers, cursor=self.cursor,
+                                                              smooth=self.smooth)
+        extra = next((key for key, _ in data.request.widths if key not in MAIN_KEYS), None)
+        if extra is not None:
+            chart = self.query_one("#chart-extra", MetricChart)
+            chart.title = f"{extra}  [m: next]"
+            chart.show(data.get(extra), self.markers, cursor=self.cursor, smooth=self.smooth)
+
+    def want(self) -> None:
+        """Ask for new snapshots once, after the layout settles (the four charts resize together)."""
+        if not self._want_pending:
+            self._want_pending = True
+            self.call_after_refresh(self._post_want)
+
+    def _post_want(self) -> None:
+        self._want_pending = False
+        self.post_message(self.Wanted(self.widths(), self.window))
+
+    # -- zoom, cursor, smoothing ----------------------------------------------------------------------------
+
+    def _reward_chart(self) -> MetricChart:
+        return self.query_one("#chart-reward", MetricChart)
+
+    def _shown_steps(self) -> int | None:
+        series = self.data.get("reward") or next(iter(self.data.series.values()), None)
+        if series is None or not series.steps:
+            return None
+        return series.end_step - series.steps[0] + 1
+
+    def zoom(self, direction: int) -> None:
+        """Show about half (1) or twice (-1) the steps, keeping the newest; 0 shows every step."""
+        shown, total = self._shown_steps(), self._total_steps()
+        if direction == 0 or shown is None:
+            window = None
+        elif direction > 0:
+            smaller = [w for w in nice_windows(total) if w <= max(shown // 2, MIN_WINDOW)]
+            window = smaller[-1] if smaller else self.window
+        elif self.window is None:
+            window = None
+        else:
+            larger = [w for w in nice_windows(total) if w >= self.window * 2]
+            window = larger[0] if larger else None
+        if window != self.window:
+            self.window = window
+            self.want()
+
+    def _total_steps(self) -> int:
+        series = self.data.get("reward") or next(iter(self.data.series.values()), None)
+        return series.end_step if series is not None and series.end_step is not None else 0
+
+    def move_cursor(self, cells: int) -> None:
+        """Put the cursor on the newest step, or move it by ``cells`` cells."""
+        self.cursor = self._reward_chart().step_beside(self.cursor, cells if self.cursor is not None else 0)
+        self.draw()
+
+    def hide_cursor(self) -> None:
+        self.cursor = None
+        self.draw()
+
+    def toggle_smooth(self) -> None:
+        self.smooth = not self.smooth
+        self.draw()
+
+    def on_metric_chart_needs_data(self, message: MetricChart.NeedsData) -> None:
+        message.stop()
+        self.want()
+
+    def on_metric_chart_zoom(self, message: MetricChart.Zoom) -> None:
+        message.stop()
+        self.zoom(message.direction)
+
+    def on_metric_chart_pointed(self, message: MetricChart.Pointed) -> None:
+        message.stop()
+        self.cursor = message.step
+        self.draw()

@@ -1,0 +1,152 @@
+"""A chart's blocks turned into braille cells: where each dot goes, with no widget and no styles.
+
+Every terminal cell of the plot is a braille character, 2 dots wide and 4 tall, so a chart ``P`` cells
+wide has ``2P`` dot columns. Each dot column draws the full range (min to max) of the blocks that fall in
+it, and reaches over to its neighbour's range, so the line stays connected and a one-step spike stands
+out as a vertical stroke. Kept free of Textual so the geometry can be tested on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+BRAILLE = 0x2800
+DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row in cell][column in cell]
+FULL_COLUMN = (0x47, 0xB8)  # every dot of the cell's left, right column
+# [side][first dot row][last dot row]: the bits of one column's dots from row a to row b within a cell
+CELL_MASKS = tuple(tuple(tuple(sum(DOTS[r][side] for r in range(a, b + 1)) for b in range(4)) for a in range(4))
+                   for side in range(2))
+EMA_WEIGHT = 0.85  # per point drawn, as trackers smooth what they draw; debiased at the start
+
+
+NICE = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)  # axis ends a reader takes in at a glance
+TICKS = (1.0, 2.0, 2.5, 5.0, 10.0)
+
+
+def _nice(x: float, choices) -> float:
+    """The smallest of ``choices`` x 10^k that is at least ``x``."""
+    scale = 10.0 ** math.floor(math.log10(x))
+    return next(c * scale for c in choices if c * scale >= x * (1 - 1e-9))
+
+
+def x_domain(first: int, last: int, window: int | None = None) -> tuple[int, int]:
+    """The steps the plot spans. All steps: from the first to a round number at or past the last, so a live
+    chart grows to the right instead of redrawing each step; a window: exactly its steps."""
+    if window is not None:
+        return max(first, last - window + 1), last
+    length = max(last - first + 1, 2)
+    return first, first - 1 + int(_nice(length, NICE))
+
+
+def y_domain(lows, highs) -> tuple[float, float]:
+    """The values the plot spans: the data's range widened to round ticks, so it changes only now and then."""
+    finite = [v for v in (*lows, *highs) if math.isfinite(v)]
+    if not finite:
+        return 0.0, 1.0
+    lo, hi = min(finite), max(finite)
+    if hi == lo:
+        pad = abs(lo) * 0.1 or 0.5
+        lo, hi = lo - pad, hi + pad
+    tick = _nice((hi - lo) / 4, TICKS)
+    return math.floor(lo / tick) * tick, math.ceil(hi / tick) * tick
+
+
+def column_of(step: float, x0: int, x1: int, dots: int) -> int:
+    """The dot column ``step`` falls in, on a plot spanning steps ``x0``..``x1``."""
+    return min(dots - 1, max(0, int((step - x0) * dots / (x1 - x0 + 1))))
+
+
+def step_at(column: int, x0: int, x1: int, dots: int) -> int:
+    """The first step drawn in dot column ``column``."""
+    return x0 + -(-column * (x1 - x0 + 1) // dots)
+
+
+def columns(steps, lows, highs, x0: int, x1: int, dots: int) -> list[tuple[float, float] | None]:
+    """(min, max) per dot column of the blocks starting at ``steps``; columns between two blocks are
+    filled with the straight line joining them."""
+    out: list[tuple[float, float] | None] = [None] * dots
+    previous = None
+    for step, lo, hi in zip(steps, lows, highs):
+        if step < x0 or step > x1:
+            continue
+        c = column_of(step, x0, x1, dots)
+        if out[c] is None:
+            out[c] = (lo, hi)
+        else:
+            a, b = out[c]
+            out[c] = (min(a, lo), max(b, hi))
+        if previous is not None and c - previous[0] > 1:
+            c0, v0 = previous
+            v1 = (lo + hi) / 2
+            for k in range(c0 + 1, c):
+                v = v0 + (v1 - v0) * (k - c0) / (c - c0)
+                out[k] = (v, v)
+        previous = (c, (lo + hi) / 2)
+    return out
+
+
+def ema(values, weight: float = EMA_WEIGHT) -> list[float]:
+    """Exponential moving average, debiased for the first points (TensorBoard's smoothing)."""
+    out, last, n = [], 0.0, 0
+    for v in values:
+        n += 1
+        last = last * weight + (1 - weight) * v
+        out.append(last / (1 - weight**n))
+    return out
+
+
+@dataclass
+class Raster:
+    """Dot bits per cell, ``rows`` x ``width``: ``line`` (the series, or its EMA) over ``faint`` (the raw series
+    behind an EMA); ``marker`` and ``cursor`` are cell columns."""
+
+    rows: int
+    width: int
+    line: list[list[int]]
+    faint: list[list[int]]
+    marker: set[int]
+    cursor: int | None = None
+
+    @classmethod
+    def blank(cls, rows: int, width: int) -> Raster:
+        return cls(rows, width, [[0] * width for _ in range(rows)], [[0] * width for _ in range(rows)], set())
+
+    def draw(self, spans: list[tuple[float, float] | None], y_min: float, y_max: float, faint: bool = False) -> None:
+        """Set the dots of ``spans`` (one per dot column), each column joined to the one before it."""
+        grid = self.faint if faint else self.line
+        bottom_dot = self.rows * 4 - 1
+        scale = bottom_dot / (y_max - y_min) if y_max > y_min else 0.0
+        previous = None
+        for c, span in enumerate(spans[: self.width * 2]):
+            if span is None:
+                previous = None
+                continue
+            lo, hi = span
+            top = round((y_max - hi) * scale) if math.isfinite(hi) else (0 if hi > 0 else bottom_dot)
+            bottom = round((y_max - lo) * scale) if math.isfinite(lo) else (0 if lo > 0 else bottom_dot)
+            top, bottom = min(bottom_dot, max(0, top)), min(bottom_dot, max(0, bottom))
+            here = (top, bottom)
+            if previous is not None:
+                if bottom < previous[0] - 1:
+                    bottom = previous[0] - 1
+                elif top > previous[1] + 1:
+                    top = previous[1] + 1
+            previous = here
+            cell, side = divmod(c, 2)
+            masks = CELL_MASKS[side]
+            first, last = top >> 2, bottom >> 2
+            if first == last:
+                grid[first][cell] |= masks[top & 3][bottom & 3]
+                continue
+            grid[first][cell] |= masks[top & 3][3]
+            for r in range(first + 1, last):
+                grid[r][cell] |= masks[0][3]
+            grid[last][cell] |= masks[0][bottom & 3]
+
+    def mark(self, column: int) -> None:
+        """A vertical rule at dot column ``column`` (a warning's step)."""
+        if 0 <= column < self.width * 2:
+            self.marker.add(column // 2)
+            for row in self.line:
+                row[column // 2] |= FULL_COLUMN[column % 2]

@@ -1,0 +1,124 @@
+"""The monitor's charts as a user reads them: a spike among thousands of steps, zoom, the cursor, EMA."""
+
+from __future__ import annotations
+
+import time
+
+from textual import events
+
+from grpo_tui.app import make_app
+from grpo_tui.widgets.metric_chart import MetricChart
+
+from ..run_fixtures import make_finished_run
+
+STEPS, SPIKE = 5000, 3137
+
+
+async def wait_until(pilot, predicate, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "the screen did not get there in time"
+        await pilot.pause(0.05)
+
+
+def top_row_columns(chart: MetricChart) -> list[int]:
+    """The cell columns of the plot's first row that hold dots (the y labels and axis cut off)."""
+    row = chart.text.splitlines()[0][8:]
+    return [x for x, ch in enumerate(row) if 0x2800 < ord(ch) <= 0x28FF]
+
+
+async def open_monitor(pilot):
+    screen = pilot.app.screen
+    await wait_until(pilot, lambda: screen.status == "completed" and screen.charts.get("reward") is not None
+                     and screen.charts["reward"].end_step == STEPS)
+    await pilot.pause(0.2)
+    return screen, screen.query_one("#chart-reward", MetricChart)
+
+
+async def test_a_one_step_spike_shows_and_zoom_keeps_the_newest_steps(tmp_path):
+    run = make_finished_run(tmp_path / "runs", steps=STEPS, reward_spikes={SPIKE: 3.0}, with_warnings=False)
+    app = make_app(tmp_path / "runs", theme="grpo-dark", start="watch", watch=run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen, chart = await open_monitor(pilot)
+        spike_cells = top_row_columns(chart)
+        assert len(spike_cells) == 1, "the spike reaches the top row in one column only"
+        where = spike_cells[0] / chart.plot_width
+        assert abs(where - SPIKE / STEPS) < 0.05
+        assert chart.text.splitlines()[0].strip().startswith("3"), "the y axis reaches the spike's value"
+
+        await pilot.press("plus")
+        await wait_until(pilot, lambda: screen.charts.request.window == 2000 and screen.charts["reward"].window == 2000)
+        await pilot.pause(0.1)
+        zoomed = screen.charts["reward"]
+        assert STEPS - 2000 - zoomed.size < zoomed.steps[0] <= STEPS - 2000 + 1 and zoomed.end_step == STEPS
+        assert "last 2,000 steps" in chart.border_subtitle
+        assert top_row_columns(chart), "the spike at step 3137 is still inside the last 2000 steps"
+        await pilot.press("plus", "plus")
+        await wait_until(pilot, lambda: screen.charts.request.window == 500)
+        await pilot.pause(0.1)
+        assert screen.charts["reward"].steps[0] > SPIKE and "3" not in chart.text.splitlines()[0][:7]
+
+        await pilot.press("minus")
+        await wait_until(pilot, lambda: screen.charts.request.window == 1000)
+        await pilot.press("0")
+        await wait_until(pilot, lambda: screen.charts.request.window is None)
+
+        chart.post_message(events.MouseScrollUp(chart, 30, 5, 0, -1, 0, False, False, False))
+        await wait_until(pilot, lambda: screen.charts.request.window == 2000)
+        chart.post_message(events.MouseScrollDown(chart, 30, 5, 0, 1, 0, False, False, False))
+        await wait_until(pilot, lambda: screen.charts.request.window is None)
+
+
+async def test_the_cursor_reads_steps_and_values_and_ema_smooths(tmp_path):
+    run = make_finished_run(tmp_path / "runs", steps=60, with_warnings=False)
+    app = make_app(tmp_path / "runs", theme="grpo-dark", start="watch", watch=run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = pilot.app.screen
+        await wait_until(pilot, lambda: screen.status == "completed" and screen.charts.get("reward") is not None
+                         and screen.charts["reward"].end_step == 60)
+        await pilot.pause(0.2)
+        chart = screen.query_one("#chart-reward", MetricChart)
+        kl = screen.query_one("#chart-kl", MetricChart)
+        await pilot.press("left_square_bracket")
+        await pilot.pause(0.1)
+        assert screen.grid.cursor == 60 and chart.cursor == 60 and kl.cursor == 60
+        assert chart.border_subtitle.startswith("step 60: ")
+        await pilot.press("left_square_bracket", "left_square_bracket")
+        await pilot.pause(0.1)
+        assert screen.grid.cursor < 60
+        snap = screen.charts["reward"]
+        j = snap.steps.index(screen.grid.cursor)
+        assert chart.border_subtitle.startswith(f"step {screen.grid.cursor}: {snap.lows[j]:.3g}")
+        await pilot.press("c")
+        await pilot.pause(0.1)
+        assert screen.grid.cursor is None and not chart.border_subtitle
+
+        await pilot.click(chart, offset=(9 + 10, 3))  # border, y labels and axis, then 10 cells into the plot
+        await pilot.pause(0.1)
+        assert screen.grid.cursor is not None and 1 < screen.grid.cursor < 60 and chart.border_subtitle
+
+        raw = chart.text
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        assert chart.smooth and "EMA" in chart.border_subtitle and chart.text != raw
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        assert not chart.smooth and chart.text == raw
+
+
+async def test_a_new_theme_redraws_the_charts_in_its_colours(tmp_path):
+    run = make_finished_run(tmp_path / "runs", steps=60)
+    app = make_app(tmp_path / "runs", theme="grpo-dark", start="watch", watch=run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = pilot.app.screen
+        await wait_until(pilot, lambda: screen.status == "completed" and screen.charts.get("reward") is not None)
+        await pilot.pause(0.2)
+        chart = screen.query_one("#chart-reward", MetricChart)
+
+        def colours() -> set:
+            return {seg.style.color for strip in chart._strips for seg in strip if seg.style and seg.style.color}
+
+        dark = colours()
+        app.theme = "grpo-light"
+        await wait_until(pilot, lambda: colours() != dark)
+        assert chart.get_component_rich_style("metric-chart--line").color in colours()
