@@ -24,7 +24,8 @@ def render() -> str:
         "",
         "Every field of a run, as a `--flag` of `grpo-tui train`, a key of a `--config` YAML/JSON file, and a",
         "field of `trainer_core.RunConfig`. Flags override the file. Generated from `trainer_core/contract/config.py`",
-        "by `docs/make_config_reference.py`.",
+        "by `docs/make_config_reference.py`. A `trl grpo` recipe works as a `--config` file too, with TRL's own key",
+        "names: see [recipes.md](recipes.md) for how each maps to a field here.",
         "",
     ]
     fields = config_fields()

@@ -3,7 +3,7 @@
 RL only sharpens what the model can already sometimes do, and a reward that scores the wrong thing trains
 the wrong thing cleanly. So before a real run: generate ``rl_num_generations`` completions for enough
 prompts with the run's sampling settings, score each with the environment (and its composed reward
-functions), and flag what would make the run pointless — exceptions, out-of-range scores, identical
+functions) or, for a dataset run, with its reward functions, and flag what would make the run pointless — exceptions, out-of-range scores, identical
 scores, groups with no spread, a model that never succeeds, or one that already always does.
 
 Writes ``inspection.jsonl`` (one scored completion per line) and ``summary.json`` into the folder.
@@ -20,6 +20,7 @@ from pathlib import Path
 from statistics import mean, pstdev
 
 from .contract.config import RunConfig
+from .contract.config_checks import is_dataset_run
 from .contract.event_log import JsonlWriter
 from .contract.events import clean
 from .contract.inspection_key import config_key
@@ -65,7 +66,7 @@ def flags(summary: dict, errors: list[dict]) -> list[dict]:
     raised = [e for e in errors if e.get("kind") == "exception"]
     if raised:
         first = raised[0]
-        flag("exception", Severity.CRITICAL, f"score_episode raised on {len(raised)} completion(s); first: {first['error']} "
+        flag("exception", Severity.CRITICAL, f"scoring raised on {len(raised)} completion(s); first: {first['error']} "
              f"(case: {json.dumps(first.get('columns'), default=str)[:200]}).")
     if bad_range:
         flag("out_of_range", Severity.CRITICAL, f"{len(bad_range)} score(s) outside [0, 1] or not finite, e.g. {bad_range[0].get('raw_score')}; "
@@ -88,21 +89,30 @@ def flags(summary: dict, errors: list[dict]) -> list[dict]:
 
 def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print) -> dict:
     import torch
-    from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
     from .trl_setup import load_tokenizer, prepare_dataset, prompt_text
 
     hf_logging.disable_progress_bar()
     torch.manual_seed(config.seed)
-    tokenizer = load_tokenizer(config.model)
-    env = load_environment(config.rl_env_module, config.rl_env_class, config.rl_env_config)
-    dataset = prepare_dataset(env, tokenizer, config, None)
-    extra_funcs, extra_weights = extra_reward_functions(env)
-    model = AutoModelForCausalLM.from_pretrained(config.model)
-    model.eval()
-    scorer = ScoreEpisodeReward(env, tokenizer)
-    scorer.model = model
+    tokenizer = load_tokenizer(config.model, config)
+    if is_dataset_run(config):
+        dataset, score_group, weights = _dataset_run_scoring(config, tokenizer)
+        model = _load_model(config)
+    else:
+        env = load_environment(config.rl_env_module, config.rl_env_class, config.rl_env_config)
+        dataset = prepare_dataset(env, tokenizer, config, None)
+        extra_funcs, extra_weights = extra_reward_functions(env)
+        model = _load_model(config)
+        scorer = ScoreEpisodeReward(env, tokenizer)
+        scorer.model = model
+        weights = {"score_episode": 1.0, **{f.__name__: w for f, w in zip(extra_funcs, extra_weights)}}
+
+        def score_group(index, text, prompt, completions, columns):
+            group = [_score(scorer, index, text, c, columns) for c in completions]
+            _extra_rewards(group, extra_funcs, prompt, completions, columns)
+            return group
+
     g = config.rl_num_generations
     prompts = min(len(dataset), max(1, math.ceil(samples / g)))
     rows = dataset.shuffle(seed=config.seed).select(range(prompts))
@@ -114,8 +124,7 @@ def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print)
             columns = {k: v for k, v in row.items() if k != "prompt"}
             text = prompt_text(row["prompt"], tokenizer)
             completions = _generate(model, tokenizer, text, g, config)
-            group = [_score(scorer, index, text, c, columns) for c in completions]
-            _extra_rewards(group, extra_funcs, row["prompt"], completions, columns)
+            group = score_group(index, text, row["prompt"], completions, columns)
             for record in group:
                 writer.write(record)
             records += group
@@ -126,9 +135,55 @@ def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print)
         writer.close()
     summary = summarize(records, g)
     summary.update(config_key=config_key(config), seconds=round(time.time() - started, 2), time=round(time.time(), 3),
-                   reward_weights={"score_episode": 1.0, **{f.__name__: w for f, w in zip(extra_funcs, extra_weights)}})
+                   reward_weights=weights)
     write_json_atomic(out_dir / "summary.json", clean(summary))
     return summary
+
+
+def _load_model(config: RunConfig):
+    from transformers import AutoModelForCausalLM
+
+    init = config.grpo_args.get("model_init_kwargs") or {}
+    kwargs = {k: init[k] for k in ("revision", "trust_remote_code") if isinstance(init, dict) and k in init}
+    model = AutoModelForCausalLM.from_pretrained(config.model, **kwargs)
+    model.eval()
+    return model
+
+
+def _dataset_run_scoring(config: RunConfig, tokenizer):
+    """(dataset, score_group, weights) of a dataset run: its reward functions, called as TRL calls them."""
+    from types import SimpleNamespace
+
+    from .dataset_source import DatasetSource
+    from .reward_funcs import RewardFunctions
+    from .trl_setup import prepare_dataset
+
+    dataset = prepare_dataset(DatasetSource(config), tokenizer, config, None)
+    rewards = RewardFunctions(config.reward_funcs)
+    state = SimpleNamespace(global_step=0, max_steps=config.max_steps, epoch=0.0)
+
+    def ignore(*args, **kwargs):
+        return None
+
+    def score_group(index, text, prompt, completions, columns):
+        n = len(completions)
+        shaped = [[{"role": "assistant", "content": c}] for c in completions] if isinstance(prompt, list) else completions
+        ids = [tokenizer(c, add_special_tokens=False)["input_ids"] for c in completions]
+        group = [{"prompt_index": index, "prompt": text, "completion": c, "columns": columns} for c in completions]
+        try:
+            per_completion = rewards.score([prompt] * n, shaped, completion_ids=ids, trainer_state=state, log_extra=ignore,
+                                           log_metric=ignore, **{k: [v] * n for k, v in columns.items()})
+        except EnvError as exc:
+            raw = (exc.case or {}).get("score")
+            for record in group:
+                record.update(score=None, error=str(exc).splitlines()[0], kind="out_of_range" if raw is not None else
+                              "exception", raw_score=raw, traceback=exc.user_traceback)
+            return group
+        for record, values in zip(group, per_completion):
+            record.update(score=rewards.total(values), rewards=values)
+        return group
+
+    return dataset, score_group, dict(zip(rewards.names, rewards.weights))
 
 
 def _generate(model, tokenizer, text: str, n: int, config: RunConfig) -> list[str]:

@@ -1,4 +1,5 @@
-"""What a run was made with: library versions, the seed, and a hash of the environment's source.
+"""What a run was made with: library versions, the seed, and a hash of the environment's source (for a dataset
+run: of its dataset file and reward-function files).
 
 Written to ``provenance.json`` in the run folder when training starts, so a result can be traced and
 repeated: the same config.yaml with the same versions and the same environment code gives the same run.
@@ -47,6 +48,28 @@ def environment_source(config: RunConfig) -> dict:
     return {"module": spec, "class": config.rl_env_class, "file": str(path), "sha256": digest}
 
 
+def _file_digest(path: Path) -> dict:
+    path = path.expanduser().resolve()
+    if not path.is_file():
+        return {"file": str(path), "sha256": None}
+    return {"file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def dataset_sources(config: RunConfig) -> dict:
+    """A dataset run's dataset (hashed when it is one file) and its reward functions (files hashed)."""
+    dataset = {"dataset": config.dataset, "config": config.dataset_config, "split": config.dataset_split}
+    if config.dataset and Path(config.dataset).expanduser().is_file():
+        dataset.update(_file_digest(Path(config.dataset)))
+    rewards = []
+    for name, weight in config.reward_funcs.items():
+        path, sep, _ = name.rpartition(":")
+        entry = {"name": name, "weight": weight}
+        if sep and path.endswith(".py"):
+            entry.update(_file_digest(Path(path)))
+        rewards.append(entry)
+    return {"dataset": dataset, "reward_funcs": rewards}
+
+
 def write_provenance(folder: RunFolder, config: RunConfig) -> dict:
     record = {
         "time": round(time.time(), 3),
@@ -56,6 +79,8 @@ def write_provenance(folder: RunFolder, config: RunConfig) -> dict:
         "seed": config.seed,
         "environment": environment_source(config),
     }
+    if config.dataset or config.reward_funcs:
+        record.update(dataset_sources(config))
     path = folder.path / "provenance.json"
     history = []
     if path.exists():

@@ -1,4 +1,5 @@
-"""Maps a RunConfig onto TRL: tokenizer, environment dataset, reward functions, GRPOConfig, GRPOTrainer.
+"""Maps a RunConfig onto TRL: tokenizer, dataset (an environment's or --dataset), reward functions, GRPOConfig,
+GRPOTrainer.
 
 Kept apart from runner.py so the run lifecycle reads without the TRL details, and so the bench can build
 the same trainer a plain TRL script would.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 
 from .contract.config import RunConfig, stop_on_rules
+from .contract.config_checks import is_dataset_run, trackers
 from .contract.events import HealthWarning
 from .contract.health import HealthMonitor, Thresholds
 from .contract.ports import SERVER_URL_ENV
@@ -17,10 +19,13 @@ from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, 
 from .run_context import RunContext
 
 
-def load_tokenizer(model: str):
+def load_tokenizer(model: str, config: RunConfig | None = None):
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model)
+    init = (config.grpo_args.get("model_init_kwargs") if config else None) or {}
+    trust = bool((config.grpo_args.get("trust_remote_code") if config else False) or init.get("trust_remote_code"))
+    kwargs = {"revision": init["revision"]} if isinstance(init, dict) and init.get("revision") else {}
+    tokenizer = AutoTokenizer.from_pretrained(model, trust_remote_code=trust, **kwargs)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -69,7 +74,8 @@ def grpo_config_kwargs(config: RunConfig, output_dir: str) -> dict:
         save_steps=config.save_steps,
         save_strategy="steps",
         save_total_limit=config.save_total_limit,
-        report_to=[] if config.report_to == "none" else [config.report_to],
+        report_to=trackers(config),
+        project=config.project_name,
         use_vllm=config.use_vllm,
         disable_tqdm=True,
     )
@@ -127,6 +133,8 @@ def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext):
 
     try:
         dataset = env.build_dataset(tokenizer)
+    except EnvError:
+        raise
     except Exception as exc:
         import traceback
 
@@ -191,19 +199,51 @@ def _sample_recorder(config: RunConfig, run: RunContext):
     return record
 
 
+# where the user pointed a tracker before anything here ran; otherwise each run's own folder
+_USER_TRACKER_DIRS = {name: os.environ.get(name) for name in ("TENSORBOARD_LOGGING_DIR", "WANDB_DIR")}
+
+
+def tracker_folders(config: RunConfig, run: RunContext) -> None:
+    """TensorBoard and wandb write inside the run folder (RUN/tensorboard, RUN/wandb) unless told otherwise."""
+    names = trackers(config)
+    wanted = {"TENSORBOARD_LOGGING_DIR": ("tensorboard", run.folder.path / "tensorboard"),
+              "WANDB_DIR": ("wandb", run.folder.path)}
+    for variable, (tracker, folder) in wanted.items():
+        if tracker in names and not _USER_TRACKER_DIRS[variable]:
+            os.environ[variable] = str(folder)
+
+
+def reward_setup(config: RunConfig, tokenizer, run: RunContext):
+    """(train dataset, reward functions, their weights, a hook given the live model) for either kind of run."""
+    if is_dataset_run(config):
+        from .dataset_source import DatasetSource
+        from .reward_funcs import RewardFunctions
+
+        dataset = prepare_dataset(DatasetSource(config), tokenizer, config, run)
+        rewards = RewardFunctions(config.reward_funcs, on_samples=_sample_recorder(config, run))
+        return dataset, rewards.funcs, rewards.weights, lambda model: None
+    env = load_environment(config.rl_env_module, config.rl_env_class, config.rl_env_config)
+    dataset = prepare_dataset(env, tokenizer, config, run)
+    score = ScoreEpisodeReward(env, tokenizer, on_samples=_sample_recorder(config, run))
+    extra_funcs, extra_weights = extra_reward_functions(env)
+
+    def bind(model):
+        score.model = model
+
+    return dataset, [score, *extra_funcs], [1.0, *extra_weights] if extra_funcs else None, bind
+
+
 def build_trainer(config: RunConfig, run: RunContext):
     from trl import GRPOTrainer
 
     from .callbacks import EventStreamCallback
 
-    tokenizer = load_tokenizer(config.model)
-    env = load_environment(config.rl_env_module, config.rl_env_class, config.rl_env_config)
-    dataset = prepare_dataset(env, tokenizer, config, run)
-    score = ScoreEpisodeReward(env, tokenizer, on_samples=_sample_recorder(config, run))
-    extra_funcs, extra_weights = extra_reward_functions(env)
+    tokenizer = load_tokenizer(config.model, config)
+    dataset, reward_funcs, weights, bind_model = reward_setup(config, tokenizer, run)
     args = build_grpo_config(config, str(run.folder.checkpoints_dir))
-    if extra_funcs:
-        args.reward_weights = [1.0, *extra_weights]
+    if weights:
+        args.reward_weights = weights
+    tracker_folders(config, run)
     peft_config = None
     if config.peft:
         from peft import LoraConfig
@@ -218,12 +258,12 @@ def build_trainer(config: RunConfig, run: RunContext):
         monitor=HealthMonitor(Thresholds.from_mapping(config.health)), stop_on=tuple(stop_on_rules(config)),
     )
     trainer = GRPOTrainer(
-        model=config.model, reward_funcs=[score, *extra_funcs], args=args, train_dataset=dataset,
+        model=config.model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
         processing_class=tokenizer, peft_config=peft_config, callbacks=[callback],
     )
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
-    score.model = trainer.model
+    bind_model(trainer.model)
     return trainer

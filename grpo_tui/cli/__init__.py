@@ -11,11 +11,28 @@ import functools
 import os
 import sys
 
-from . import demo, events, hosts, info, inspect, job_start, launch, logs, merge, runs, stop, tiny_model, train, watch
+from . import (
+    demo,
+    events,
+    export,
+    hosts,
+    info,
+    inspect,
+    job_start,
+    launch,
+    logs,
+    merge,
+    runs,
+    stop,
+    tiny_model,
+    train,
+    watch,
+)
 from .common import EXIT_BAD_INPUT, BadInput, add_theme, run_app, runs_dir_help
 from .remote import forward, is_remote
 
-COMMANDS = (train, launch, inspect, runs, stop, logs, watch, events, merge, hosts, info, tiny_model, demo, job_start)
+COMMANDS = (train, launch, inspect, runs, stop, logs, watch, events, merge, export, hosts, info, tiny_model, demo,
+            job_start)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -116,6 +116,16 @@ def missing_files(config: RunConfig) -> list[ConfigError]:
     if model.startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(model)):
         found.append(ConfigError("model", f"model {model!r} is not a folder on this machine ({os.uname().nodename}); "
                                  "give a local model folder that exists there, or a Hub model id"))
+    dataset = config.dataset or ""
+    local = dataset.startswith(("/", "./", "../", "~")) or dataset.endswith((".json", ".jsonl", ".csv", ".parquet"))
+    if local and not os.path.exists(os.path.expanduser(dataset)):
+        found.append(ConfigError("dataset", f"dataset {dataset!r} is not a file or folder on this machine "
+                                 f"({os.uname().nodename}); give a path that exists where the run runs, or a Hub id"))
+    for name in config.reward_funcs if isinstance(config.reward_funcs, dict) else ():
+        path = name.rpartition(":")[0]
+        if path.endswith(".py") and not os.path.isfile(os.path.expanduser(path)):
+            found.append(ConfigError("reward_funcs", f"reward function file {path!r} is not a file on this machine "
+                                     f"({os.uname().nodename}); give a path that exists where the run runs"))
     return found
 
 

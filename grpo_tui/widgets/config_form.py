@@ -26,7 +26,8 @@ from trainer_core.contract.cli_args import GROUP_TITLES, MAPPING_FIELDS
 from trainer_core.contract.config import ConfigError, RunConfig, config_fields, flag_for, parse_env_config
 
 JSON_FIELDS = ("rl_env_config", *MAPPING_FIELDS)
-REQUIRED = ("model", "rl_env_module", "rl_env_class")
+# what a run cannot start without: a model, and rewards from an environment or from dataset + reward functions
+REQUIRED = {"model": "required", "rl_env_module": "required (or a dataset)", "rl_env_class": "required (or a dataset)"}
 OPEN_GROUPS = ("model", "grpo", "generation", "optimisation")
 VALIDATE_DELAY = 0.25
 _NONE_WORDS = ("none", "null")
@@ -192,13 +193,13 @@ class ConfigForm(Vertical):
         if spec.kind == "json":
             return TextArea(value, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", id=wid)
         input_type = {"int": "integer", "float": "number"}.get(spec.kind, "text")
-        placeholder = ("required" if spec.name in REQUIRED else "none") if spec.optional else ""
+        placeholder = REQUIRED.get(spec.name, "none") if spec.optional else ""
         return Input(value, type=input_type, placeholder=placeholder, valid_empty=spec.optional, compact=True,
                      select_on_focus=False, id=wid)
 
     @staticmethod
     def _help(spec: FieldSpec) -> str:
-        default = "required" if spec.name in REQUIRED else json.dumps(spec.default())
+        default = REQUIRED.get(spec.name) or json.dumps(spec.default())
         return f"{spec.help} [{spec.flag}; default {default}]"
 
     def on_mount(self) -> None:

@@ -11,9 +11,10 @@ import json
 import sys
 from typing import Any
 
-from .config import ConfigError, RunConfig, config_fields, flag_for, load_file, load_text
+from .config import ConfigError, RunConfig, config_fields, flag_for, load_file, load_text, reward_funcs_mapping
+from .trl_recipe import RECIPE_FORMATS, is_recipe, recipe_to_fields
 
-MAPPING_FIELDS = ("grpo_args", "health", "slurm")
+MAPPING_FIELDS = ("grpo_args", "health", "slurm", "reward_funcs")
 
 GROUP_TITLES = {
     "model": "model & environment",
@@ -25,6 +26,7 @@ GROUP_TITLES = {
     "hardware": "hardware & output",
     "health": "health",
     "slurm": "Slurm",
+    "data": "dataset & reward functions",
 }
 
 
@@ -40,6 +42,17 @@ def _key_value(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r} (e.g. --grpo-arg max_grad_norm=0.5)")
     key, value = text.split("=", 1)
     return key.strip(), _scalar(value)
+
+
+def _reward_item(text: str) -> tuple[str, Any]:
+    """--reward-func NAME or NAME=WEIGHT (the weight defaults to 1.0, as in TRL)."""
+    name, sep, weight = text.rpartition("=")
+    if sep:
+        try:
+            return name.strip(), float(weight)
+        except ValueError:
+            pass
+    return text.strip(), 1.0
 
 
 def _optional_int(text: str) -> int | None:
@@ -64,7 +77,11 @@ def _type_for(annotation: str):
 def add_run_config_arguments(parser: argparse.ArgumentParser) -> None:
     """Add --config and one flag per RunConfig field, grouped as in the form."""
     parser.add_argument("--config", metavar="FILE",
-                        help="YAML or JSON config file ('-': read it from stdin); flags given here override it.")
+                        help="YAML or JSON config file ('-': read it from stdin), or a `trl grpo` recipe; flags given "
+                             "here override it.")
+    parser.add_argument("--format", dest="config_format", choices=RECIPE_FORMATS, default="auto",
+                        help="what --config holds: grpo-tui's own fields, a trl grpo recipe (trl), or auto: a recipe "
+                             "when it has TRL keys such as model_name_or_path (default: auto)")
     groups: dict[str, argparse._ArgumentGroup] = {}
     for f in config_fields():
         group_name = f.metadata["group"]
@@ -75,7 +92,9 @@ def add_run_config_arguments(parser: argparse.ArgumentParser) -> None:
         choices = f" One of: {', '.join(f.metadata['choices'])}." if "choices" in f.metadata else ""
         help_text = f"{f.metadata['help']}{choices} (default: {shown})"
         kwargs: dict[str, Any] = {"dest": f.name, "default": argparse.SUPPRESS, "help": help_text}
-        if f.name in MAPPING_FIELDS:
+        if f.name == "reward_funcs":
+            group.add_argument(flag_for(f), type=_reward_item, action="append", metavar="NAME[=WEIGHT]", **kwargs)
+        elif f.name in MAPPING_FIELDS:
             group.add_argument(flag_for(f), type=_key_value, action="append", metavar="KEY=VALUE", **kwargs)
         elif f.name == "rl_env_config":
             group.add_argument(flag_for(f), metavar="JSON", **kwargs)
@@ -85,8 +104,10 @@ def add_run_config_arguments(parser: argparse.ArgumentParser) -> None:
             group.add_argument(flag_for(f), type=_type_for(f.type), metavar=f.name.upper(), **kwargs)
 
 
-def config_from_args(args: argparse.Namespace) -> RunConfig:
-    """Merge ``--config FILE`` with the flags given; raise ConfigError naming the bad key or value."""
+def config_from_args(args: argparse.Namespace, notes: list[str] | None = None) -> RunConfig:
+    """Merge ``--config FILE`` (grpo-tui's own fields or a `trl grpo` recipe) with the flags given; raise
+    ConfigError naming the bad key or value. What a recipe sets that grpo-tui does differently goes to
+    ``notes``, or is printed to stderr as warnings when no list is given."""
     data: dict[str, Any] = {}
     if getattr(args, "config", None) == "-":
         data.update(load_text(sys.stdin.read(), "stdin"))
@@ -96,12 +117,24 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         source = args.config
     else:
         source = "config"
+    if data and is_recipe(data, getattr(args, "config_format", "auto")):
+        data, recipe_notes = recipe_to_fields(data, source)
+        if notes is None:
+            for note in recipe_notes:
+                print(f"warning: {source}: {note}", file=sys.stderr)
+        else:
+            notes.extend(recipe_notes)
+    if "reward_funcs" in data:
+        data["reward_funcs"] = reward_funcs_mapping(data["reward_funcs"])
     names = {f.name for f in config_fields()}
     for name in names:
         if hasattr(args, name):
             value = getattr(args, name)
             if name in MAPPING_FIELDS:
-                value = {**data.get(name, {}), **dict(value)}
+                base = data.get(name) or {}
+                if not isinstance(base, dict):
+                    raise ConfigError(name, f"{name} in {source} must be a mapping of KEY: VALUE, got {base!r}.")
+                value = {**base, **dict(value)}
             data[name] = value
     return RunConfig.from_dict(data, source=source)
 
@@ -115,7 +148,9 @@ def config_to_argv(config: RunConfig) -> list[str]:
         if value == getattr(defaults, f.name):
             continue
         flag = flag_for(f)
-        if f.name in MAPPING_FIELDS:
+        if f.name == "reward_funcs":
+            argv += [item for name, weight in value.items() for item in (flag, f"{name}={float(weight)}")]
+        elif f.name in MAPPING_FIELDS:
             for key, item in value.items():
                 argv += [flag, f"{key}={json.dumps(item)}"]
         elif f.name == "rl_env_config":

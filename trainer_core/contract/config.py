@@ -24,8 +24,10 @@ from .config_checks import (
     parse_env_config,
     stop_on_rules,
 )
+from .trl_names import RENAMED, TRL_FIELDS, TRL_REWARD_FUNCS
 
-__all__ = ["ConfigError", "RunConfig", "config_fields", "flag_for", "load_file", "parse_env_config", "stop_on_rules"]
+__all__ = ["ConfigError", "RunConfig", "config_fields", "flag_for", "load_file", "parse_env_config", "reward_funcs_mapping",
+           "stop_on_rules"]
 
 
 def _f(default: Any, help: str, group: str, *, choices: tuple | None = None, flag: str | None = None, **extra):
@@ -49,9 +51,10 @@ class RunConfig:
     project_name: str = _f("grpo-run", "Name of the project; shown in run lists and stored in the run folder.", "model")
     trainer: str = _f("grpo", "Trainer type. Only 'grpo' is supported.", "model", choices=TRAINERS)
     rl_env_module: str | None = _f(
-        None, "Environment module: a dotted module path (e.g. my_envs.hotel) or a .py file path (required).", "model"
+        None, "Environment module: a dotted module path (e.g. my_envs.hotel) or a .py file path (required, unless the run "
+        "names a --dataset and --reward-func instead).", "model"
     )
-    rl_env_class: str | None = _f(None, "Name of the environment class inside --rl-env-module (required).", "model")
+    rl_env_class: str | None = _f(None, "Name of the environment class inside --rl-env-module (required with it).", "model")
     rl_env_config: dict | None = _f(
         None, "JSON object passed to the environment class as constructor keyword arguments.", "model"
     )
@@ -108,7 +111,8 @@ class RunConfig:
     save_steps: int = _f(50, "Save a checkpoint every N optimiser steps (the safety net for crashes).", "hardware")
     save_total_limit: int | None = _f(None, "Keep at most this many checkpoints (oldest deleted first).", "hardware")
     samples_per_step: int = _f(8, "Scored completions kept per step in samples.jsonl (0 keeps none).", "hardware")
-    report_to: str = _f("none", "Also report to a tracker: none, trackio, wandb or tensorboard.", "hardware")
+    report_to: str = _f("none", "Also report to trackers: none, or any of trackio, wandb, tensorboard (comma-separated); "
+                        "docs/recipes.md says where each writes.", "hardware")
     grpo_args: dict = _f(
         {}, "Any other GRPOConfig field, as a mapping (CLI: --grpo-arg KEY=VALUE, repeatable).", "hardware", flag="--grpo-arg"
     )
@@ -133,6 +137,25 @@ class RunConfig:
         "slurm", flag="--slurm-option"
     )
 
+    # -- dataset & reward functions: a run without an environment class ----------------------------------
+    dataset: str | None = _f(
+        None, "Train on this dataset with --reward-func instead of an environment: a local folder, a .json/.jsonl/"
+        ".csv/.parquet file, or a Hub dataset id (where the Hub can be reached).", "data"
+    )
+    dataset_config: str | None = _f(None, "Configuration (subset) of --dataset, as datasets.load_dataset(name=...).", "data")
+    dataset_split: str = _f("train", "Split of --dataset to train on (a file has one split, 'train'; slices such as "
+                            "'train[:500]' work).", "data")
+    prompt_column: str = _f("prompt", "Column of --dataset holding the prompts: text, or chat message lists.", "data")
+    system_prompt: str | None = _f(
+        None, "System message put before every prompt of --dataset (a text prompt becomes a chat: system, user).", "data"
+    )
+    reward_funcs: dict = _f(
+        {}, "Reward functions of a --dataset run, as a mapping NAME: WEIGHT. NAME is one of TRL's "
+        f"{', '.join(TRL_REWARD_FUNCS)}, a dotted path (my_pkg.rewards.fn) or FILE.py:FUNCTION; each gets "
+        "completions and the dataset's columns, as in TRL. CLI: --reward-func NAME[=WEIGHT], repeatable.",
+        "data", flag="--reward-func"
+    )
+
     # ------------------------------------------------------------------------------------------------
     def validate(self, world_size: int = 1) -> RunConfig:
         """Raise ConfigError for the first value that cannot run; return self so calls can chain."""
@@ -153,6 +176,8 @@ class RunConfig:
         _check_keys(data, source)
         if isinstance(data.get("rl_env_config"), str):
             data["rl_env_config"] = parse_env_config(data["rl_env_config"])
+        if "reward_funcs" in data:
+            data["reward_funcs"] = reward_funcs_mapping(data["reward_funcs"])
         return cls(**data)
 
     def save(self, path: str | Path) -> Path:
@@ -211,10 +236,28 @@ def load_text(text: str, source: str, json_only: bool = False) -> dict:
     return data
 
 
+def reward_funcs_mapping(value: Any) -> Any:
+    """reward_funcs as NAME: WEIGHT; a list of names (or one name) gets weight 1.0 each, as in TRL."""
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return {name: 1.0 for name in value}
+    return value
+
+
 def _check_keys(data: dict, source: str) -> None:
     names = [f.name for f in dataclasses.fields(RunConfig)]
     for key in data:
         if key not in names:
+            if key in RENAMED:
+                raise ConfigError(key, f"unknown key '{key}' in {source}: '{key}' is a trl grpo recipe key; here it is "
+                                  f"'{RENAMED[key]}'. To read the whole file as a TRL recipe, pass --format trl.")
             close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-            hint = f" Did you mean '{close[0]}'?" if close else " Other GRPOConfig fields go under 'grpo_args'."
+            if close:
+                hint = f" Did you mean '{close[0]}'?"
+            elif key in TRL_FIELDS:
+                hint = (f" '{key}' is a TRL field: put it under 'grpo_args', or pass the file as a TRL recipe "
+                        "with --format trl.")
+            else:
+                hint = " Other GRPOConfig fields go under 'grpo_args'."
             raise ConfigError(key, f"unknown key '{key}' in {source}.{hint}")

@@ -12,8 +12,10 @@ from typing import Any
 
 from .health import STOPPABLE_RULES, SWITCHES, finite, threshold_names
 from .slurm_settings import slurm_problems
+from .trl_names import TRL_REWARD_FUNCS
 
-LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+TRACKERS = ("trackio", "wandb", "tensorboard")
 VLLM_MODES = ("colocate", "server")
 MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
 TRAINERS = ("grpo",)
@@ -53,18 +55,84 @@ def stop_on_rules(c) -> list[str]:
     return [r.strip() for r in (c.stop_on or "").split(",") if r.strip()]
 
 
+def trackers(c) -> list[str]:
+    """report_to as a list of tracker names ([] for 'none')."""
+    names = [t.strip() for t in str(c.report_to or "").split(",") if t.strip()]
+    return [] if names == ["none"] else names
 
 
-def iter_problems(c, world_size: int = 1):
-    """Yield a ConfigError for every value that cannot run, in field order."""
-    if not c.rl_env_module or not c.rl_env_class:
+def is_dataset_run(c) -> bool:
+    """A run on a dataset with reward functions, rather than on an environment class."""
+    return bool(c.dataset or c.reward_funcs) and not (c.rl_env_module or c.rl_env_class)
+
+
+def _source_problems(c):
+    """An environment run names its module and class; a dataset run its dataset and reward functions."""
+    env_given = bool(c.rl_env_module or c.rl_env_class)
+    data_given = bool(c.dataset or c.reward_funcs)
+    if env_given and data_given:
+        yield ConfigError(
+            "dataset",
+            f"a run trains on an environment or on a dataset with reward functions, not both; got rl_env_module="
+            f"{c.rl_env_module!r} and dataset={c.dataset!r}, reward_funcs={c.reward_funcs!r}. Drop --rl-env-module/"
+            "--rl-env-class, or --dataset/--reward-func.",
+        )
+    elif data_given:
+        if not c.dataset:
+            yield ConfigError("dataset", "reward_funcs are set but dataset is not: pass --dataset with a local folder, "
+                              "a .jsonl/.csv/.parquet file or a Hub dataset id holding the prompts.")
+        yield from reward_func_problems(c.reward_funcs)
+        for name in ("dataset_split", "prompt_column"):
+            value = getattr(c, name)
+            if not isinstance(value, str) or not value.strip():
+                yield ConfigError(name, f"{name} must be a non-empty string, got {value!r}.")
+    elif not c.rl_env_module or not c.rl_env_class:
         missing = [n for n in ("rl_env_module", "rl_env_class") if not getattr(c, n)]
         yield ConfigError(
             missing[0],
             f"GRPO requires --rl-env-module and --rl-env-class (missing: {', '.join(missing)}). "
             "Point them at a module and the environment class in it, e.g. "
-            "--rl-env-module examples/math_env.py --rl-env-class MathEnv",
+            "--rl-env-module examples/math_env.py --rl-env-class MathEnv; or train on a dataset with reward "
+            "functions: --dataset prompts.jsonl --reward-func think_format_reward",
         )
+
+
+def reward_func_kind(name: str) -> str | None:
+    """'builtin', 'file' (FILE.py:FUNCTION), 'dotted' (pkg.module.function), or None for none of them."""
+    if name in TRL_REWARD_FUNCS:
+        return "builtin"
+    path, sep, func = name.rpartition(":")
+    if sep and path.endswith(".py") and func.isidentifier():
+        return "file"
+    module, _, func = name.rpartition(".")
+    if module and func.isidentifier() and all(p.isidentifier() for p in module.split(".")):
+        return "dotted"
+    return None
+
+
+def reward_func_problems(funcs):
+    if not isinstance(funcs, dict):
+        yield ConfigError("reward_funcs", f"reward_funcs must be a mapping of NAME: WEIGHT (or a list of names), got "
+                          f"{funcs!r}. Example: {{think_format_reward: 1.0, my_rewards.py:correct: 2.0}}")
+        return
+    if not funcs:
+        yield ConfigError("reward_funcs", "a dataset run needs at least one reward function: pass --reward-func NAME "
+                          f"(one of {', '.join(TRL_REWARD_FUNCS)}, a dotted path, or FILE.py:FUNCTION).")
+    for name, weight in funcs.items():
+        if not isinstance(name, str) or reward_func_kind(name) is None:
+            close = difflib.get_close_matches(str(name), TRL_REWARD_FUNCS, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else (
+                " (Names from another registry, such as open-r1's 'format', are found by their import path: "
+                "open_r1.rewards.format_reward.)")
+            yield ConfigError("reward_funcs", f"reward function {name!r} is not one of TRL's ({', '.join(TRL_REWARD_FUNCS)}), "
+                              f"a dotted import path (my_pkg.rewards.fn) or FILE.py:FUNCTION.{hint}")
+        if isinstance(weight, bool) or not finite(weight):
+            yield ConfigError("reward_funcs", f"the weight of reward function {name!r} must be a finite number, got {weight!r}.")
+
+
+def iter_problems(c, world_size: int = 1):
+    """Yield a ConfigError for every value that cannot run, in field order."""
+    yield from _source_problems(c)
     if not c.model:
         yield ConfigError("model", "model is required: pass --model with a local folder or a Hub model id.")
     if c.trainer not in TRAINERS:
@@ -126,8 +194,10 @@ def iter_problems(c, world_size: int = 1):
                 f"divisible by rl_num_generations ({c.rl_num_generations}) so every prompt gets a full group. "
                 f"Set --batch-size to a multiple of {c.rl_num_generations} or change --rl-num-generations.",
             )
-    if c.report_to not in ("none", "trackio", "wandb", "tensorboard"):
-        yield ConfigError("report_to", f"report_to must be one of none, trackio, wandb, tensorboard; got {c.report_to!r}.")
+    unknown = [t for t in trackers(c) if t not in TRACKERS] if isinstance(c.report_to, str) else [c.report_to]
+    if unknown:
+        yield ConfigError("report_to", f"report_to must be none or trackers among {', '.join(TRACKERS)} (comma-separated); "
+                          f"got {c.report_to!r}.")
     yield from _health_problems(c)
     for message in slurm_problems(c.slurm):
         yield ConfigError("slurm", message)
@@ -139,6 +209,7 @@ def iter_problems(c, world_size: int = 1):
             "num_generations": "rl_num_generations", "loss_type": "rl_loss_type", "learning_rate": "lr",
             "per_device_train_batch_size": "batch_size", "num_train_epochs": "epochs", "output_dir": "the run folder",
             "temperature": "rl_temperature", "top_p": "rl_top_p", "top_k": "rl_top_k",
+            "reward_weights": "reward_funcs", "project": "project_name",
         }
         for key in c.grpo_args:
             if key in owned:

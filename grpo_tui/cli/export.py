@@ -1,0 +1,100 @@
+"""``grpo-tui export RUN``: hand a run's settings back as a file another tool, or grpo-tui, can run again.
+
+``--format trl`` writes the `trl grpo --config` recipe of a dataset + reward-functions run
+(``trainer_core/contract/trl_export.py``), ``--format grpo-tui`` grpo-tui's own config. Converting is
+pure contract-level code: this command needs neither torch nor TRL. With ``--host`` the run is read on
+that host and the file, with ``--output``, written here.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from trainer_core.contract.config import ConfigError, RunConfig
+from trainer_core.contract.trl_export import own_config_text, recipe_text
+
+from .common import BadInput, add_host, add_run_ref, resolve
+
+FORMATS = ("trl", "grpo-tui")
+
+
+def register(sub) -> None:
+    parser = sub.add_parser(
+        "export", help="print a run's settings as a trl grpo recipe or as a grpo-tui config",
+        description="Print (or write, with --output) a run's settings: --format trl gives the YAML that `trl grpo "
+        "--config` accepts (dataset + reward-function runs; what TRL has no key for is listed in its header), "
+        "--format grpo-tui the config `grpo-tui train --config` accepts. Exit code: 0 written, 2 bad input or a run "
+        "TRL cannot express (an environment run).")
+    add_run_ref(parser)
+    add_host(parser)
+    parser.add_argument("--format", dest="export_format", choices=FORMATS, default="trl",
+                        help="trl: a trl grpo recipe (default); grpo-tui: grpo-tui's own config")
+    parser.add_argument("--output", type=Path, default=None, metavar="FILE", help="write it to FILE instead of stdout")
+    parser.set_defaults(handler=run)
+
+
+def text_for(config: RunConfig, run_id: str, export_format: str) -> str:
+    if export_format == "grpo-tui":
+        return own_config_text(config)
+    try:
+        text, notes = recipe_text(config, run_id)
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from None
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return text
+
+
+def run(args) -> int:
+    from .remote import is_remote
+
+    if is_remote(args):
+        code, text = _remote_text(args)
+        if code:
+            return code
+    else:
+        folder = resolve(args)
+        try:
+            config = RunConfig.load(folder.config_file)
+        except ConfigError as exc:
+            raise BadInput(f"run {folder.run_id}: {exc}") from None
+        text = text_for(config, folder.run_id, args.export_format)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        args.output.write_text(text)
+    except OSError as exc:
+        raise BadInput(f"--output {args.output}: {exc.strerror}") from None
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def _remote_text(args) -> tuple[int, str]:
+    """The host's own ``export`` output (its notes shown here); ``--output`` stays this machine's."""
+    from ..executors.hosts import HostError
+    from .remote import executor, remote_words
+
+    ex = executor(args)
+    try:
+        ex.info()
+        words, _ = remote_words(args, ex)
+        words = _without_output(words)
+        done = ex.conn.run(words, timeout=120)
+    except HostError as exc:
+        raise BadInput(str(exc)) from None
+    sys.stderr.write(done.stderr.decode(errors="replace"))
+    return done.returncode, done.stdout.decode()
+
+
+def _without_output(words: list[str]) -> list[str]:
+    out, j = [], 0
+    while j < len(words):
+        if words[j] == "--output":
+            j += 2
+            continue
+        if not words[j].startswith("--output="):
+            out.append(words[j])
+        j += 1
+    return out
