@@ -25,8 +25,8 @@ from .tiny_model import cached_tiny_model
 def register(sub) -> None:
     parser = sub.add_parser("demo", help="train the tiny model on an example environment and print live metrics")
     add_runs_dir(parser)
-    parser.add_argument("--max-steps", type=int, default=600,
-                        help="steps to train (default: 600, about half a minute on a laptop CPU)")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="steps to train (default: the demo config's 120, under a minute on a laptop CPU)")
     parser.add_argument("--pathology", choices=tuple(PATHOLOGIES), default=None,
                         help="show a run going wrong: kl = a learning rate far too high, so KL explodes and the run "
                              "stops itself (--stop-on kl_explosion) with a checkpoint")
@@ -38,11 +38,12 @@ def register(sub) -> None:
 PATHOLOGIES = {"kl": {"lr": 1e-2, "stop_on": "kl_explosion", "project_name": "cpu-demo-kl-explosion"}}
 
 
-def demo_config(model_dir: Path, max_steps: int, pathology: str | None = None) -> RunConfig:
+def demo_config(model_dir: Path, max_steps: int | None = None, pathology: str | None = None) -> RunConfig:
     config = RunConfig.load(demo_config_file())
     config.model = str(model_dir)
     config.rl_env_module = str(demo_env_file())
-    config.max_steps = max_steps
+    if max_steps is not None:
+        config.max_steps = max_steps
     for name, value in PATHOLOGIES.get(pathology, {}).items():
         setattr(config, name, value)
     return config

@@ -1,6 +1,7 @@
-"""``grpo-tui tiny-model``: a tiny random causal LM and tokenizer, built offline (tests and the demo use it).
+"""``grpo-tui tiny-model``: a tiny causal LM and tokenizer, built offline (tests and the demo use it).
 
-Built in a child process, so this one stays torch-free.
+Built in a child process, so this one stays torch-free. The child also decides whether a cached model is
+current (``trainer_core.tiny_model.is_built``), so the format of the cache is known in one place.
 """
 
 from __future__ import annotations
@@ -10,17 +11,28 @@ import subprocess
 import sys
 from pathlib import Path
 
-BUILD = "import sys; from trainer_core.tiny_model import build_tiny_model; print(build_tiny_model(sys.argv[1]))"
+BUILD = ("import sys; from trainer_core.tiny_model import build_tiny_model\n"
+         "print(build_tiny_model(sys.argv[1], pretrain=sys.argv[2] == 'pretrained'))")
+# builds the demo's model unless the cache already holds a current one, and says so before it does
+ENSURE = ("import sys; from trainer_core.tiny_model import build_tiny_model, is_built\n"
+          "if not is_built(sys.argv[1], pretrain=True):\n"
+          "    print(f'building the tiny demo model in {sys.argv[1]} ...', flush=True)\n"
+          "    build_tiny_model(sys.argv[1], pretrain=True)")
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("tiny-model", help="write a tiny random causal LM and tokenizer (no network needed)")
+    parser = sub.add_parser("tiny-model", help="write a tiny causal LM and tokenizer, trained for a few seconds on "
+                                               "synthetic sentences (no network needed)")
     parser.add_argument("output_dir", type=Path)
+    parser.add_argument("--random", action="store_true",
+                        help="skip the pre-training and keep the random weights: it builds faster and writes byte "
+                             "soup that never ends, which is what tests of the truncation and KL warnings want")
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
-    return subprocess.call([sys.executable, "-c", BUILD, str(args.output_dir)])
+    kind = "random" if args.random else "pretrained"
+    return subprocess.call([sys.executable, "-c", BUILD, str(args.output_dir), kind])
 
 
 def cache_dir() -> Path:
@@ -29,9 +41,8 @@ def cache_dir() -> Path:
 
 
 def cached_tiny_model() -> Path:
-    """The demo's tiny model, built once into the cache."""
+    """The demo's tiny pre-trained model, built once into the cache (and again when its format changes)."""
     path = cache_dir() / "tiny-model"
-    if not (path / ".grpo-tui-tiny-model").exists():
-        print(f"building the tiny demo model in {path} ...", flush=True)
-        subprocess.run([sys.executable, "-c", BUILD, str(path)], check=True, stdout=subprocess.DEVNULL)
+    sys.stdout.flush()
+    subprocess.run([sys.executable, "-c", ENSURE, str(path)], check=True)
     return path

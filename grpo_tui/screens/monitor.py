@@ -126,6 +126,7 @@ class MonitorScreen(Screen):
             self.sub_title = f"on {self.remote.host}"
             self._show_remote_gpus()
         self.follow()
+        self.grid.want()  # so the reader has the charts' widths before its first read ends
 
     def on_unmount(self) -> None:
         if self.remote is not None:
@@ -177,8 +178,6 @@ class MonitorScreen(Screen):
             self._show_warnings(view.warnings)
         if post.charts is not None or view.warnings:
             grid.draw(post.charts, self._markers())
-        if self._asked is None and view.metrics_read:
-            grid.want()
         if view.metrics_read or slow:
             if slow or time.monotonic() - self.header_drawn_at >= HEADER_SECONDS:
                 self._refresh_header()

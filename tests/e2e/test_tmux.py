@@ -120,10 +120,10 @@ def test_reattach_to_a_finished_run_in_a_real_terminal(tmp_path, tmux):
     assert tmux.wait_exit() == 0
 
 
-def test_the_demo_opens_its_run_and_says_what_became_of_it(tiny_model, runs_dir, tmp_path, tmux):
+def test_the_demo_opens_its_run_and_says_what_became_of_it(pretrained_tiny_model, runs_dir, tmp_path, tmux):
     cache = tmp_path / "cache"
     (cache / "grpo-tui").mkdir(parents=True)
-    (cache / "grpo-tui" / "tiny-model").symlink_to(tiny_model)  # the demo's cached model: nothing to build
+    (cache / "grpo-tui" / "tiny-model").symlink_to(pretrained_tiny_model)  # the demo's cached model: nothing to build
     tmux.start([f"XDG_CACHE_HOME={cache}", sys.executable, "-m", "grpo_tui", "demo", "--max-steps", "4",
                 "--runs-dir", str(runs_dir)], ROOT)
     tmux.wait_screen(lambda s: "COMPLETED" in s and "step 4/4" in s, what="the demo run COMPLETED at step 4/4")
