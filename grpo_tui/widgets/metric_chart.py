@@ -207,7 +207,8 @@ class MetricChart(Widget):
 
     @staticmethod
     def _strip(segments: list[Segment], width: int) -> Strip:
-        return Strip(segments).extend_cell_length(width).crop(0, width)
+        strip = Strip(segments)
+        return strip if strip.cell_length == width else strip.extend_cell_length(width).crop(0, width)
 
     def _styles(self) -> dict[str, Style]:
         """The component styles, looked up once per theme (the lookup costs more than drawing a row)."""
