@@ -100,7 +100,9 @@ def follow(folder: RunFolder, config: dict, requests: SimpleQueue, post: Callabl
         if due and (request.serial, stream.metrics_read) != built:
             charts, answered, built = stream.charts(request), request.serial, (request.serial, stream.metrics_read)
             charts_at, stale = now, False
-        if slow or charts or done or pending.warnings or pending.lifecycle or (pending and now - posted_at >= POST_SECONDS):
+        # plain metrics wait for the next charts when charts are asked for: one message, one frame
+        plain_due = pending and now - posted_at >= POST_SECONDS and (request is None or not stale)
+        if slow or charts or done or pending.warnings or pending.lifecycle or plain_due:
             post(Post(stream.view(pending), slow, charts, stream if done else None))
             pending, posted_at = StreamUpdate(), now
         if done:

@@ -232,13 +232,14 @@ class MetricChart(Widget):
             if wait <= 0 or self._titled != self.title or last is None:
                 self.border_title = self._drawn_title = title
                 self._title_at, self._titled = time.monotonic(), self.title
-            elif self._title_timer is None:
-                self._title_timer = self.set_timer(wait, self._late_title)
+            elif self._title_timer is None:  # a later redraw usually sets it first, in the same frame
+                self._title_timer = self.set_timer(wait + TITLE_SECONDS, self._late_title)
         subtitle = self._subtitle()
         if subtitle != self._drawn_subtitle:
             self.border_subtitle = self._drawn_subtitle = subtitle
 
     def _late_title(self) -> None:
+        """No redraw came to show the newest value: show it now."""
         self._title_timer = None
         self._title_at = 0.0
         self._set_titles()
