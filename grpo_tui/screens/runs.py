@@ -19,7 +19,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Label
 
 from trainer_core.contract.status import Status
@@ -97,10 +97,31 @@ class RunsScreen(Screen):
 
     def on_mount(self) -> None:
         self.load(force=True)
-        self.set_interval(REFRESH_SECONDS, self.load)
+        self.set_interval(REFRESH_SECONDS, self._refresh_shown)
         if self.hosts:
             self.poll_hosts()
-            self.set_interval(HOST_REFRESH_SECONDS, self.poll_hosts)
+            self.set_interval(HOST_REFRESH_SECONDS, self._poll_shown)
+
+    # Under another screen (a monitor, the form) the list is not read: nobody sees it, and a host's list costs
+    # that host a grpo-tui start. Coming back reads it at once.
+    @property
+    def shown(self) -> bool:
+        """On top, or under dialogs only."""
+        stack = self.app.screen_stack
+        return self in stack and all(isinstance(s, ModalScreen) for s in stack[stack.index(self) + 1:])
+
+    def _refresh_shown(self) -> None:
+        if self.shown:
+            self.load()
+
+    def _poll_shown(self) -> None:
+        if self.shown:
+            self.poll_hosts()
+
+    def on_screen_resume(self) -> None:
+        if self._title:  # not the first time it is shown: on_mount has just read everything
+            self.load()
+            self.poll_hosts()
 
     def executor(self, name: str):
         from ..executors.ssh import SshExecutor

@@ -140,3 +140,27 @@ async def test_thousands_of_runs_paint_a_screenful_first_then_fill_in(tmp_path, 
         assert f"({count})" in str(screen.query_one("#title").render())
         assert table.columns["project"].content_width == len("project")
         assert cell(table, ids[-1], "step") == "1/40"
+
+
+async def test_the_list_is_not_read_under_a_monitor_and_is_read_on_return(tmp_path, monkeypatch):
+    monkeypatch.setattr(runs_screen, "REFRESH_SECONDS", 0.2)
+    make_finished_run(tmp_path, run_id="20260101-000000-first0")
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        await wait_until(pilot, lambda: len(screen.runs) == 1)
+        reads = []
+        original = screen._list.refresh
+        monkeypatch.setattr(screen._list, "refresh", lambda *a, **k: reads.append(1) or original(*a, **k))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.screen is not screen)
+        await pilot.pause(0.3)
+        reads.clear()
+        make_finished_run(tmp_path, run_id="20260101-000001-second")
+        await pilot.pause(1.0)  # five refresh periods
+        assert reads == [] and len(screen.runs) == 1, "a hidden runs screen does not read the runs dir"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen and len(screen.runs) == 2, timeout=5)
+        await pilot.pause(0.5)
+        assert len(reads) >= 2, "shown again, it reads the runs dir on its period"
