@@ -24,7 +24,7 @@ from .run_health import watcher_warnings
 from .run_status import live_status
 from .run_stream import ChartData, ChartRequest, RunStream, StreamUpdate, StreamView
 
-POLL_SECONDS = 0.1
+POLL_SECONDS = 0.15
 CHART_SECONDS = 0.2  # while steps arrive, charts are rebuilt (and so redrawn) at most this often
 SLOW_SECONDS = 1.0  # state and status, samples, log
 ALERT_SECONDS = 5.0  # stall and crash checks

@@ -66,16 +66,16 @@ def columns(steps, lows, highs, x0: int, x1: int, dots: int) -> list[tuple[float
     """(min, max) per dot column of the blocks starting at ``steps``; columns between two blocks are
     filled with the straight line joining them."""
     out: list[tuple[float, float] | None] = [None] * dots
+    scale, last = dots / (x1 - x0 + 1), dots - 1
     previous = None
     for step, lo, hi in zip(steps, lows, highs):
         if step < x0 or step > x1:
             continue
-        c = column_of(step, x0, x1, dots)
-        if out[c] is None:
-            out[c] = (lo, hi)
-        else:
-            a, b = out[c]
-            out[c] = (min(a, lo), max(b, hi))
+        c = int((step - x0) * scale)  # column_of, inlined: this loop runs for every block of every redraw
+        if c > last:
+            c = last
+        here = out[c]
+        out[c] = (lo, hi) if here is None else (min(here[0], lo), max(here[1], hi))
         if previous is not None and c - previous[0] > 1:
             c0, v0 = previous
             v1 = (lo + hi) / 2
@@ -123,9 +123,13 @@ class Raster:
                 previous = None
                 continue
             lo, hi = span
-            top = round((y_max - hi) * scale) if math.isfinite(hi) else (0 if hi > 0 else bottom_dot)
-            bottom = round((y_max - lo) * scale) if math.isfinite(lo) else (0 if lo > 0 else bottom_dot)
-            top, bottom = min(bottom_dot, max(0, top)), min(bottom_dot, max(0, bottom))
+            try:
+                top, bottom = round((y_max - hi) * scale), round((y_max - lo) * scale)
+            except (ValueError, OverflowError):  # NaN or an infinity: pinned to the edge it points to
+                top = round((y_max - hi) * scale) if math.isfinite(hi) else (0 if hi > 0 else bottom_dot)
+                bottom = round((y_max - lo) * scale) if math.isfinite(lo) else (0 if lo > 0 else bottom_dot)
+            top = 0 if top < 0 else bottom_dot if top > bottom_dot else top
+            bottom = 0 if bottom < 0 else bottom_dot if bottom > bottom_dot else bottom
             here = (top, bottom)
             if previous is not None:
                 if bottom < previous[0] - 1:

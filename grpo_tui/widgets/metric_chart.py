@@ -29,6 +29,7 @@ from .chart_raster import BRAILLE, Raster
 
 LABEL_WIDTH = 7  # the y labels' column: ``number`` never writes more
 TITLE_SECONDS = 1.0
+CELLS = (" ", *(chr(BRAILLE + bits) for bits in range(1, 256)))  # a cell's character by its dots
 
 
 def number(value: float) -> str:
@@ -305,7 +306,10 @@ class MetricChart(Widget):
 
     def _row(self, grid: Raster, r: int, label: str, styles: dict[str, Style], width: int) -> Strip:
         line_bits, faint_bits = grid.line[r], grid.faint[r]
-        chars = "".join([chr(BRAILLE + (a | b)) if a | b else " " for a, b in zip(line_bits, faint_bits)])
+        if self.smooth:
+            chars = "".join([CELLS[a | b] for a, b in zip(line_bits, faint_bits)])
+        else:
+            chars = "".join(map(CELLS.__getitem__, line_bits))
         segments = [Segment(label.rjust(LABEL_WIDTH) + ("┤" if label else "│"), styles["axis"])]
         if not (grid.marker or grid.cursor is not None or self.smooth):
             segments.append(Segment(chars, styles["line"]))
