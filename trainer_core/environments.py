@@ -39,24 +39,36 @@ def looks_like_file(spec: str) -> bool:
     return spec.endswith(".py") or os.sep in spec or "/" in spec
 
 
+def import_file(path_text: str, prefix: str, what: str, fix: str, *, reuse: bool = False):
+    """Import the .py file ``path_text`` as module ``<prefix>_<stem>``, with its folder on sys.path.
+
+    ``what`` names the file in errors ("environment module"), ``fix`` says where it was given. A failing
+    import raises EnvError carrying the user's traceback. ``reuse``: a module already imported from this
+    very file is returned as it is.
+    """
+    path = Path(path_text).expanduser().resolve()
+    if not path.is_file():
+        raise EnvError(f"{what} file not found: {path_text} (looked at {path}). {fix}")
+    name = f"{prefix}_{path.stem}"
+    module = sys.modules.get(name)
+    if reuse and module is not None and getattr(module, "__file__", None) == str(path):
+        return module
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:
+        raise EnvError(f"importing {what} {path_text} raised {type(exc).__name__}: {exc}",
+                       user_traceback=traceback.format_exc()) from exc
+    return module
+
+
 def _import_module(spec: str):
     if looks_like_file(spec):
-        path = Path(spec).expanduser().resolve()
-        if not path.is_file():
-            raise EnvError(f"environment module file not found: {spec} (looked at {path}). Check --rl-env-module.")
-        name = f"grpo_env_{path.stem}"
-        module_spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[name] = module
-        if str(path.parent) not in sys.path:
-            sys.path.insert(0, str(path.parent))
-        try:
-            module_spec.loader.exec_module(module)
-        except Exception as exc:
-            raise EnvError(
-                f"importing environment module {spec} raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
-            ) from exc
-        return module
+        return import_file(spec, "grpo_env", "environment module", "Check --rl-env-module.")
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)

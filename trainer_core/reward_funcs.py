@@ -18,10 +18,9 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 
 from .contract.config_checks import reward_func_kind
-from .environments import EnvError, completion_text
+from .environments import EnvError, completion_text, import_file
 
 # what `trl grpo` passes for get_soft_overlong_punishment (trl/scripts/grpo.py)
 SOFT_OVERLONG = {"max_completion_len": 1280, "soft_punish_cache": 256}
@@ -33,22 +32,7 @@ _PREVIEW = 200
 
 def _from_file(spec: str) -> Callable:
     path_text, _, name = spec.rpartition(":")
-    path = Path(path_text).expanduser().resolve()
-    if not path.is_file():
-        raise EnvError(f"reward function file not found: {path_text} (looked at {path}). Check reward_funcs.")
-    module_name = f"grpo_rewards_{path.stem}"
-    module = sys.modules.get(module_name)
-    if module is None or getattr(module, "__file__", None) != str(path):
-        module_spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[module_name] = module
-        if str(path.parent) not in sys.path:
-            sys.path.insert(0, str(path.parent))
-        try:
-            module_spec.loader.exec_module(module)
-        except Exception as exc:
-            raise EnvError(f"importing reward function file {path_text} raised {type(exc).__name__}: {exc}",
-                           user_traceback=traceback.format_exc()) from exc
+    module = import_file(path_text, "grpo_rewards", "reward function", "Check reward_funcs.", reuse=True)
     return _attribute(module, name, spec)
 
 

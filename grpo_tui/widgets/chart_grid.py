@@ -118,8 +118,12 @@ class ChartGrid(Grid):
     def _reward_chart(self) -> MetricChart:
         return self.query_one("#chart-reward", MetricChart)
 
+    def _lead(self):
+        """The snapshot zoom is measured on: reward's, or the first there is."""
+        return self.data.get("reward") or next(iter(self.data.series.values()), None)
+
     def _shown_steps(self) -> int | None:
-        series = self.data.get("reward") or next(iter(self.data.series.values()), None)
+        series = self._lead()
         if series is None or not series.steps:
             return None
         return series.end_step - series.steps[0] + 1
@@ -142,7 +146,7 @@ class ChartGrid(Grid):
             self.want()
 
     def _total_steps(self) -> int:
-        series = self.data.get("reward") or next(iter(self.data.series.values()), None)
+        series = self._lead()
         return series.end_step if series is not None and series.end_step is not None else 0
 
     def move_cursor(self, cells: int) -> None:
