@@ -169,6 +169,12 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def children_usage() -> dict:
+    """CPU seconds and the largest peak RSS of this process's finished children (the backlog reader)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"children_cpu": usage.ru_utime + usage.ru_stime, "children_peak_rss_mb": usage.ru_maxrss / 1024}
+
+
 def child_stream(path: str, profile: str = "0") -> None:
     from grpo_tui.services.run_stream import RunStream
 
@@ -264,7 +270,7 @@ def child_app_load(runs_dir: str, path: str, points: str, timeout: str = "600") 
                 "read": _since(t0, Marks.first(marks.reads, points_wanted)),
                 "plotted": _since(t0, Marks.first(marks.plotted, points_wanted)),
                 "painted": _since(t0, Marks.first(marks.painted, points_wanted)),
-                "rss_mb": rss, "peak_rss_mb": peak_rss_mb(), "cpu": time.process_time(),
+                "rss_mb": rss, "peak_rss_mb": peak_rss_mb(), "cpu": time.process_time(), **children_usage(),
             }
 
     report(asyncio.run(main()))
@@ -501,7 +507,8 @@ def bench_load(work: Path, table: Table, args) -> None:
     table.add("app: run_test started (pilot ready)", app["app_ready"])
     table.add("app: worker has every point", app["read"])
     table.add("app: reward chart painted all points", app["painted"], target=TARGETS["load"],
-              note=f"{app['points']:,} points; process CPU {app['cpu']:.2f} s incl. start")
+              note=f"{app['points']:,} points; process CPU {app['cpu']:.2f} s incl. start, "
+                   f"backlog child {app['children_cpu']:.2f} s")
     if args.skip_tensorboard:
         return
     try:
@@ -598,6 +605,7 @@ def bench_rss(work: Path, table: Table, args) -> None:
     app = run_child("app-load", folder.path.parent, folder.path, RSS_STEPS, 1200, timeout=1500)
     table.add("peak RSS while loading (ru_maxrss)", app["peak_rss_mb"], unit="MB", fmt="{:.0f}",
               target=TARGETS["rss_mb"])
+    table.add("peak RSS of the backlog child reading it", app["children_peak_rss_mb"], unit="MB", fmt="{:.0f}")
     table.add("RSS once painted", app["rss_mb"], unit="MB", fmt="{:.0f}")
     table.add("every key at 16 B/point (what a naive store would hold)", (keys + 1) * 16 * RSS_STEPS / 2**20, unit="MB", fmt="{:.0f}")
     table.add("time until the reward chart painted all points", app["painted"], note=f"{app['points']:,} points")

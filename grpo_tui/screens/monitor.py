@@ -30,6 +30,7 @@ from trainer_core.contract.status import Status
 
 from ..executors.remote_run import RemoteRun
 from ..services import run_reader
+from ..services.backlog import Backlog
 from ..services.gpus import list_gpus
 from ..services.run_reader import Post
 from ..services.run_status import run_duration, run_total
@@ -98,6 +99,7 @@ class MonitorScreen(Screen):
         self._requests: SimpleQueue[ChartRequest] = SimpleQueue()  # to the reader
         self._asked: ChartRequest | None = None
         self._final: RunStream | None = None
+        self._backlog = Backlog(folder)  # a long one is read by a child process from now, while the app starts
 
     @property
     def kl_measured(self) -> bool:
@@ -129,6 +131,7 @@ class MonitorScreen(Screen):
         self.grid.want()  # so the reader has the charts' widths before its first read ends
 
     def on_unmount(self) -> None:
+        self._backlog.close()
         if self.remote is not None:
             self.remote.mirror.stop()
 
@@ -144,7 +147,7 @@ class MonitorScreen(Screen):
     def follow(self) -> None:
         worker = get_current_worker()
         run_reader.follow(self.folder, self.config, self._requests, lambda post: self.post_message(self.Updated(post)),
-                          lambda: worker.is_cancelled)
+                          lambda: worker.is_cancelled, self._backlog)
 
     @work(thread=True, exclusive=True, group="charts", exit_on_error=False)
     def answer_charts(self, stream: RunStream, request: ChartRequest) -> None:

@@ -19,6 +19,7 @@ from trainer_core.contract.events import HealthWarning
 from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.status import Status
 
+from .backlog import Backlog
 from .log_follow import LogFollower
 from .run_health import watcher_warnings
 from .run_status import live_status
@@ -65,12 +66,13 @@ def latest_request(requests: SimpleQueue, current: ChartRequest | None, timeout:
 
 
 def follow(folder: RunFolder, config: dict, requests: SimpleQueue, post: Callable[[Post], None],
-           cancelled: Callable[[], bool]) -> None:
+           cancelled: Callable[[], bool], backlog: Backlog | None = None) -> None:
     """Read a run until it has ended (or ``cancelled()``), posting what changed: at once for warnings,
     lifecycle events and charts, at most every POST_SECONDS for plain metrics. Charts are built for the
     newest ``ChartRequest`` from ``requests`` when it arrives, and when steps were read (at most every
-    CHART_SECONDS); waiting on the queue lets a request wake the reader."""
-    stream = RunStream(folder)
+    CHART_SECONDS); waiting on the queue lets a request wake the reader. ``backlog``: the start of the
+    stream, read meanwhile by a child process (``backlog.py``)."""
+    stream = backlog.stream(cancelled) if backlog is not None else RunStream(folder)
     log = LogFollower(folder.log_file, limit=LOG_TAIL_BYTES)
     pending = StreamUpdate()
     request: ChartRequest | None = None

@@ -75,6 +75,14 @@ def test_a_corrupt_complete_line_is_skipped_not_fatal(tmp_path):
     assert tail.bad_lines == 2
 
 
+def test_blank_lines_are_skipped_and_other_non_objects_counted(tmp_path):
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'\n   \n{"type":"a"}\r\nnull\n"text"\n{"type":"b","step":2}\n{"type":"c"')
+    tail = EventTail(path)
+    assert tail.poll_records() == [{"type": "a"}, {"type": "b", "step": 2}]
+    assert tail.bad_lines == 2 and tail.offset == path.stat().st_size - len(b'{"type":"c"')
+
+
 def test_missing_file_reads_as_empty(tmp_path):
     assert read_events(tmp_path / "nope.jsonl") == []
     assert read_records(tmp_path / "nope.jsonl") == []

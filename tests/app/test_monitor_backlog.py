@@ -1,0 +1,50 @@
+"""A long run's backlog is read by a child process while the monitor starts: the charts get every step, the
+spike included, and closing the monitor stops a child still reading."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from grpo_tui.app import make_app
+from grpo_tui.services import backlog
+from grpo_tui.widgets.metric_chart import MetricChart
+
+from ..run_fixtures import make_finished_run
+from .test_chart_controls import top_row_columns, wait_until
+
+STEPS, SPIKE = 3000, 1234
+
+
+async def test_the_monitor_draws_a_backlog_read_by_a_child(tmp_path, monkeypatch):
+    monkeypatch.setattr(backlog, "BACKLOG_BYTES", 1)
+    run = make_finished_run(tmp_path / "runs", steps=STEPS, reward_spikes={SPIKE: 3.0}, with_warnings=False)
+    app = make_app(tmp_path / "runs", start="watch", watch=run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: screen.status == "completed" and screen.charts.get("reward") is not None
+                         and screen.charts["reward"].end_step == STEPS)
+        await pilot.pause(0.2)
+        assert screen._backlog.in_child and screen._backlog.proc is None  # read by the child, and reaped
+        assert screen.view.metrics_read == STEPS and screen.charts["reward"].count == STEPS
+        chart = screen.query_one("#chart-reward", MetricChart)
+        [column] = top_row_columns(chart)
+        assert abs(column / chart.plot_width - SPIKE / STEPS) < 0.05
+
+
+async def test_closing_the_monitor_stops_a_child_still_reading(tmp_path, monkeypatch):
+    monkeypatch.setattr(backlog, "BACKLOG_BYTES", 1)
+    monkeypatch.setattr(backlog.Backlog, "command", lambda self: [sys.executable, "-c", "import time; time.sleep(60)"])
+    run = make_finished_run(tmp_path / "runs", steps=40, with_warnings=False)
+    app = make_app(tmp_path / "runs", start="watch", watch=run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        proc = screen._backlog.proc
+        await pilot.pause(0.3)
+        assert proc.poll() is None, "the child is still reading"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is not screen)
+        deadline = time.monotonic() + 5
+        while proc.poll() is None and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        assert proc.returncode is not None and proc.returncode < 0, "the child was killed"
