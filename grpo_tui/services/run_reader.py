@@ -85,8 +85,11 @@ def follow(folder: RunFolder, config: dict, requests: SimpleQueue, post: Callabl
         pending.add(update)
         stale = stale or bool(update.steps)
         now = time.monotonic()
+        request = latest_request(requests, request)
+        charts_due = request is not None and (request.serial > answered or (stale and now - charts_at >= CHART_SECONDS))
         slow = None
-        if now - slow_at >= SLOW_SECONDS:
+        # while steps arrive, the slow reads wait for the next charts (at most CHART_SECONDS): one post, one frame
+        if now - slow_at >= SLOW_SECONDS and (charts_due or not stale or request is None):
             slow_at = now
             state = folder.read_state()
             status = live_status(folder, state)
@@ -96,10 +99,8 @@ def follow(folder: RunFolder, config: dict, requests: SimpleQueue, post: Callabl
                 alerts = tuple(watcher_warnings(folder, status, config=config))
             slow = Slow(status, MappingProxyType(state), alerts, tuple(read_samples(folder)), log_text)
         done = slow is not None and not slow.status.is_live and not update
-        request = latest_request(requests, request)
         charts = None
-        due = request is not None and (request.serial > answered or done or (stale and now - charts_at >= CHART_SECONDS))
-        if due and (request.serial, stream.metrics_read) != built:
+        if (charts_due or (done and request is not None)) and (request.serial, stream.metrics_read) != built:
             charts, answered, built = stream.charts(request), request.serial, (request.serial, stream.metrics_read)
             charts_at, stale = now, False
         # plain metrics wait for the next charts when charts are asked for: one message, one frame

@@ -12,7 +12,6 @@ wheel posts ``Zoom`` and a click ``Pointed``, and the screen decides for all its
 
 from __future__ import annotations
 
-import time
 from bisect import bisect_right
 
 from rich.segment import Segment
@@ -28,7 +27,6 @@ from . import chart_raster as raster
 from .chart_raster import BRAILLE, Raster
 
 LABEL_WIDTH = 7  # the y labels' column: ``number`` never writes more
-TITLE_SECONDS = 1.0
 CELLS = (" ", *(chr(BRAILLE + bits) for bits in range(1, 256)))  # a cell's character by its dots
 
 
@@ -91,10 +89,8 @@ class MetricChart(Widget):
         self.cursor: int | None = None  # a step
         self.smooth = False
         self._strips: list[Strip] = []
+        self._row_keys: list = []  # what each plot row of ``_strips`` was drawn from (a row that matches is reused)
         self._style_theme: str | None = None
-        self._title_at = 0.0
-        self._title_timer = None
-        self._titled: str | None = None  # the metric's name in the title last set (the value may lag)
         self._style_cache: dict[str, Style] = {}
 
     def on_mount(self) -> None:
@@ -193,13 +189,16 @@ class MetricChart(Widget):
             return
         if not self.has_data:
             strips = [self._strip([Segment(self.empty_message, self._styles()["axis"])], width)]
+            self._row_keys = []
         else:
             strips = self._plot(width, height)
         before, self._strips = self._strips, strips
         if len(before) != len(strips) or (before and before[0].cell_length != width):
             self.refresh()
             return
-        changed = [Region(0, y, width, 1) for y, (old, new) in enumerate(zip(before, strips)) if old != new]
+        # whole lines: Textual's renderer sends a changed line's strip from its start anyway
+        changed = [Region(0, y, width, 1) for y, (old, new) in enumerate(zip(before, strips))
+                   if old is not new and old != new]
         if changed:  # only the lines that changed go to the screen
             self.refresh(*changed)
 
@@ -228,22 +227,18 @@ class MetricChart(Widget):
         else:
             title = f"{self.title}  {last:.4f}" if abs(last) < 1000 else f"{self.title}  {last:.4g}"
         if title != self._drawn_title:  # border_title reads back as markup: compare with what was set
-            # a new title repaints the whole chart, so the live value in it changes at most every TITLE_SECONDS
-            wait = self._title_at + TITLE_SECONDS - time.monotonic()
-            if wait <= 0 or self._titled != self.title or last is None:
-                self.border_title = self._drawn_title = title
-                self._title_at, self._titled = time.monotonic(), self.title
-            elif self._title_timer is None:  # a later redraw usually sets it first, in the same frame
-                self._title_timer = self.set_timer(wait + TITLE_SECONDS, self._late_title)
+            self._drawn_title = title
+            self._retitle(title)
         subtitle = self._subtitle()
         if subtitle != self._drawn_subtitle:
             self.border_subtitle = self._drawn_subtitle = subtitle
 
-    def _late_title(self) -> None:
-        """No redraw came to show the newest value: show it now."""
-        self._title_timer = None
-        self._title_at = 0.0
-        self._set_titles()
+    def _retitle(self, title: str) -> None:
+        """Set the border title, repainting the top line only. The value in it changes with nearly every
+        redraw, and Textual's ``border_title`` setter repaints the whole widget (and in a frame of its own
+        when set outside a redraw); this stores what the setter stores (Textual is pinned)."""
+        self._border_title = self.render_str(title).expand_tabs(4).split()[0]
+        self.refresh(Region(-1, -1, self.outer_size.width, 1))  # content coordinates: the border is above
 
     def _subtitle(self) -> str:
         """The cursor's reading, the zoom and the smoothing, as much of it as fits under the chart."""
@@ -300,7 +295,15 @@ class MetricChart(Widget):
             grid.cursor = raster.column_of(self.cursor, x0, x1, dots) // 2
         first_step, end_step = x0, x1
         styles = self._styles()
-        strips = [self._row(grid, r, labels.get(r, ""), styles, width) for r in range(rows)]
+        # a row whose dots, label and context are those it was last drawn with keeps its strip
+        context = (self._style_theme, width, self.smooth, frozenset(grid.marker), grid.cursor)
+        keys = [(context, labels.get(r, ""), tuple(grid.line[r]), tuple(grid.faint[r]) if self.smooth else None)
+                for r in range(rows)]
+        old_keys, old_strips = self._row_keys, self._strips
+        reuse = len(old_keys) == rows and len(old_strips) == rows + 1
+        strips = [old_strips[r] if reuse and old_keys[r] == keys[r] else self._row(grid, r, keys[r][1], styles, width)
+                  for r in range(rows)]
+        self._row_keys = keys
         strips.append(self._x_axis(first_step, end_step, cells, styles, width))
         return strips
 

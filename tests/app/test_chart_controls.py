@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 from textual import events
+from textual.app import App
 
 from grpo_tui.app import make_app
+from grpo_tui.services.run_stream import Series
 from grpo_tui.widgets.metric_chart import MetricChart
 
 from ..run_fixtures import make_finished_run
@@ -122,3 +125,32 @@ async def test_a_new_theme_redraws_the_charts_in_its_colours(tmp_path):
         app.theme = "grpo-light"
         await wait_until(pilot, lambda: colours() != dark)
         assert chart.get_component_rich_style("metric-chart--line").color in colours()
+
+
+class OneChart(App):
+    def compose(self):
+        yield MetricChart("reward", id="chart")
+
+
+async def test_a_new_step_repaints_the_title_line_and_the_rows_that_changed():
+    app = OneChart()
+    async with app.run_test(size=(70, 16)) as pilot:
+        chart = app.query_one(MetricChart)
+        series = Series()
+        series.extend(list(range(1, 45)), [0.5 + 0.3 * math.sin(step / 5) for step in range(1, 45)])
+        chart.show(series.snapshot("reward", chart.buckets))
+        await pilot.pause()
+        calls = []
+        real = chart.refresh
+        chart.refresh = lambda *regions, **kwargs: (calls.append(regions), real(*regions, **kwargs))[1]
+        series.extend([45], [0.6])  # the plot still spans steps 1-50 and the same values: only a few rows change
+        chart.show(series.snapshot("reward", chart.buckets))
+        await pilot.pause()
+        assert chart.border_title == "reward  0.6000" and "reward  0.6000" in app.screen._compositor.render_strips()[0].text
+        assert calls and all(calls), "no call repainted the whole chart"
+        regions = [region for call in calls for region in call]
+        [title] = [r for r in regions if r.y < 0]
+        assert title.height == 1 and title.width == chart.outer_size.width, "the title line, border included"
+        lines = [r for r in regions if r.y >= 0]
+        assert lines and len(lines) < chart.size.height - 2, "only the plot rows at the new step changed"
+        assert all(r.height == 1 and r.width == chart.size.width for r in lines)
