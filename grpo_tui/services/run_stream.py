@@ -96,7 +96,7 @@ class Series:
         first = 0 if window is None else bisect_right(steps, steps[n - 1] - window, 0, n)
         blocks = self.blocks.blocks(self.values, first, buckets)
         size = blocks.size
-        xs = tuple(steps[i] for i in range(blocks.start, n, size))
+        xs = tuple(steps[blocks.start:n:size])
         return SeriesSnapshot(key, n, buckets, xs, blocks.lows, blocks.highs, self.values[-1], blocks.means,
                               size, steps[n - 1], window)
 

@@ -41,10 +41,14 @@ def x_domain(first: int, last: int, window: int | None = None) -> tuple[int, int
 
 def y_domain(lows, highs) -> tuple[float, float]:
     """The values the plot spans: the data's range widened to round ticks, so it changes only now and then."""
-    finite = [v for v in (*lows, *highs) if math.isfinite(v)]
-    if not finite:
+    if not lows:
         return 0.0, 1.0
-    lo, hi = min(finite), max(finite)
+    lo, hi = min(min(lows), min(highs)), max(max(lows), max(highs))
+    if not (math.isfinite(lo) and math.isfinite(hi)):  # min() passes over a NaN unless it comes first
+        finite = [v for v in (*lows, *highs) if math.isfinite(v)]
+        if not finite:
+            return 0.0, 1.0
+        lo, hi = min(finite), max(finite)
     if hi == lo:
         pad = abs(lo) * 0.1 or 0.5
         lo, hi = lo - pad, hi + pad
@@ -86,6 +90,19 @@ def columns(steps, lows, highs, x0: int, x1: int, dots: int) -> list[tuple[float
     return out
 
 
+def _dot_range(span: tuple[float, float], y_max: float, scale: float, bottom_dot: int) -> tuple[int, int]:
+    """The top and bottom dot rows of one column's (min, max), on the plot."""
+    lo, hi = span
+    try:
+        top, bottom = round((y_max - hi) * scale), round((y_max - lo) * scale)
+    except (ValueError, OverflowError):  # NaN or an infinity: pinned to the edge it points to
+        top = round((y_max - hi) * scale) if math.isfinite(hi) else (0 if hi > 0 else bottom_dot)
+        bottom = round((y_max - lo) * scale) if math.isfinite(lo) else (0 if lo > 0 else bottom_dot)
+    top = 0 if top < 0 else bottom_dot if top > bottom_dot else top
+    bottom = 0 if bottom < 0 else bottom_dot if bottom > bottom_dot else bottom
+    return top, bottom
+
+
 def ema(values, weight: float = EMA_WEIGHT) -> list[float]:
     """Exponential moving average, debiased for the first points (TensorBoard's smoothing)."""
     out, last, n = [], 0.0, 0
@@ -112,25 +129,21 @@ class Raster:
     def blank(cls, rows: int, width: int) -> Raster:
         return cls(rows, width, [[0] * width for _ in range(rows)], [[0] * width for _ in range(rows)], set())
 
-    def draw(self, spans: list[tuple[float, float] | None], y_min: float, y_max: float, faint: bool = False) -> None:
-        """Set the dots of ``spans`` (one per dot column), each column joined to the one before it."""
+    def draw(self, spans: list[tuple[float, float] | None], y_min: float, y_max: float, faint: bool = False,
+             start: int = 0) -> None:
+        """Set the dots of ``spans`` (one per dot column), each column joined to the one before it; from dot
+        column ``start`` on (a redraw of the columns that changed, into cells cleared from there)."""
         grid = self.faint if faint else self.line
         bottom_dot = self.rows * 4 - 1
         scale = bottom_dot / (y_max - y_min) if y_max > y_min else 0.0
-        previous = None
-        for c, span in enumerate(spans[: self.width * 2]):
+        before = spans[start - 1] if 0 < start <= len(spans) else None
+        previous = None if before is None else _dot_range(before, y_max, scale, bottom_dot)
+        for c in range(start, min(len(spans), self.width * 2)):
+            span = spans[c]
             if span is None:
                 previous = None
                 continue
-            lo, hi = span
-            try:
-                top, bottom = round((y_max - hi) * scale), round((y_max - lo) * scale)
-            except (ValueError, OverflowError):  # NaN or an infinity: pinned to the edge it points to
-                top = round((y_max - hi) * scale) if math.isfinite(hi) else (0 if hi > 0 else bottom_dot)
-                bottom = round((y_max - lo) * scale) if math.isfinite(lo) else (0 if lo > 0 else bottom_dot)
-            top = 0 if top < 0 else bottom_dot if top > bottom_dot else top
-            bottom = 0 if bottom < 0 else bottom_dot if bottom > bottom_dot else bottom
-            here = (top, bottom)
+            here = top, bottom = _dot_range(span, y_max, scale, bottom_dot)
             if previous is not None:
                 if bottom < previous[0] - 1:
                     bottom = previous[0] - 1
@@ -147,6 +160,12 @@ class Raster:
             for r in range(first + 1, last):
                 grid[r][cell] |= masks[0][3]
             grid[last][cell] |= masks[0][bottom & 3]
+
+    def clear_from(self, cell: int) -> None:
+        """Clear the series' cells from column ``cell`` on (markers are drawn over them afterwards)."""
+        blank = [0] * max(self.width - cell, 0)
+        for row in self.line:
+            row[cell:] = blank
 
     def mark(self, column: int) -> None:
         """A vertical rule at dot column ``column`` (a warning's step)."""

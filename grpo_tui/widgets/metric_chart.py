@@ -89,6 +89,7 @@ class MetricChart(Widget):
         self.cursor: int | None = None  # a step
         self.smooth = False
         self._strips: list[Strip] = []
+        self._kept = None  # (axes, spans, raster) of the last plain draw, to redraw only what changed
         self._row_keys: list = []  # what each plot row of ``_strips`` was drawn from (a row that matches is reused)
         self._style_theme: str | None = None
         self._style_cache: dict[str, Style] = {}
@@ -281,13 +282,15 @@ class MetricChart(Widget):
         rows, cells = max(height - 1, 1), self.plot_width
         dots = cells * 2
         x0, x1 = self._domain()
-        grid = Raster.blank(rows, cells)
+        spans = raster.columns(steps, lows, highs, x0, x1, dots)
         if self.smooth:
-            grid.draw(raster.columns(steps, lows, highs, x0, x1, dots), y_min, y_max, faint=True)
+            self._kept = None
+            grid = Raster.blank(rows, cells)
+            grid.draw(spans, y_min, y_max, faint=True)
             line = raster.ema(series.means)
             grid.draw(raster.columns(steps, line, line, x0, x1, dots), y_min, y_max)
         else:
-            grid.draw(raster.columns(steps, lows, highs, x0, x1, dots), y_min, y_max)
+            grid = self._plain_raster(spans, rows, cells, y_min, y_max)
         for step in self._markers:
             if x0 <= step <= series.end_step:
                 grid.mark(raster.column_of(step, x0, x1, dots))
@@ -306,6 +309,23 @@ class MetricChart(Widget):
         self._row_keys = keys
         strips.append(self._x_axis(first_step, end_step, cells, styles, width))
         return strips
+
+    def _plain_raster(self, spans: list, rows: int, cells: int, y_min: float, y_max: float) -> Raster:
+        """The series' dots, redrawn from the first dot column whose span changed since the last plain
+        draw on the same axes (a live step changes the last columns only); markers go on a copy."""
+        geometry, kept = (rows, cells, y_min, y_max), self._kept
+        if kept is not None and kept[0] == geometry:
+            _, old_spans, data = kept
+            first = next((c for c, (a, b) in enumerate(zip(old_spans, spans)) if a != b), len(spans))
+            if first < len(spans):
+                start = first - first % 2  # a cell holds two dot columns: redraw both
+                data.clear_from(start // 2)
+                data.draw(spans, y_min, y_max, start=start)
+        else:
+            data = Raster.blank(rows, cells)
+            data.draw(spans, y_min, y_max)
+        self._kept = (geometry, spans, data)
+        return Raster(rows, cells, [row[:] for row in data.line], data.faint, set())
 
     def _row(self, grid: Raster, r: int, label: str, styles: dict[str, Style], width: int) -> Strip:
         line_bits, faint_bits = grid.line[r], grid.faint[r]

@@ -154,3 +154,31 @@ async def test_a_new_step_repaints_the_title_line_and_the_rows_that_changed():
         lines = [r for r in regions if r.y >= 0]
         assert lines and len(lines) < chart.size.height - 2, "only the plot rows at the new step changed"
         assert all(r.height == 1 and r.width == chart.size.width for r in lines)
+
+
+class TwoCharts(App):
+    CSS = "MetricChart { height: 14; width: 48; }"
+
+    def compose(self):
+        yield MetricChart("reward", id="live")
+        yield MetricChart("reward", id="fresh")
+
+
+async def test_a_chart_redrawn_step_by_step_shows_what_a_fresh_one_draws():
+    """The live chart redraws only the dot columns that changed; it must match a chart drawn from scratch."""
+    app = TwoCharts()
+    async with app.run_test(size=(60, 30)) as pilot:
+        live, fresh = app.query_one("#live", MetricChart), app.query_one("#fresh", MetricChart)
+        series = Series()
+        for step in range(1, 400):
+            value = 0.5 + 0.3 * math.sin(step / 7) + (2.0 if step == 150 else 0.0) + (step > 300) * 0.8
+            series.extend([step], [value])
+            if step % 7 and step not in (150, 151, 300, 301):
+                continue
+            snapshot = series.snapshot("reward", live.buckets)
+            markers = (120,) if step > 200 else ()
+            live.show(snapshot, markers)
+            fresh._kept, fresh._row_keys = None, []  # as if never drawn
+            fresh.show(snapshot, markers)
+            assert live.text == fresh.text, f"at step {step}"
+        await pilot.pause()
