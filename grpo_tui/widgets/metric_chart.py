@@ -197,8 +197,10 @@ class MetricChart(Widget):
         if len(before) != len(strips) or (before and before[0].cell_length != width):
             self.refresh()
             return
-        # whole lines: Textual's renderer sends a changed line's strip from its start anyway
-        changed = [Region(0, y, width, 1) for y, (old, new) in enumerate(zip(before, strips))
+        # whole lines, borders included: Textual sends a widget's line from its left edge anyway, and a line
+        # that stops short of its right edge costs it a copy of the line (a crop) on every frame
+        outer = self.outer_size.width
+        changed = [Region(-1, y, outer, 1) for y, (old, new) in enumerate(zip(before, strips))
                    if old is not new and old != new]
         if changed:  # only the lines that changed go to the screen
             self.refresh(*changed)
@@ -334,9 +336,11 @@ class MetricChart(Widget):
         else:
             chars = "".join(map(CELLS.__getitem__, line_bits))
         segments = [Segment(label.rjust(LABEL_WIDTH) + ("┤" if label else "│"), styles["axis"])]
+        # a row's width is known (the label column, then one cell per plot cell): saying so spares Textual
+        # measuring the braille text character by character
         if not (grid.marker or grid.cursor is not None or self.smooth):
             segments.append(Segment(chars, styles["line"]))
-            return self._strip(segments, width)
+            return self._row_strip(segments, grid, width)
         line, faint, marker = styles["line"], styles["faint"], styles["marker"]
         cursor = Style(bgcolor=styles["cursor"].bgcolor)
         start, run_style = 0, None
@@ -349,6 +353,11 @@ class MetricChart(Widget):
                     segments.append(Segment(chars[start:x], run_style))
                 start, run_style = x, style
         segments.append(Segment(chars[start:], run_style))
+        return self._row_strip(segments, grid, width)
+
+    def _row_strip(self, segments: list[Segment], grid: Raster, width: int) -> Strip:
+        if LABEL_WIDTH + 1 + grid.width == width:  # as wide as the chart (it is, unless the chart is tiny)
+            return Strip(segments, width)
         return self._strip(segments, width)
 
     def _x_axis(self, first_step: int, end_step: int, cells: int, styles: dict[str, Style], width: int) -> Strip:

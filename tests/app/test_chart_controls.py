@@ -153,7 +153,7 @@ async def test_a_new_step_repaints_the_title_line_and_the_rows_that_changed():
         assert title.height == 1 and title.width == chart.outer_size.width, "the title line, border included"
         lines = [r for r in regions if r.y >= 0]
         assert lines and len(lines) < chart.size.height - 2, "only the plot rows at the new step changed"
-        assert all(r.height == 1 and r.width == chart.size.width for r in lines)
+        assert all(r.height == 1 and r.x == -1 and r.width == chart.outer_size.width for r in lines), "borders too"
 
 
 class TwoCharts(App):
