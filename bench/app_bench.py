@@ -618,7 +618,7 @@ def bench_coldstart(work: Path, table: Table, args) -> None:
     table.add(f"{SMALL_STEPS}-step run: median of {len(times)}", _median(times), target=TARGETS["coldstart"],
               note="runs: " + ", ".join("-" if t is None else f"{t:.2f}" for t in times))
     big = cached_run(work, "load100k", LOAD_STEPS)
-    table.add(f"{LOAD_STEPS:,}-step run (header waits for the full load)", cold_start(work, big))
+    table.add(f"{LOAD_STEPS:,}-step run (the header shows before the charts)", cold_start(work, big))
     for modules in (["grpo_tui.app"], WATCH_MODULES):
         imports = [run_child("import", *modules)["seconds"] for _ in range(args.repeat)]
         label = "grpo_tui.app" if len(modules) == 1 else "cli, app, screens.runs, screens.monitor"

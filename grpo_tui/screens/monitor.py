@@ -188,7 +188,7 @@ class MonitorScreen(Screen):
             self._final = post.final
             if self._asked is not None and self._asked.serial > grid.data.request.serial:
                 self._ask_charts(self._asked)  # asked for after the reader's last look at its queue
-        self.loaded = True
+        self.loaded = self.loaded or not post.preview
 
     @property
     def grid(self) -> ChartGrid:

@@ -53,6 +53,7 @@ class Post:
     slow: Slow | None = None
     charts: ChartData | None = None
     final: RunStream | None = None
+    preview: bool = False  # state only, posted while a long backlog is read: the run's events come after
 
 
 def latest_request(requests: SimpleQueue, current: ChartRequest | None, timeout: float = 0.0) -> ChartRequest | None:
@@ -72,13 +73,17 @@ def follow(folder: RunFolder, config: dict, requests: SimpleQueue, post: Callabl
     newest ``ChartRequest`` from ``requests`` when it arrives, and when steps were read (at most every
     CHART_SECONDS); waiting on the queue lets a request wake the reader. ``backlog``: the start of the
     stream, read meanwhile by a child process (``backlog.py``)."""
-    stream = backlog.stream(cancelled) if backlog is not None else RunStream(folder)
     log = LogFollower(folder.log_file, limit=LOG_TAIL_BYTES)
-    pending = StreamUpdate()
+    if backlog is not None and backlog.proc is not None:  # the header need not wait for a long backlog
+        state = folder.read_state()
+        post(Post(StreamView(), Slow(live_status(folder, state), MappingProxyType(state), (), (), ""), preview=True))
+    stream = backlog.stream(cancelled) if backlog is not None else RunStream(folder)
+    # what a child read goes to the viewer as if this thread had read it
+    pending = StreamUpdate(stream.metrics_read, list(stream.warnings), list(stream.lifecycle))
     request: ChartRequest | None = None
     answered, built = 0, None
     posted_at = slow_at = alerts_at = charts_at = float("-inf")
-    stale = False  # steps were read since the charts were last built
+    stale = bool(pending.steps)  # steps were read since the charts were last built
     alerts: tuple[HealthWarning, ...] = ()
     while not cancelled():
         update = stream.poll()
