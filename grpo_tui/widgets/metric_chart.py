@@ -12,6 +12,7 @@ wheel posts ``Zoom`` and a click ``Pointed``, and the screen decides for all its
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_right
 
 from rich.segment import Segment
@@ -27,6 +28,7 @@ from . import chart_raster as raster
 from .chart_raster import BRAILLE, Raster
 
 LABEL_WIDTH = 7  # the y labels' column: ``number`` never writes more
+TITLE_SECONDS = 0.5  # the value in a title changes no faster: a number changing faster cannot be read
 CELLS = (" ", *(chr(BRAILLE + bits) for bits in range(1, 256)))  # a cell's character by its dots
 
 
@@ -89,6 +91,9 @@ class MetricChart(Widget):
         self.cursor: int | None = None  # a step
         self.smooth = False
         self._strips: list[Strip] = []
+        self._title_at = self._redrawn_at = 0.0
+        self._title_timer = None
+        self._titled: str | None = None
         self._kept = None  # (axes, spans, raster) of the last plain draw, to redraw only what changed
         self._row_keys: list = []  # what each plot row of ``_strips`` was drawn from (a row that matches is reused)
         self._style_theme: str | None = None
@@ -184,6 +189,7 @@ class MetricChart(Widget):
     def redraw(self) -> None:
         if not self.is_mounted:
             return
+        self._redrawn_at = time.monotonic()
         self._set_titles()
         width, height = self.size.width, self.size.height
         if width <= 0 or height <= 0:
@@ -230,16 +236,30 @@ class MetricChart(Widget):
         else:
             title = f"{self.title}  {last:.4f}" if abs(last) < 1000 else f"{self.title}  {last:.4g}"
         if title != self._drawn_title:  # border_title reads back as markup: compare with what was set
-            self._drawn_title = title
-            self._retitle(title)
+            now = time.monotonic()
+            if last is None or self._titled != self.title or now - self._title_at >= TITLE_SECONDS:
+                self._drawn_title, self._titled, self._title_at = title, self.title, now
+                self._retitle(title)
+            elif self._title_timer is None:
+                self._title_timer = self.set_timer(TITLE_SECONDS * 2, self._late_title)
         subtitle = self._subtitle()
         if subtitle != self._drawn_subtitle:
             self.border_subtitle = self._drawn_subtitle = subtitle
 
+    def _late_title(self) -> None:
+        """Redraws stopped coming (the run ended or paused) before the newest value was shown: show it."""
+        self._title_timer = None
+        if time.monotonic() - self._redrawn_at < TITLE_SECONDS:  # they still come: the next one will
+            self._title_timer = self.set_timer(TITLE_SECONDS * 2, self._late_title)
+            return
+        self._title_at = 0.0
+        self._set_titles()
+
     def _retitle(self, title: str) -> None:
-        """Set the border title, repainting the top line only. The value in it changes with nearly every
-        redraw, and Textual's ``border_title`` setter repaints the whole widget (and in a frame of its own
-        when set outside a redraw); this stores what the setter stores (Textual is pinned)."""
+        """Set the border title, repainting the top line only: Textual's ``border_title`` setter repaints
+        the whole widget (and makes a frame of its own when set outside a redraw); this stores what the
+        setter stores (Textual is pinned). A new value waits for the first redraw TITLE_SECONDS after the
+        last; ``_late_title`` shows it when no redraw comes."""
         self._border_title = self.render_str(title).expand_tabs(4).split()[0]
         self.refresh(Region(-1, -1, self.outer_size.width, 1))  # content coordinates: the border is above
 

@@ -10,7 +10,7 @@ from textual.app import App
 
 from grpo_tui.app import make_app
 from grpo_tui.services.run_stream import Series
-from grpo_tui.widgets.metric_chart import MetricChart
+from grpo_tui.widgets.metric_chart import TITLE_SECONDS, MetricChart
 
 from ..run_fixtures import make_finished_run
 
@@ -139,7 +139,7 @@ async def test_a_new_step_repaints_the_title_line_and_the_rows_that_changed():
         series = Series()
         series.extend(list(range(1, 45)), [0.5 + 0.3 * math.sin(step / 5) for step in range(1, 45)])
         chart.show(series.snapshot("reward", chart.buckets))
-        await pilot.pause()
+        await pilot.pause(TITLE_SECONDS)
         calls = []
         real = chart.refresh
         chart.refresh = lambda *regions, **kwargs: (calls.append(regions), real(*regions, **kwargs))[1]
@@ -154,6 +154,13 @@ async def test_a_new_step_repaints_the_title_line_and_the_rows_that_changed():
         lines = [r for r in regions if r.y >= 0]
         assert lines and len(lines) < chart.size.height - 2, "only the plot rows at the new step changed"
         assert all(r.height == 1 and r.x == -1 and r.width == chart.outer_size.width for r in lines), "borders too"
+
+        series.extend([46], [0.55])  # at once: the plot takes it, the title's value waits
+        chart.show(series.snapshot("reward", chart.buckets))
+        await pilot.pause()
+        assert chart.border_title == "reward  0.6000" and chart._series.end_step == 46
+        await pilot.pause(3 * TITLE_SECONDS)  # no redraw comes: the newest value shows all the same
+        assert chart.border_title == "reward  0.5500"
 
 
 class TwoCharts(App):
