@@ -26,7 +26,9 @@ from .run_status import live_status
 from .run_stream import ChartData, ChartRequest, RunStream, StreamUpdate, StreamView
 
 POLL_SECONDS = 0.15
-CHART_SECONDS = 0.2  # while steps arrive, charts are rebuilt (and so redrawn) at most this often
+# while steps arrive, charts are rebuilt (and so redrawn) at most this often: a step waits at most this long
+# for its frame, so it is on screen within a quarter of a second, and the app draws no more frames than that needs
+CHART_SECONDS = 0.22
 SLOW_SECONDS = 1.0  # state and status, samples, log
 ALERT_SECONDS = 5.0  # stall and crash checks
 POST_SECONDS = 0.25  # plain metrics are posted no more often (a viewer draws no faster than that anyway)
