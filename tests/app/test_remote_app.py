@@ -106,7 +106,8 @@ async def test_the_launch_form_checks_on_the_host_and_starts_the_run_there(remot
         status = screen.query_one("#launch-status")
         await wait_until(pilot, lambda: "is not a file on this machine" in str(status.render()), timeout=60)
         assert "cannot launch on gpubox" in str(status.render())
-        assert app.focused is screen.form.widget_for("rl_env_module")
+        # the field is focused after the next refresh (its section may have to open first)
+        await wait_until(pilot, lambda: app.focused is screen.form.widget_for("rl_env_module"), timeout=10)
 
         fill(screen, rl_env_module=PATTERN["rl_env_module"])
         await settle(pilot)
