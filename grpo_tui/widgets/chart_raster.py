@@ -66,13 +66,29 @@ def step_at(column: int, x0: int, x1: int, dots: int) -> int:
     return x0 + -(-column * (x1 - x0 + 1) // dots)
 
 
-def columns(steps, lows, highs, x0: int, x1: int, dots: int) -> list[tuple[float, float] | None]:
+def columns(steps, lows, highs, x0: int, x1: int, dots: int, kept: list | None = None,
+            same: int = 0) -> list[tuple[float, float] | None]:
     """(min, max) per dot column of the blocks starting at ``steps``; columns between two blocks are
-    filled with the straight line joining them."""
+    filled with the straight line joining them.
+
+    ``kept``: this function's answer for the same axes when the first ``same`` blocks (all inside the
+    axes) were the ones given now: the columns those blocks alone decide are taken from it, and only the
+    rest is computed again (a live chart's new step changes its last block or adds one)."""
     out: list[tuple[float, float] | None] = [None] * dots
     scale, last = dots / (x1 - x0 + 1), dots - 1
-    previous = None
-    for step, lo, hi in zip(steps, lows, highs):
+    previous, begin = None, 0
+    if kept is not None and len(kept) == dots and 0 < same < len(steps):
+        def column(j: int) -> int:
+            return min(int((steps[j] - x0) * scale), last)
+
+        j = same  # the first block that may differ: start from the first block of its column
+        while j > 0 and column(j - 1) == column(j):
+            j -= 1
+        if j > 0:  # the block before it anchors the line to it
+            anchor = column(j - 1)
+            out[:anchor + 1] = kept[:anchor + 1]
+            previous, begin = (anchor, (lows[j - 1] + highs[j - 1]) / 2), j
+    for step, lo, hi in zip(steps[begin:], lows[begin:], highs[begin:]):
         if step < x0 or step > x1:
             continue
         c = int((step - x0) * scale)  # column_of, inlined: this loop runs for every block of every redraw

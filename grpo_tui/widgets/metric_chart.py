@@ -94,6 +94,7 @@ class MetricChart(Widget):
         self._title_at = self._redrawn_at = 0.0
         self._title_timer = None
         self._titled: str | None = None
+        self._spans_kept = None  # (axes and blocks, how many blocks, spans) of the last snapshot drawn
         self._kept = None  # (axes, spans, raster) of the last plain draw, to redraw only what changed
         self._row_keys: list = []  # what each plot row of ``_strips`` was drawn from (a row that matches is reused)
         self._style_theme: str | None = None
@@ -304,7 +305,7 @@ class MetricChart(Widget):
         rows, cells = max(height - 1, 1), self.plot_width
         dots = cells * 2
         x0, x1 = self._domain()
-        spans = raster.columns(steps, lows, highs, x0, x1, dots)
+        spans = self._spans(series, x0, x1, dots)
         if self.smooth:
             self._kept = None
             grid = Raster.blank(rows, cells)
@@ -331,6 +332,18 @@ class MetricChart(Widget):
         self._row_keys = keys
         strips.append(self._x_axis(first_step, end_step, cells, styles, width))
         return strips
+
+    def _spans(self, series: SeriesSnapshot, x0: int, x1: int, dots: int) -> list:
+        """The dot columns' spans, computed again only from the last block the previous snapshot had when
+        the axes and the blocks' size and start are the same (its complete blocks cannot have changed)."""
+        steps, lows, highs = series.steps, series.lows, series.highs
+        key = (x0, x1, dots, series.size, steps[0], series.window)
+        kept, same = None, 0
+        if self._spans_kept is not None and self._spans_kept[0] == key and series.window is None:
+            kept, same = self._spans_kept[2], self._spans_kept[1] - 1
+        spans = raster.columns(steps, lows, highs, x0, x1, dots, kept, same)
+        self._spans_kept = (key, len(steps), spans)
+        return spans
 
     def _plain_raster(self, spans: list, rows: int, cells: int, y_min: float, y_max: float) -> Raster:
         """The series' dots, redrawn from the first dot column whose span changed since the last plain

@@ -134,3 +134,21 @@ def test_ema_is_debiased_and_smooths():
     assert all(abs(v - 1.0) < 1e-9 for v in smooth)
     noisy = raster.ema([0.0, 1.0] * 50)
     assert max(noisy[20:]) - min(noisy[20:]) < 0.2
+
+
+@pytest.mark.parametrize("dots", [40, 97])
+def test_columns_computed_again_from_the_last_kept_block_match_columns_computed_afresh(dots):
+    rand = random.Random(dots)
+    series, kept, reused = Series(), None, 0
+    for step in range(1, 3000):
+        series.extend([step], [rand.gauss(0.5, 0.2) + (3.0 if step % 911 == 0 else 0.0)])
+        snap = series.snapshot("reward", dots)
+        x0, x1 = raster.x_domain(snap.steps[0], snap.end_step)
+        key = (x0, x1, snap.size, snap.steps[0])
+        fresh = raster.columns(snap.steps, snap.lows, snap.highs, x0, x1, dots)
+        if kept is not None and kept[0] == key:
+            again = raster.columns(snap.steps, snap.lows, snap.highs, x0, x1, dots, kept[2], kept[1] - 1)
+            assert again == fresh, f"step {step}"
+            reused += 1
+        kept = (key, len(snap.steps), fresh)
+    assert reused > 2000, "most steps kept their axes and blocks"
