@@ -337,9 +337,9 @@ class MetricChart(Widget):
         """The dot columns' spans, computed again only from the last block the previous snapshot had when
         the axes and the blocks' size and start are the same (its complete blocks cannot have changed)."""
         steps, lows, highs = series.steps, series.lows, series.highs
-        key = (x0, x1, dots, series.size, steps[0], series.window)
+        key = (x0, x1, dots, series.size, steps[0])
         kept, same = None, 0
-        if self._spans_kept is not None and self._spans_kept[0] == key and series.window is None:
+        if series.window is None and self._spans_kept is not None and self._spans_kept[0] == key:
             kept, same = self._spans_kept[2], self._spans_kept[1] - 1
         spans = raster.columns(steps, lows, highs, x0, x1, dots, kept, same)
         self._spans_kept = (key, len(steps), spans)
@@ -369,8 +369,6 @@ class MetricChart(Widget):
         else:
             chars = "".join(map(CELLS.__getitem__, line_bits))
         segments = [Segment(label.rjust(LABEL_WIDTH) + ("┤" if label else "│"), styles["axis"])]
-        # a row's width is known (the label column, then one cell per plot cell): saying so spares Textual
-        # measuring the braille text character by character
         if not (grid.marker or grid.cursor is not None or self.smooth):
             segments.append(Segment(chars, styles["line"]))
             return self._row_strip(segments, grid, width)
@@ -389,6 +387,8 @@ class MetricChart(Widget):
         return self._row_strip(segments, grid, width)
 
     def _row_strip(self, segments: list[Segment], grid: Raster, width: int) -> Strip:
+        """A row's strip. Its width is known (the label column, then one cell per plot cell): saying so
+        spares Textual measuring the braille text character by character."""
         if LABEL_WIDTH + 1 + grid.width == width:  # as wide as the chart (it is, unless the chart is tiny)
             return Strip(segments, width)
         return self._strip(segments, width)
