@@ -18,6 +18,7 @@ from textual.screen import Screen
 from trainer_core.contract.config import RunConfig
 from trainer_core.contract.run_folder import RunFolder, resolve_runs_dir
 
+from .safe_text import clean, clean_line
 from .theming import DEFAULT_THEME, load_themes
 
 
@@ -53,6 +54,11 @@ class GrpoApp(App):
             self.open_monitor(self.watch_path)
         elif self.start == "launch":
             self.open_launch(self.launch_config)
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """Every notification is literal text: what it says may come from a run, a dataset or a host."""
+        super().notify(clean(message), title=clean_line(title), severity=severity, timeout=timeout, markup=False)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The palette offers every key binding of the current screen, so nothing needs remembering."""

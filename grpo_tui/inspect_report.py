@@ -10,20 +10,21 @@ from rich.table import Table
 from rich.text import Text
 
 from .palette import Palette, plain_palette
+from .safe_text import clean, literal
 
 
 def flags_text(summary: dict, palette: Palette) -> Text:
     text = Text()
     if summary.get("failed"):
         text.append("The inspection failed: ", style=palette.role("error", bold=True))
-        text.append(str(summary.get("error", "")) + "\n")
+        text.append(clean(summary.get("error", "")) + "\n")
         return text
     flags = summary.get("flags", [])
     if not flags:
         text.append("No problems found: scores vary within groups and the model sometimes succeeds.\n", style=palette.role("success"))
     for f in flags:
-        text.append(f"{f['severity'].upper():8} {f['flag']}: ", style=palette.severity(f["severity"]))
-        text.append(f["message"] + "\n")
+        text.append(clean(f"{f['severity'].upper():8} {f['flag']}: "), style=palette.severity(f["severity"]))
+        text.append(clean(f["message"]) + "\n")
     return text
 
 
@@ -44,7 +45,7 @@ def numbers_table(summary: dict) -> Table:
         ("groups with zero spread", f"{zero} of {groups}" + (f" ({zero / groups:.0%})" if groups else "")),
     ]
     for name, value in rows:
-        table.add_row(name, value)
+        table.add_row(name, literal(value))
     return table
 
 
@@ -67,10 +68,11 @@ def samples_table(records: list[dict], palette: Palette, limit: int = 20, width:
                          max_width=30 if name in ("prompt", "columns") else None)
     for r in records[:limit]:
         score = r.get("score")
-        shown = Text(r.get("error", "?")[:60], style=palette.role("error")) if score is None else f"{score:.3f}"
+        shown = literal(str(r.get("error", "?"))[:60], style=palette.role("error")) if score is None else f"{score:.3f}"
         prompt = " ".join(str(r.get("prompt", "")).split())[-width:]
         columns = ", ".join(f"{k}={v}" for k, v in (r.get("columns") or {}).items())
-        table.add_row(str(r.get("prompt_index")), shown, prompt, " ".join(str(r.get("completion", "")).split())[:width * 2], columns[:60])
+        completion = " ".join(str(r.get("completion", "")).split())[:width * 2]
+        table.add_row(literal(r.get("prompt_index")), shown, literal(prompt), literal(completion), literal(columns[:60]))
     return table
 
 

@@ -213,6 +213,7 @@ class SshServer:
                            "runs_dir": f"{runs_dir}/{folder}", "env": dict(env or {})}
         path = Path(path)
         path.write_text(yaml.safe_dump(hosts, sort_keys=False))
+        path.chmod(0o600)  # load_hosts refuses a hosts file others may write, whatever the umask made it
         return path
 
     def stop(self) -> None:

@@ -11,6 +11,7 @@ import functools
 import os
 import sys
 
+from ..safe_text import clean
 from . import (
     demo,
     events,
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             return forward(args)
         return args.handler(args)
     except BadInput as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {clean(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # output piped into `head` and the like: stop quietly, as other command-line tools do

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from ..safe_text import json_bytes
 from ..services.run_export import event_lines, mirror_lines
 from .common import add_host, add_run_ref, resolve
 
@@ -42,6 +43,6 @@ def run(args) -> int:
         lines = event_lines(folder, args.start, follow=args.follow)
     out = sys.stdout.buffer
     for line in lines:
-        out.write(line + b"\n")
+        out.write(json_bytes(line) + b"\n")
         out.flush()
     return 0

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from trainer_core.contract.run_folder import FORMAT_VERSION, resolve_runs_dir
 
 from .. import __version__
+from ..safe_text import clean, clean_line
 from ..services.gpus import list_gpus
 from .common import add_runs_dir
 
@@ -32,8 +33,8 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(info))
         return 0
-    print(f"grpo-tui {info['version']} (run format {info['run_format']}) on {info['hostname']}, python {info['python']}")
-    print(f"runs folder: {info['runs_dir']}")
     gpus = info["gpus"]
-    print(f"GPUs: {len(gpus)}" + "".join(f"\n  {g['index']}: {g['name']}" for g in gpus))
+    print(clean(f"grpo-tui {info['version']} (run format {info['run_format']}) on {info['hostname']}, "
+                f"python {info['python']}\nruns folder: {info['runs_dir']}\nGPUs: {len(gpus)}"
+                + "".join(f"\n  {g['index']}: {clean_line(g['name'])}" for g in gpus)))
     return 0

@@ -13,8 +13,10 @@ import sys
 
 from trainer_core.contract.config import ConfigError, RunConfig
 from trainer_core.contract.placement import parse_gpus, plan
+from trainer_core.contract.remote_wire import parse_launch_reply
 from trainer_core.contract.status import Status
 
+from ..safe_text import clean, clean_json
 from ..services.gpus import visible_indices
 from ..services.supervisor import start_root
 from .common import BadInput, add_host, config_of
@@ -164,15 +166,17 @@ def launch_remote(args) -> int:
         done = ex.conn.run(words, input=data, timeout=600)
     except HostError as exc:
         raise BadInput(str(exc)) from None
-    sys.stderr.write(done.stderr.decode(errors="replace"))
+    sys.stderr.write(clean(done.stderr.decode(errors="replace")))
     if done.returncode != 0:
         return done.returncode
     if args.json or args.dry_run:
-        sys.stdout.write(done.stdout.decode())
+        sys.stdout.write(clean_json(done.stdout.decode(errors="replace")))
         return 0
-    started = json.loads(done.stdout)
-    host = ex.name
-    print(f"launched run {started['run_id']} on {host}\n  folder: {host}:{started['path']}"
-          f"\n  watch:  grpo-tui watch {started['run_id']} --host {host}"
-          f"\n  stop:   grpo-tui stop {started['run_id']} --host {host}")
+    try:
+        started = parse_launch_reply(json.loads(done.stdout))
+    except ValueError as exc:  # not JSON, or a reply that breaks the format (WireError)
+        raise BadInput(f"host {ex.name}: launch --json: {exc}") from None
+    host, run_id = ex.name, started.run_id
+    print(clean(f"launched run {run_id} on {host}\n  folder: {host}:{started.path}"
+                f"\n  watch:  grpo-tui watch {run_id} --host {host}\n  stop:   grpo-tui stop {run_id} --host {host}"))
     return 0

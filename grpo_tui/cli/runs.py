@@ -19,6 +19,7 @@ from trainer_core.contract.run_folder import RUNS_DIR_ENV
 from ..executors.hosts import LOCAL, HostError, load_hosts
 from ..formatting import format_duration, format_steps, format_time, short_model
 from ..palette import plain_palette
+from ..safe_text import clean_line, json_bytes
 from ..services.catalog import RunInfo, UnknownRunError, list_runs, resolve_run, run_info
 from .common import BadInput, add_runs_dir
 
@@ -83,12 +84,12 @@ def run(args) -> int:
     else:
         runs = local_runs(args)
     for error in errors:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {clean_line(error)}", file=sys.stderr)
     if args.json:
         # orjson: the same JSON as json.dumps(indent=2), many times faster on thousands of rows
-        sys.stdout.write(orjson.dumps([r.to_dict() for r in runs], option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(json_bytes(orjson.dumps([r.to_dict() for r in runs], option=orjson.OPT_INDENT_2)).decode() + "\n")
     elif not runs and not names:
-        print(f"no runs in {args.runs_dir or os.environ.get(RUNS_DIR_ENV) or './runs'}")
+        print(clean_line(f"no runs in {args.runs_dir or os.environ.get(RUNS_DIR_ENV) or './runs'}"))
     elif not runs:
         print("no runs" + (" on the hosts that answered" if errors else ""))
     elif sys.stdout.isatty():
@@ -106,9 +107,9 @@ def plain_table(runs: list[RunInfo], hosts: bool = False) -> str:
     for run in runs:
         reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
         warnings = f"{run.warnings} ({run.last_warning})" if run.warnings else "0"
-        rows.append(([run.host or LOCAL] if hosts else []) + [
+        rows.append([clean_line(cell) for cell in ([run.host or LOCAL] if hosts else []) + [
             run.run_id, status_text(run), format_steps(run.step, run.total), reward, warnings,
-            format_time(run.started), format_duration(run.duration), run.model or "-", run.project or "-"])
+            format_time(run.started), format_duration(run.duration), run.model or "-", run.project or "-"]])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n" for row in rows)
 
@@ -130,10 +131,15 @@ def format_table(runs: list[RunInfo], hosts: bool = False) -> Table:
                          no_wrap=not shrinks, overflow="ellipsis", min_width=4 if shrinks else None)
     for run in runs:
         reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
-        warnings = Text(f"{run.warnings} ({run.last_warning})" if run.warnings else "0",
+        warnings = Text(clean_line(f"{run.warnings} ({run.last_warning})" if run.warnings else "0"),
                         style=palette.role("warning") if run.warnings else "dim", no_wrap=True, overflow="ellipsis")
-        cells = [Text(run.run_id), Text(run.project or "-"), Text(short_model(run.model)),
-                 Text(status_text(run), style=palette.status(run.status)), format_steps(run.step, run.total),
-                 reward, warnings, format_time(run.started), format_duration(run.duration)]
-        table.add_row(*([Text(run.host or LOCAL)] if hosts else []), *cells)
+        cells = [_cell(run.run_id), _cell(run.project or "-"), _cell(short_model(run.model)),
+                 Text(clean_line(status_text(run)), style=palette.status(run.status)),
+                 _cell(format_steps(run.step, run.total)), reward, warnings, format_time(run.started),
+                 format_duration(run.duration)]
+        table.add_row(*([_cell(run.host or LOCAL)] if hosts else []), *cells)
     return table
+
+
+def _cell(text: object) -> Text:
+    return Text(clean_line(text))

@@ -1,9 +1,16 @@
-"""``grpo-tui stop``: graceful with a checkpoint, then TERM/KILL of every process the run started."""
+"""``grpo-tui stop``: graceful with a checkpoint, then TERM/KILL of every process the run started.
+
+Exit code 1 when a process is left after KILL, or when something on record was refused (a process that
+does not carry the run's marker, a malformed Slurm job id): the run may still be running and the user
+should look. With ``--json`` the refusal is also said on stderr, which is what a remote caller shows.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 
+from ..safe_text import clean
 from ..services.supervisor import stop_run
 from .common import add_host, add_run_ref, resolve
 
@@ -24,12 +31,14 @@ def run(args) -> int:
     if args.json:
         report = stop_run(folder, force=args.force, timeout=args.timeout)
         print(json.dumps({"run_id": report.run_id, "was_running": report.was_running, "graceful": report.graceful,
-                          "forced": report.forced, "left": report.left,
+                          "forced": report.forced, "left": report.left, "refused": report.refused,
                           "status": report.status.value if report.status else None, "message": report.describe()}))
-        return 1 if report.left else 0
+        if report.refused:
+            print(f"error: {clean(report.describe())}", file=sys.stderr)
+        return 1 if report.failed else 0
     if not args.force:
-        print(f"stopping run {folder.run_id}: finishing the current step and saving a checkpoint "
+        print(f"stopping run {clean(folder.run_id)}: finishing the current step and saving a checkpoint "
               f"(up to {args.timeout:.0f}s, then forced) ...", flush=True)
     report = stop_run(folder, force=args.force, timeout=args.timeout)
-    print(report.describe())
-    return 1 if report.left else 0
+    print(clean(report.describe()))
+    return 1 if report.failed else 0

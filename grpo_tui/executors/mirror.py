@@ -8,11 +8,15 @@ byte at the host's offsets, so after a dropped connection the copy asks again fr
 is lost and none is repeated. What only the host can judge (is the process alive, watcher alerts, its GPUs)
 arrives as status messages and is kept in ``.remote.json``, which ``services/run_status`` reads in place of
 a process check.
+
+The host is not trusted: every line is parsed by ``trainer_core.contract.remote_wire`` before anything is
+written, every local path is checked to stay inside the host's cache folder, and an append may start only
+where the copy ends (or, for a tail-only file's first bytes of a stream, further on). A line that breaks the
+format ends the copy of that run with one error naming the host; the other runs and hosts go on.
 """
 
 from __future__ import annotations
 
-import base64
 import os
 import subprocess
 import tempfile
@@ -20,11 +24,27 @@ import threading
 import time
 from pathlib import Path
 
-from orjson import dumps, loads
+from orjson import dumps
 
-from trainer_core.contract.run_folder import RunFolder, write_bytes_atomic
+from trainer_core.contract.remote_wire import (
+    APPENDED,
+    MAX_LINE,
+    Append,
+    End,
+    GpuReport,
+    Reset,
+    RunHeader,
+    StatusReport,
+    WholeFile,
+    WireError,
+    parse_mirror_line,
+    parse_mirror_message,
+    parse_run_id,
+)
+from trainer_core.contract.run_folder import FORMAT_VERSION, RunFolder, write_bytes_atomic
+from trainer_core.contract.run_summary import warning_record
 
-from ..services.run_export import APPENDED, WHOLE
+from ..services.run_export import TAIL_LIMITS
 from ..services.run_status import REMOTE_FILE
 from .hosts import HostError
 from .ssh_connection import Connection, check_remote
@@ -37,8 +57,24 @@ def cache_root() -> Path:
     return Path(cache) / "grpo-tui" / "hosts"
 
 
+def host_cache(host: str) -> Path:
+    """``cache_root()/host``; HostError if that would not be one folder right inside the cache root."""
+    root = cache_root()
+    if (root / host).resolve().parent != root.resolve():
+        raise HostError(f"host {host}: its name cannot be a folder of the mirror cache {root}")
+    return root / host
+
+
 def mirror_path(host: str, run_id: str) -> Path:
-    return cache_root() / host / run_id
+    """Where the copy of ``run_id`` of ``host`` lives: checked to be a folder right inside ``host_cache(host)``."""
+    try:
+        parse_run_id(run_id)
+    except WireError as exc:
+        raise HostError(f"host {host}: {exc}") from None
+    base = host_cache(host)
+    if (base / run_id).resolve().parent != base.resolve():
+        raise HostError(f"host {host}: run {run_id}: its copy would not stay inside {base}")
+    return base / run_id
 
 
 def _private(path: Path) -> Path:
@@ -52,7 +88,8 @@ class Mirror:
 
     ``start()`` runs the stream in a thread that reconnects with backoff until the run has ended (or
     ``stop()``); ``sync()`` copies once, in the calling thread. ``ready`` is set once config and state
-    have arrived; ``reconnects`` counts the streams that were started again after a drop.
+    have arrived; ``reconnects`` counts the streams that were started again after a drop. ``rejected`` is
+    set when the host sent something that breaks the format: the copy stops there, ``error`` says why.
     """
 
     def __init__(self, conn: Connection, run_id: str, remote_path: str):
@@ -60,13 +97,16 @@ class Mirror:
         self.host = conn.host.name
         self.folder = RunFolder(_private(mirror_path(self.host, run_id)))
         os.chmod(self.folder.path.parent, 0o700)
+        self._inside = self.folder.path.resolve()
         self.ready = threading.Event()
         self.ended = threading.Event()
+        self.rejected = threading.Event()
         self.reconnects = 0
         self.error: str | None = None
         self._stop = threading.Event()
         self._proc = None
         self._thread: threading.Thread | None = None
+        self._started: set[str] = set()  # appended files that had bytes in this stream
         self._remote: dict = {"host": self.host, "remote_path": remote_path, "status": None, "alerts": [],
                               "gpus": [], "connected": False}
         self._write_remote()
@@ -106,12 +146,12 @@ class Mirror:
     def _loop(self) -> None:
         backoff = BACKOFF_START
         first = True
-        while not self._stop.is_set() and not self.ended.is_set():
+        while not self._stop.is_set() and not self.ended.is_set() and not self.rejected.is_set():
             if not first:
                 self.reconnects += 1
             first = False
             got = self._stream(follow=True)
-            if self.ended.is_set() or self._stop.is_set():
+            if self.ended.is_set() or self._stop.is_set() or self.rejected.is_set():
                 break
             backoff = BACKOFF_START if got else min(backoff * 2, BACKOFF_MAX)
             self._set_remote(connected=False, error=self.error or "the connection dropped; reconnecting")
@@ -120,28 +160,42 @@ class Mirror:
     # -- one stream -------------------------------------------------------------------------------------
 
     def _offsets(self) -> list[str]:
-        sizes = {}
-        for name in APPENDED:
-            try:
-                sizes[name] = os.stat(self.folder.path / name).st_size
-            except OSError:
-                sizes[name] = 0
+        sizes = {name: self._size(name) for name in APPENDED}
         return ["--from", str(sizes["events.jsonl"]), "--from-samples", str(sizes["samples.jsonl"]),
                 "--from-log", str(sizes["trainer.log"])]
+
+    def _size(self, name: str) -> int:
+        try:
+            return os.stat(self.folder.path / name).st_size
+        except OSError:
+            return 0
 
     def _stream(self, follow: bool) -> bool:
         """One ``events --mirror`` stream, applied as it comes; True when it delivered anything."""
         got = False
         args = ["events", self.remote_path, "--mirror", *self._offsets(), *(["--follow"] if follow else [])]
+        self._started = set()
         try:
             with tempfile.TemporaryFile() as err:
                 self._proc = proc = self.conn.popen(args, stdout=subprocess.PIPE, stderr=err)
-                for line in proc.stdout:
-                    if not line.endswith(b"\n"):
-                        break  # cut off mid-line by a drop: asked for again from the copy's sizes
-                    self._apply(loads(line))
-                    got = True
-                    self.error = None
+                try:
+                    while line := proc.stdout.readline(MAX_LINE + 1):
+                        if not line.endswith(b"\n"):
+                            if len(line) > MAX_LINE:
+                                raise WireError(f"a line longer than {MAX_LINE} bytes")
+                            break  # cut off mid-line by a drop: asked for again from the copy's sizes
+                        self._apply(line)
+                        got = True
+                        self.error = None
+                except WireError as exc:
+                    self._kill(proc)
+                    self._reject(exc)
+                    return got
+                except OSError as exc:  # the copy cannot be written here (a full disk): retried with backoff
+                    self._kill(proc)
+                    self.error = (f"host {self.host}: run {self.run_id}: cannot write its copy in {self.folder.path}: "
+                                  f"{exc.strerror or exc}")
+                    return got
                 proc.stdout.close()
                 code = proc.wait()
                 err.seek(0)
@@ -154,43 +208,73 @@ class Mirror:
                 self.error = f"host {self.host}: {said[-1] if said else f'the stream exited with {code}'}"
         except HostError as exc:
             self.error = str(exc)
-        except ValueError as exc:  # a line that is not JSON: not a grpo-tui stream
-            self.error = f"host {self.host}: the events stream sent something that is not JSON ({exc})"
         finally:
             self._proc = None
         return got
 
-    def _apply(self, message: dict) -> None:
-        path = self.folder.path
-        if "append" in message:
-            name = message["append"]
-            if name in APPENDED:
-                self._append(path / name, int(message["offset"]), base64.b64decode(message["data"]))
-        elif "file" in message:
-            if message["file"] in WHOLE:
-                write_bytes_atomic(path / message["file"], base64.b64decode(message["data"]), fsync=False)
-                if (path / "config.yaml").exists() and (path / "state.json").exists():
-                    self.ready.set()
-        elif "status" in message:
-            self._set_remote(status=message["status"], alerts=message.get("alerts") or [], connected=True, error=None)
-        elif "gpus" in message:
-            self._set_remote(gpus=message["gpus"])
-        elif "reset" in message and message["reset"] in APPENDED:
-            with open(path / message["reset"], "wb"):
-                pass
-        elif "end" in message:
-            self._set_remote(status=message["end"], connected=True, error=None)
-            self.ready.set()
-            if message["end"] not in ("starting", "running", "stopping"):
-                self.ended.set()
-
     @staticmethod
-    def _append(path: Path, offset: int, data: bytes) -> None:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    def _kill(proc: subprocess.Popen) -> None:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+    def _reject(self, exc: WireError) -> None:
+        """The host broke the format: the copy of this run stops, with one error that names the host."""
+        self.error = (f"host {self.host}: run {self.run_id}: its events stream sent a bad line ({exc}); "
+                      "the copy is not updated any more")
+        self.rejected.set()
+        self._set_remote(connected=False, error=self.error)
+
+    def _apply(self, message: bytes | dict) -> None:
+        """Parse one stream line (or its decoded JSON) and apply it; WireError if it breaks the format."""
+        parsed = parse_mirror_line(message) if isinstance(message, bytes) else parse_mirror_message(message)
+        if isinstance(parsed, Append):
+            self._append(parsed)
+        elif isinstance(parsed, WholeFile):
+            write_bytes_atomic(self._path(parsed.file), parsed.data, fsync=False)
+            if self._path("config.yaml").exists() and self._path("state.json").exists():
+                self.ready.set()
+        elif isinstance(parsed, StatusReport):
+            self._set_remote(status=parsed.status.value, alerts=[warning_record(a) for a in parsed.alerts],
+                             connected=True, error=None)
+        elif isinstance(parsed, GpuReport):
+            self._set_remote(gpus=[g.to_wire() for g in parsed.gpus])
+        elif isinstance(parsed, Reset):
+            os.close(os.open(self._path(parsed.file), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600))
+            self._started.discard(parsed.file)
+        elif isinstance(parsed, End):
+            self._set_remote(status=parsed.status.value, connected=True, error=None)
+            self.ready.set()
+            if not parsed.status.is_live:
+                self.ended.set()
+        elif isinstance(parsed, RunHeader):
+            if parsed.run_id != self.run_id:
+                raise WireError(f"run.run_id: expected {self.run_id!r}, the run that was asked for, got {parsed.run_id!r}")
+            if parsed.format_version != FORMAT_VERSION:
+                raise WireError(f"run.format_version: expected {FORMAT_VERSION}, got {parsed.format_version!r}")
+
+    def _path(self, name: str) -> Path:
+        """``name`` in the copy, checked to resolve inside it (a link planted there does not lead out)."""
+        path = self.folder.path / name
+        if path.resolve().parent != self._inside:
+            raise WireError(f"{name}: {path} leads out of the copy's folder {self._inside}")
+        return path
+
+    def _append(self, message: Append) -> None:
+        """Bytes at the host's offset: no further than the copy's end, except where a tail-only file's first
+        bytes of a stream skip its start (the copy keeps the host's offsets: it starts with a hole)."""
+        path = self._path(message.file)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
-            if os.fstat(fd).st_size != offset:
-                os.ftruncate(fd, offset)  # longer: a tail-only copy starts with a hole
-            os.pwrite(fd, data, offset)
+            size = os.fstat(fd).st_size
+            may_skip = message.file in TAIL_LIMITS and message.file not in self._started
+            if message.offset > size and not may_skip:
+                raise WireError(f"offset: expected at most {size}, the size of the copy's {message.file}, "
+                                f"got {message.offset}")
+            if message.offset > size:
+                os.ftruncate(fd, message.offset)
+            os.pwrite(fd, message.data, message.offset)
+            self._started.add(message.file)
         finally:
             os.close(fd)
 
@@ -200,4 +284,3 @@ class Mirror:
 
     def _write_remote(self) -> None:
         write_bytes_atomic(self.folder.path / REMOTE_FILE, dumps(self._remote), fsync=False)
-

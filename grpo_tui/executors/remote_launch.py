@@ -35,9 +35,9 @@ def launch_remote(ex: SshExecutor, config: RunConfig, gpus: list[int] | None = N
         raise LaunchError(f"cannot launch on {ex.name}", str(exc)) from None
     except HostError as exc:
         raise LaunchError(f"cannot reach {ex.name}", str(exc)) from None
-    if not verdict.get("ok"):
-        first = verdict["problems"][0]
-        raise LaunchError(f"cannot launch on {ex.name}", first["message"], first.get("field"))
+    if not verdict.ok:  # the reply is checked: a refusal names at least one problem
+        first = verdict.problems[0]
+        raise LaunchError(f"cannot launch on {ex.name}", first.message, first.field)
     try:
         return ex.find(ex.launch(words)["run_id"])
     except HostError as exc:

@@ -6,8 +6,8 @@ Slurm requeue the job, and ``exec``s ``grpo-tui job-start`` so that the signal r
 process and not a shell that would swallow it. ``job-start`` (``cli/job_start.py``) then resumes the run
 when this is a restart and ``exec``s its root. Every word of it is quoted for the shell; the ``#SBATCH``
 lines come from checked settings (``trainer_core/contract/slurm_settings.py``). The job id goes into
-state.json; from then on the run folder is the truth as for any run, and the queue says only whether it
-waits (``services/slurm_queue.py``).
+state.json once it is checked to be one (it is later passed to scancel and scontrol); from then on the run
+folder is the truth as for any run, and the queue says only whether it waits (``services/slurm_queue.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from trainer_core.contract.config import ConfigError, RunConfig
 from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.slurm_job import GRACE_ENV
+from trainer_core.contract.slurm_job import GRACE_ENV, valid_job_id
 from trainer_core.contract.slurm_settings import grace, sbatch_options
 from trainer_core.contract.status import Status
 
@@ -74,6 +74,11 @@ def submit(folder: RunFolder, config: RunConfig, placement, env: dict | None = N
         raise ConfigError("slurm", f"Slurm refused the job: {said[-1] if said else done.returncode}. The script is "
                           f"{script}; fix the slurm settings (partition, time, sbatch_args) and launch again.")
     job = done.stdout.strip().split(";")[0]
+    if not valid_job_id(job):  # recorded, it would be passed to scancel and scontrol later
+        _refused(folder, f"sbatch --parsable printed {job!r}, not a job id")
+        raise ConfigError("slurm", f"run {folder.run_id}: sbatch --parsable printed {job!r}, not a Slurm job id "
+                          "(digits, or digits_digits); is `sbatch` on PATH the real one? Check the queue with "
+                          "`squeue --me` and cancel a job it may have submitted.")
     folder.write_state(slurm_job_id=job)
     QUEUE.forget()
     return job

@@ -4,7 +4,9 @@ OpenSSH rather than a Python SSH library: it honours everything in a user's ssh 
 agent, hardware keys, certificates, the 2FA prompts of HPC login nodes), and its ControlMaster gives one
 authenticated connection per host that every command and stream reuses, so a poll costs a round trip, not
 a handshake. The master is started explicitly (``-f -N``, its stderr in a file, so a failure to connect is
-read and named), lives in a private folder (0700) and exits after ``CONTROL_PERSIST`` idle seconds.
+read and named), lives in a private folder (0700) and exits after ``CONTROL_PERSIST`` idle seconds. That
+folder is checked without following links (``os.lstat``): the fallback in /tmp is a name another user can
+take first, as a symlink to a folder of theirs or as their own folder, and a socket there is theirs to use.
 
 An unknown or changed host key is never accepted: ``StrictHostKeyChecking=yes`` is given before anything
 from the user's config (OpenSSH keeps the first value it reads), and the error says how to accept the key
@@ -17,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import stat
 import subprocess
 import tempfile
 import threading
@@ -52,10 +55,29 @@ def control_dir() -> Path:
 
 
 def _private_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    info = path.stat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise HostError(f"the SSH control folder {path} must be yours and private (chmod 700 {path})")
+    """``path``, made 0700 if missing; HostError unless it is a real folder (not a link), ours, 0700."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(path, 0o700)
+        os.chmod(path, 0o700)  # ours, just made: whatever the umask took away
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise HostError(f"cannot create the SSH control folder {path}: {exc.strerror}; set ${CONTROL_DIR_ENV} "
+                        "to a folder of yours") from None
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise HostError(f"the SSH control folder {path} is a symbolic link; grpo-tui keeps "
+                        f"its SSH sockets only in a real folder of yours: remove the link (rm {path}) or set "
+                        f"${CONTROL_DIR_ENV} to a private folder")
+    if not stat.S_ISDIR(info.st_mode):
+        raise HostError(f"the SSH control folder {path} is not a folder: remove it or set ${CONTROL_DIR_ENV}")
+    if info.st_uid != os.getuid():
+        raise HostError(f"the SSH control folder {path} belongs to uid {info.st_uid}, not to you (uid {os.getuid()}); "
+                        f"grpo-tui keeps its SSH sockets only in a folder of yours: set ${CONTROL_DIR_ENV} to one")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        raise HostError(f"the SSH control folder {path} must be yours and private (mode {stat.S_IMODE(info.st_mode):o}, "
+                        f"not 700): chmod 700 {path}")
     return path
 
 

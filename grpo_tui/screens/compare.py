@@ -19,6 +19,7 @@ from textual_plotext import PlotextPlot
 
 from trainer_core.contract.run_folder import RunFolder
 
+from ..safe_text import clean_line, literal
 from ..services.run_stream import ChartData, ChartRequest, RunStream
 
 METRICS = ("reward", "reward_std", "kl", "entropy", "loss", "completions/mean_length")
@@ -72,10 +73,11 @@ class CompareScreen(Screen):
             series = charts.get(key)
             if series is None or not series.count:
                 continue
-            plt.plot(list(series.steps), list(series.highs), marker="braille", label=path.name)
+            plt.plot(list(series.steps), list(series.highs), marker="braille", label=clean_line(path.name))
         plt.title(key)
         plot.refresh()
-        self.query_one("#legend", Label).update(f"comparing {' vs '.join(p.name for p in self.paths)} — {key} (m: next)")
+        names = " vs ".join(p.name for p in self.paths)
+        self.query_one("#legend", Label).update(literal(clean_line(f"comparing {names} — {key} (m: next)")))
 
     def action_next_metric(self) -> None:
         self.metric += 1

@@ -22,6 +22,7 @@ from trainer_core.contract.config import RunConfig
 
 from ..inspect_report import report
 from ..palette import app_palette
+from ..safe_text import literal
 from ..services import inspections
 from .confirm import ConfirmScreen
 
@@ -81,7 +82,7 @@ class InspectScreen(Screen):
     def _show(self, status: str) -> None:
         summary = self.inspection.summary()
         self.finished = bool(summary)
-        self.query_one("#status", Label).update(status)
+        self.query_one("#status", Label).update(literal(status))
         self.report_view = report(summary, self.inspection.records(), app_palette(self.app))
         self.query_one("#body", Static).update(self.report_view)
         self.query_one("#launch", Button).disabled = not self.finished or bool(summary.get("failed"))
@@ -109,7 +110,7 @@ class InspectScreen(Screen):
 
     def on_inspect_screen_progress(self, message: Progress) -> None:
         if message.inspection is None:
-            self.query_one("#status", Label).update(message.text)
+            self.query_one("#status", Label).update(literal(message.text))
         else:
             self.inspection = message.inspection
             self._show(message.text)

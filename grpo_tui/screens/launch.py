@@ -24,7 +24,6 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Label
@@ -34,6 +33,7 @@ from trainer_core.contract.placement import Placement
 
 from ..executors.hosts import LOCAL
 from ..presets import PRESETS, preset_values
+from ..safe_text import literal
 from ..services.gpus import GPU, list_gpus, visible_indices
 from ..services.launching import SKIPPED, LaunchError, gate_inspection, launch_from_app
 from ..widgets.command_preview import CommandPreview, launch_command
@@ -118,7 +118,7 @@ class LaunchScreen(Screen):
         visible = visible_indices(gpus)
         self.gpus = [g for g in gpus if g.index in visible]
         self.available = [g.index for g in self.gpus]
-        yield Label(Content(f"new run in {self.runs_dir}"), id="title")
+        yield Label(literal(f"new run in {self.runs_dir}"), id="title")
         with VerticalScroll(id="body"):
             yield Label("preset", classes="section-title")
             yield PresetBar()
@@ -166,7 +166,7 @@ class LaunchScreen(Screen):
         await box.remove_children()
         await box.mount(PlacementPicker(self.gpus))
         where = f"in {self.runs_dir}" if message.host == LOCAL else f"on {message.host}"
-        self.query_one("#title", Label).update(Content(f"new run {where}"))
+        self.query_one("#title", Label).update(literal(f"new run {where}"))
         self.refresh_preview()
         if message.error:
             self.picker.show_plan(message.error, "-error")

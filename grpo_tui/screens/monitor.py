@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Log, TabbedContent, TabPane
+from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from trainer_core.contract.events import HealthWarning
@@ -29,6 +29,7 @@ from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 
 from ..executors.remote_run import RemoteRun
+from ..safe_text import clean_line
 from ..services import run_reader
 from ..services.backlog import Backlog
 from ..services.gpus import list_gpus
@@ -39,6 +40,7 @@ from ..widgets.chart_grid import ChartGrid
 from ..widgets.completions import CompletionsTable
 from ..widgets.gpu_panel import GpuPanel
 from ..widgets.health_panel import CriticalBanner, HealthPanel
+from ..widgets.log_view import LogView
 from ..widgets.run_header import RunHeader
 from .confirm import ConfirmScreen
 
@@ -116,7 +118,7 @@ class MonitorScreen(Screen):
             with TabPane("Completions", id="completions"):
                 yield CompletionsTable(id="samples")
             with TabPane("Log", id="log"):
-                yield Log(id="log-view", max_lines=5000)
+                yield LogView(id="log-view", max_lines=5000)
             with TabPane("GPU", id="gpu"):
                 yield GpuPanel(id="gpus")
         yield Footer()
@@ -125,7 +127,7 @@ class MonitorScreen(Screen):
         if self.remote is None:
             self.query_one("#gpus", GpuPanel).show(list_gpus())
         else:
-            self.sub_title = f"on {self.remote.host}"
+            self.sub_title = clean_line(f"on {self.remote.host}")
             self._show_remote_gpus()
         self.follow()
         self.grid.want()  # so the reader has the charts' widths before its first read ends
@@ -167,7 +169,7 @@ class MonitorScreen(Screen):
                 self.last_sample = slow.samples[-1]
                 self.query_one("#samples", CompletionsTable).set_samples(list(slow.samples))
             if slow.log_text:
-                self.query_one("#log-view", Log).write(slow.log_text)
+                self.query_one("#log-view", LogView).add(slow.log_text)
             if self.remote is not None:
                 self._show_remote_gpus()
         grid = self.grid

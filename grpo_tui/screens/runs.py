@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Footer, Label
 
 from trainer_core.contract.status import Status
 
+from ..safe_text import clean_line, literal
 from ..services.catalog import RunInfo
 from ..services.run_list import RunList
 from ..widgets.runs_table import FIRST_ROWS, RunsTable
@@ -89,9 +90,9 @@ class RunsScreen(Screen):
         self._title = ""
 
     def compose(self) -> ComposeResult:
-        yield Label(f"runs in {self.runs_dir}", id="title")
+        yield Label(literal(f"runs in {self.runs_dir}"), id="title")
         if self.hosts:
-            yield Label("hosts: " + "  ".join(f"{name} …" for name in self.hosts), id="hosts")
+            yield Label(literal("hosts: " + "  ".join(f"{name} …" for name in self.hosts)), id="hosts")
         yield RunsTable(hosts=bool(self.hosts), id="runs")
         yield Footer()
 
@@ -141,7 +142,8 @@ class RunsScreen(Screen):
         from ..executors.hosts import HostError
 
         try:
-            runs, error = self.executor(name).list_runs(), None
+            listed = self.executor(name).read_runs()  # error: the rows it sent that were left out
+            runs, error = listed.runs, listed.error
         except HostError as exc:
             runs, error = None, str(exc)
         except Exception as exc:  # a host that answers nonsense must not take the screen down
@@ -152,9 +154,11 @@ class RunsScreen(Screen):
         self._polling.discard(message.host)
         if message.error is not None:
             self.host_errors[message.host] = message.error
-            changed = frozenset()  # its last known runs stay listed
         else:
             self.host_errors.pop(message.host, None)
+        if message.runs is None:
+            changed = frozenset()  # its last known runs stay listed
+        else:
             old = {r.key: r for r in self.host_runs.get(message.host, [])}
             self.host_runs[message.host] = message.runs
             changed = frozenset(r.key for r in message.runs if old.get(r.key) != r)
@@ -173,7 +177,7 @@ class RunsScreen(Screen):
                 parts.append(f"{name} ✓ {len(self.host_runs[name])} runs")
             else:
                 parts.append(f"{name} …")
-        self.query_one("#hosts", Label).update("hosts: " + "  ·  ".join(parts))
+        self.query_one("#hosts", Label).update(literal("hosts: " + "  ·  ".join(clean_line(p) for p in parts)))
 
     def _show(self, changed: frozenset, removed: frozenset, partial: bool = False) -> None:
         remote = [run for name in self.hosts for run in self.host_runs.get(name, [])]
@@ -200,7 +204,7 @@ class RunsScreen(Screen):
                  else f"no runs in {where} yet: press n to start one")
         if title != self._title:  # an update lays the screen out again: only when it says something new
             self._title = title
-            self.query_one("#title", Label).update(title)
+            self.query_one("#title", Label).update(literal(title))
 
     def on_runs_screen_done(self, message: Done) -> None:
         self.notify(message.text, severity="error" if message.error else "information", timeout=10 if message.error else 5)

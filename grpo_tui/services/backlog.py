@@ -7,6 +7,11 @@ on another core; the child folds the file with the same ``RunStream`` the reader
 stream back pickled through a pipe. The reader adopts it and polls on from its offset, so nothing is
 read twice or missed. A child that fails or sends something else costs nothing but time: the reader then
 reads the file itself, as it does for a short one.
+
+The child never imports from the folder the app was started in (a ``trainer_core.py`` or ``orjson.py``
+lying there would otherwise run as our code, and write the pickle the app loads): it runs with ``-P``
+(Python 3.11+: no working folder on ``sys.path``) and, for 3.10, in the folder that holds this package,
+whose modules are ours anyway; so it is given the run folder's absolute path.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from trainer_core.contract.run_folder import RunFolder
 from .run_stream import RunStream
 
 BACKLOG_BYTES = 8 * 1024 * 1024
+SAFE_CWD = Path(__file__).resolve().parents[2]  # the folder holding grpo_tui: nothing foreign to import there
+SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []  # -P: no working folder on the child's sys.path
 
 
 class Backlog:
@@ -30,6 +37,7 @@ class Backlog:
 
     def __init__(self, folder: RunFolder, min_bytes: int | None = None):
         self.folder = folder
+        self.path = folder.path.resolve()
         min_bytes = BACKLOG_BYTES if min_bytes is None else min_bytes
         self.proc: subprocess.Popen | None = None
         self.in_child = False  # whether the stream handed over came from the child
@@ -39,10 +47,10 @@ class Backlog:
             size = 0
         if size >= min_bytes:
             self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL)
+                                         stderr=subprocess.DEVNULL, cwd=SAFE_CWD)
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "grpo_tui.services.backlog", os.fspath(self.folder.path)]
+        return [sys.executable, *SAFE_PATH, "-m", "grpo_tui.services.backlog", os.fspath(self.path)]
 
     def stream(self, cancelled: Callable[[], bool] = lambda: False) -> RunStream:
         """The stream, folded as far as the child read (blocks this thread until it is done); a fresh
@@ -60,10 +68,11 @@ class Backlog:
         if proc.wait() != 0 or cancelled() or not self._belongs(stream):
             return RunStream(self.folder)
         self.in_child = True
+        stream.folder = self.folder  # the child was given the absolute path; callers know the folder as theirs
         return stream
 
     def _belongs(self, stream) -> bool:
-        return isinstance(stream, RunStream) and stream.folder.path == self.folder.path
+        return isinstance(stream, RunStream) and stream.folder.path == self.path
 
     def close(self) -> None:
         """Stop a child still reading (the screen closed first)."""

@@ -12,6 +12,7 @@ import signal
 import time
 
 from rich.console import Console
+from rich.text import Text
 
 from trainer_core.contract.event_log import EventTail
 from trainer_core.contract.events import (
@@ -30,6 +31,7 @@ from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.status import Status
 
 from ..palette import plain_palette
+from ..safe_text import clean
 from .supervisor import LaunchOptions, start_root
 
 EXIT_CODES = {Status.COMPLETED: 0, Status.STOPPED: 3}
@@ -45,33 +47,42 @@ class EventPrinter:
         self.palette = plain_palette()
 
     def show(self, event: Event) -> None:
-        print_, p = self.console.print, self.palette
+        """One event as a line or two; every field is shown literally (``safe_text``), styles come from here."""
+        p = self.palette
+
+        def line(*parts: str | tuple[str, str]) -> None:
+            text = Text()
+            for part in parts:
+                piece, style = part if isinstance(part, tuple) else (part, "")
+                text.append(clean(piece), style=style)
+            self.console.print(text, highlight=False)
+
         if isinstance(event, RunStarted):
             self.total = event.max_steps if event.max_steps and event.max_steps > 0 else None
-            print_(f"[bold]run {event.run_id}[/] started (pid {event.pid}) in {self.folder.path}")
+            line((f"run {event.run_id}", "bold"), f" started (pid {event.pid}) in {self.folder.path}")
             if event.resumed_from:
                 restart = f" (restart {event.restart})" if event.restart else ""
-                print_(f"  resumed from {event.resumed_from}{restart}", highlight=False)
+                line(f"  resumed from {event.resumed_from}{restart}")
         elif isinstance(event, Metrics):
             if self.total is None:
                 self.total = self.folder.read_state().get("max_steps")
-            print_(format_metrics_line(event.step, self.total, event.values), highlight=False)
+            line(format_metrics_line(event.step, self.total, event.values))
         elif isinstance(event, Checkpoint):
-            print_(f"[dim]checkpoint saved at step {event.step}: {event.path}[/]")
+            line((f"checkpoint saved at step {event.step}: {event.path}", "dim"))
         elif isinstance(event, HealthWarning):
-            print_(f"[{p.severity(event.severity)}]warning {event.rule}[/] step {event.step}: {event.message}")
+            line((f"warning {event.rule}", p.severity(event.severity)), f" step {event.step}: {event.message}")
             if event.advice:
-                print_(f"  advice: {event.advice}", highlight=False)
+                line(f"  advice: {event.advice}")
         elif isinstance(event, StopRequested):
-            print_(f"[{p.status(Status.STOPPING)}]stop requested[/] ({event.reason}): finishing the step and saving "
-                   "a checkpoint")
+            line(("stop requested", p.status(Status.STOPPING)),
+                 f" ({event.reason}): finishing the step and saving a checkpoint")
         elif isinstance(event, Error):
-            print_(f"[{p.role('error', bold=True)}]error:[/] {event.message}", highlight=False)
+            line(("error:", p.role("error", bold=True)), f" {event.message}")
             if event.traceback:
-                print_(event.traceback, highlight=False, markup=False)
+                line(event.traceback.rstrip("\n"))
         elif isinstance(event, RunFinished):
             reason = f" ({event.reason})" if event.reason else ""
-            print_(f"[{p.status(event.status)}]run {event.status}[/] at step {event.step}{reason}")
+            line((f"run {event.status}", p.status(event.status)), f" at step {event.step}{reason}")
 
 
 def _complete_size(path) -> int:
@@ -114,8 +125,8 @@ def run_foreground(folder: RunFolder, placement: Placement, options: LaunchOptio
             signal.signal(sig, handler)
     status = folder.status()
     if status is None or not status.is_final:
-        console.print(f"[{printer.palette.role('error', bold=True)}]the run's root process exited with code "
-                      f"{proc.returncode}[/]; see {folder.log_file}")
+        console.print(Text.assemble((f"the run's root process exited with code {proc.returncode}",
+                                     printer.palette.role("error", bold=True)), clean(f"; see {folder.log_file}")))
         return 1
-    console.print(f"run folder: {folder.path}  (log: {folder.log_file.name})", highlight=False)
+    console.print(Text(clean(f"run folder: {folder.path}  (log: {folder.log_file.name})")), highlight=False)
     return EXIT_CODES.get(status, 1)

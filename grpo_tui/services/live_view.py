@@ -36,6 +36,7 @@ from trainer_core.contract.status import Status
 
 from ..formatting import format_duration, format_steps, short_model
 from ..palette import plain_palette
+from ..safe_text import clean, clean_line, from_ansi
 from .log_follow import LogFollower
 from .run_health import watcher_warnings
 from .run_status import is_live, live_status, run_duration, run_total
@@ -53,23 +54,44 @@ CATCH_UP_TYPES = (EventType.RUN_STARTED, EventType.WARNING, EventType.ERROR, Eve
 # -- logs -----------------------------------------------------------------------------------------------
 
 
-def follow_log(folder: RunFolder, out: TextIO | None = None, follow: bool = False, poll: float = 0.2) -> str:
+def follow_log(folder: RunFolder, out: TextIO | None = None, follow: bool = False, poll: float = 0.2,
+               raw: bool = False) -> str:
     """Print trainer.log to ``out`` (stdout); with ``follow``, keep printing what is appended until the run is
     no longer live. Returns the run's status when it stops reading.
+
+    Lines go out whole, through ``safe_text.from_ansi``: ANSI colour is kept as colour on a terminal and
+    dropped in a pipe, and no other escape from the log reaches either. ``raw`` writes the bytes as they are.
     """
     out = out or sys.stdout
     log = LogFollower(folder.log_file)
+    printer = _LogPrinter(out, raw)
     while True:
         # the status is read before the log so the last read catches everything written before the end
         status = live_status(folder)
         for text in log.chunks():
-            out.write(text)
+            printer.add(text)
         if not follow or not is_live(status):
-            out.write(log.close())
+            printer.add(log.close(), final=True)
             out.flush()
             return status
         out.flush()
         time.sleep(poll)
+
+
+class _LogPrinter:
+    def __init__(self, out: TextIO, raw: bool):
+        self.out, self.raw, self.pending = out, raw, ""
+        self.console = Console(file=out, soft_wrap=True, highlight=False, emoji=False)
+
+    def add(self, text: str, final: bool = False) -> None:
+        if self.raw:
+            self.out.write(text)
+            return
+        complete, _, self.pending = (self.pending + text).rpartition("\n")
+        if final and self.pending:
+            complete, self.pending = f"{complete}\n{self.pending}" if complete else self.pending, ""
+        if complete:
+            self.console.print(from_ansi(complete))
 
 
 # -- dashboard ------------------------------------------------------------------------------------------
@@ -183,14 +205,14 @@ def render(snap: Snapshot) -> RenderableType:
 
 def _header(snap: Snapshot) -> RenderableType:
     line = Text.assemble(
-        (snap.run_id, "bold"), "  ", (str(snap.status), plain_palette().status(snap.status)), "  ",
+        (clean_line(snap.run_id), "bold"), "  ", (clean_line(snap.status), plain_palette().status(snap.status)), "  ",
         f"step {format_steps(snap.step, snap.total)}", "  ", f"elapsed {format_duration(snap.elapsed)}",
     )
     if snap.steps_per_s:
         line.append(f"  {snap.steps_per_s:.2f} steps/s")
         if snap.total and snap.step is not None and is_live(snap.status):
             line.append(f"  eta {format_duration((snap.total - snap.step) / snap.steps_per_s)}")
-    sub = Text(f"project {snap.project or '-'}  model {short_model(snap.model, 60)}", style="dim")
+    sub = Text(clean_line(f"project {snap.project or '-'}  model {short_model(snap.model, 60)}"), style="dim")
     return Group(line, sub)
 
 
@@ -199,7 +221,7 @@ def _number(value) -> str:
         return "-"
     if isinstance(value, float):
         return f"{value:.4f}" if abs(value) < 1000 else f"{value:.1f}"
-    return str(value)
+    return clean_line(value)
 
 
 def _metrics_table(snap: Snapshot) -> Table:
@@ -213,9 +235,9 @@ def _metrics_table(snap: Snapshot) -> Table:
         if key == "kl" and snap.kl_coef == 0:
             table.add_row(label, Text("not measured (rl_kl_coef = 0)", style="dim"))
         elif key in snap.metrics or key in ("reward", "loss"):
-            table.add_row(label, _number(snap.metrics.get(key)))
+            table.add_row(label, Text(_number(snap.metrics.get(key))))
     for key in sorted(k for k in snap.metrics if k.startswith("rewards/") and k.endswith("/mean")):
-        table.add_row(Text(key), _number(snap.metrics[key]))
+        table.add_row(Text(clean_line(key)), Text(_number(snap.metrics[key])))
     return table
 
 
@@ -224,21 +246,22 @@ def _warnings_table(warnings: list[HealthWarning]) -> Table:
     for name in ("step", "rule", "severity", "message"):
         table.add_column(name, overflow="fold")
     for w in warnings:
-        message = Text(w.message or "")
+        message = Text(clean(w.message or ""))
         if w.advice:
-            message.append(f"\nadvice: {w.advice}", style="italic")
-        severity = Text(str(w.severity), style=plain_palette().severity(w.severity))
-        table.add_row(Text(str(w.step)), Text(w.rule), severity, message)
+            message.append(clean(f"\nadvice: {w.advice}"), style="italic")
+        severity = Text(clean_line(w.severity), style=plain_palette().severity(w.severity))
+        table.add_row(Text(clean_line(w.step)), Text(clean_line(w.rule)), severity, message)
     return table
 
 
 def _error_panel(error: Error) -> Panel:
     error_style = plain_palette().role("error")
-    body = Text(error.message or "", style=error_style)
+    body = Text(clean(error.message or ""), style=error_style)
     traceback = (error.traceback or "").strip().splitlines()
     if traceback:
-        body.append("\n" + "\n".join(traceback[-6:]), style="dim")
-    return Panel(body, title=f"error ({error.kind}) at step {error.step}", title_align="left", border_style=error_style)
+        body.append(clean("\n" + "\n".join(traceback[-6:])), style="dim")
+    return Panel(body, title=Text(clean_line(f"error ({error.kind}) at step {error.step}")), title_align="left",
+                 border_style=error_style)
 
 
 def _footer(snap: Snapshot) -> Text | None:
@@ -248,11 +271,11 @@ def _footer(snap: Snapshot) -> Text | None:
                     style=palette.status(Status.LOST))
     if snap.finished:
         reason = f": {snap.finished.reason}" if snap.finished.reason else ""
-        return Text(f"run {snap.finished.status} at step {snap.finished.step}{reason}")
+        return Text(clean(f"run {snap.finished.status} at step {snap.finished.step}{reason}"))
     if snap.status.is_final:
-        return Text(f"run {snap.status}" + (f": {snap.exit_reason}" if snap.exit_reason else ""))
+        return Text(clean(f"run {snap.status}" + (f": {snap.exit_reason}" if snap.exit_reason else "")))
     if snap.stop_reason:
-        return Text(f"stop requested ({snap.stop_reason}): finishing the step and saving a checkpoint",
+        return Text(clean(f"stop requested ({snap.stop_reason}): finishing the step and saving a checkpoint"),
                     style=palette.status(Status.STOPPING))
     return None
 

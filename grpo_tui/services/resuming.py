@@ -16,7 +16,7 @@ from trainer_core.contract.checkpoints import CheckpointCheck, check_checkpoints
 from trainer_core.contract.config import ConfigError, RunConfig
 from trainer_core.contract.event_log import last_step
 from trainer_core.contract.placement import Placement
-from trainer_core.contract.run_folder import RunFolder, write_json_atomic
+from trainer_core.contract.run_folder import RunFolder, write_bytes_atomic, write_json_atomic
 from trainer_core.contract.status import Status
 
 
@@ -87,7 +87,8 @@ def apply_resume(folder: RunFolder, plan: ResumePlan, config: RunConfig) -> None
     """Write the resume: config.yaml, torn checkpoints moved aside, state ``starting`` with what it was before.
 
     If a write fails (a full disk), config.yaml and state.json are put back as they were and the error is
-    a ConfigError: the run stays as it was, never ``starting`` with nothing to start it."""
+    a ConfigError: the run stays as it was, never ``starting`` with nothing to start it. Every write is
+    atomic (``write_bytes_atomic``), so neither file is ever left half written."""
     state = folder.read_state()
     old_config = folder.config_file.read_bytes()
     try:
@@ -112,7 +113,8 @@ def apply_resume(folder: RunFolder, plan: ResumePlan, config: RunConfig) -> None
 
 
 def _restore(folder: RunFolder, state: dict, config: bytes) -> None:
-    for restore in (lambda: folder.config_file.write_bytes(config), lambda: write_json_atomic(folder.state_file, state)):
+    for restore in (lambda: write_bytes_atomic(folder.config_file, config),
+                    lambda: write_json_atomic(folder.state_file, state)):
         try:
             restore()
         except OSError:

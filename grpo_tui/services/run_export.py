@@ -11,11 +11,12 @@ copy ends and gets every byte once:
 
 With ``follow`` both go on until the run is no longer live and everything written before that was sent.
 The status is read before the files, so the last pass catches all that was written before the end.
+Each mirror line is built from the message classes of ``trainer_core.contract.remote_wire``, the module the
+receiving side parses them with, so both ends share one definition of the stream.
 """
 
 from __future__ import annotations
 
-import base64
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -23,8 +24,21 @@ from dataclasses import asdict
 
 from orjson import dumps, loads
 
+from trainer_core.contract.remote_wire import (
+    APPENDED,
+    WHOLE,
+    Append,
+    End,
+    GpuRecord,
+    GpuReport,
+    Heartbeat,
+    MirrorMessage,
+    Reset,
+    RunHeader,
+    StatusReport,
+    WholeFile,
+)
 from trainer_core.contract.run_folder import FORMAT_VERSION, RunFolder
-from trainer_core.contract.run_summary import warning_record
 
 from .gpus import list_gpus
 from .run_health import watcher_warnings
@@ -35,8 +49,6 @@ SLOW_SECONDS = 1.0  # status and whole files
 ALERT_SECONDS = 5.0  # watcher alerts and GPUs
 HEARTBEAT_SECONDS = 5.0  # an idle stream still writes: a viewer that went away is noticed (EPIPE), not waited on
 CHUNK = 1 << 20
-APPENDED = ("events.jsonl", "samples.jsonl", "trainer.log")
-WHOLE = ("config.yaml", "state.json")
 TAIL_LIMITS = {"samples.jsonl": 256 * 1024, "trainer.log": 256 * 1024}  # a viewer shows only their ends
 LINES_ONLY = ("events.jsonl", "samples.jsonl")  # sent a complete line at a time
 
@@ -91,14 +103,14 @@ class _Appended:
         self.path, self.name, self.offset = path, name, offset
         self.started = False
 
-    def read(self) -> Iterator[dict]:
+    def read(self) -> Iterator[MirrorMessage]:
         try:
             size = os.stat(self.path).st_size
         except OSError:
             return
         if size < self.offset:  # truncated or replaced: start over
             self.offset = 0
-            yield {"reset": self.name}
+            yield Reset(self.name)
         if not self.started:
             self.started = True
             limit = TAIL_LIMITS.get(self.name)
@@ -119,7 +131,7 @@ class _Appended:
                             return  # the last line is not complete yet
                     data = data[:cut]
                     fh.seek(self.offset + cut)
-                yield {"append": self.name, "offset": self.offset, "data": base64.b64encode(data).decode()}
+                yield Append(self.name, self.offset, data)
                 self.offset += len(data)
 
     def _line_start(self, at: int) -> int:
@@ -132,13 +144,13 @@ class _Appended:
 def mirror_lines(folder: RunFolder, offsets: dict[str, int], follow: bool = False,
                  sleep: Callable = time.sleep) -> Iterator[bytes]:
     """The whole folder as a stream: see the module docstring. ``offsets``: what the viewer already holds."""
-    yield dumps({"run": {"run_id": folder.run_id, "path": str(folder.path.resolve()), "format_version": FORMAT_VERSION}})
+    yield RunHeader(folder.run_id, str(folder.path.resolve()), FORMAT_VERSION).encode()
     appended = [_Appended(os.path.join(folder.path, name), name, offsets.get(name, 0)) for name in APPENDED]
     stamps: dict[str, tuple] = {}
     last_status = last_gpus = None
     slow_at = alert_at = float("-inf")
     sent_at = time.monotonic()
-    alerts: list = []
+    alerts: tuple = ()
     while True:
         now = time.monotonic()
         slow = now - slow_at >= SLOW_SECONDS
@@ -149,35 +161,36 @@ def mirror_lines(folder: RunFolder, offsets: dict[str, int], follow: bool = Fals
         for file in appended:  # appended bytes before the state that may say the run has ended
             for message in file.read():
                 sent = True
-                yield dumps(message)
+                yield message.encode()
         if slow:
             for name in WHOLE:
                 message = _whole(folder, name, stamps)
                 if message:
-                    yield dumps(message)
+                    yield message.encode()
             if now - alert_at >= ALERT_SECONDS or not status.is_live:
                 alert_at = now
-                alerts = [warning_record(w) for w in watcher_warnings(folder, status)]
-                gpus = [asdict(g) for g in list_gpus()]
+                alerts = tuple(watcher_warnings(folder, status))
+                gpus = GpuReport(tuple(GpuRecord(**asdict(g)) for g in list_gpus())).encode()
                 if gpus != last_gpus:
                     last_gpus = gpus
-                    yield dumps({"gpus": gpus})
-            if (status, alerts) != last_status:
-                last_status = (status, alerts)
-                yield dumps({"status": status.value, "alerts": alerts})
+                    yield gpus
+            report = StatusReport(status, alerts).encode()
+            if report != last_status:
+                last_status = report
+                yield report
             if not follow or not status.is_live:
-                yield dumps({"end": status.value})
+                yield End(status).encode()
                 return
         if sent:
             sent_at = now
         elif now - sent_at >= HEARTBEAT_SECONDS:
             sent_at = now
-            yield b"{}"
+            yield Heartbeat().encode()
         else:
             sleep(POLL_SECONDS)
 
 
-def _whole(folder: RunFolder, name: str, stamps: dict) -> dict | None:
+def _whole(folder: RunFolder, name: str, stamps: dict) -> WholeFile | None:
     path = os.path.join(folder.path, name)
     try:
         info = os.stat(path)
@@ -189,4 +202,4 @@ def _whole(folder: RunFolder, name: str, stamps: dict) -> dict | None:
     except OSError:
         return None
     stamps[name] = stamp
-    return {"file": name, "data": base64.b64encode(data).decode()}
+    return WholeFile(name, data)

@@ -4,7 +4,8 @@ A Slurm run's processes live on compute nodes, so its status cannot come from a 
 queue is read with one ``squeue`` call for every job of the user, at most every ``QUEUE_SECONDS`` however
 many runs ask; a job that has left the queue while its run folder records no end is looked up once with
 ``scontrol show job`` (which keeps ended jobs for the cluster's MinJobAge; ``sacct`` needs accounting).
-Commands that fail (no Slurm here, the controller down) read as "unknown", never as an ended job.
+Commands that fail (no Slurm here, the controller down) read as "unknown", never as an ended job, and so
+does a job id that is not one (``slurm_job.check_job_id``): it is never passed to ``scontrol``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
+
+from trainer_core.contract.slurm_job import check_job_id, valid_job_id
 
 QUEUE_SECONDS = 3.0
 WAITING = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD", "SUSPENDED"})
@@ -50,7 +53,9 @@ class _Queue:
             return self._jobs
 
     def ended(self, job_id: str) -> Job | None:
-        """How a job that left the queue ended (scontrol), remembered; None when unknown."""
+        """How a job that left the queue ended (scontrol), remembered; None when unknown (or not a job id)."""
+        if not valid_job_id(job_id):
+            return None
         with self._lock:
             if job_id not in self._ended:
                 found = _scontrol(job_id)
@@ -89,7 +94,7 @@ def _squeue() -> dict[str, Job] | None:
 
 
 def _scontrol(job_id: str) -> Job | None:
-    out = _run(["scontrol", "show", "job", "-o", job_id])
+    out = _run(["scontrol", "show", "job", "-o", check_job_id(job_id)])
     if not out:
         return None
     fields = dict(word.split("=", 1) for word in out.split() if "=" in word)

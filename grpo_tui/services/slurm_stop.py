@@ -4,6 +4,8 @@ A queued job never started: ``scancel`` and the run is ``stopped``. A running jo
 (the stop-request file: finish the step, save a checkpoint), and its processes get a TERM through Slurm
 (``scancel --signal=TERM --full``: the batch shell and every step), since they live on a compute node; if
 the run has not ended within the timeout, ``scancel`` ends the job (TERM, then KILL after KillWait).
+The job id comes from the run folder: it is checked before anything is asked of Slurm (a word such as
+``--me`` would make scancel cancel every job of the user).
 """
 
 from __future__ import annotations
@@ -12,21 +14,25 @@ import subprocess
 import time
 
 from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.slurm_job import check_job_id
 from trainer_core.contract.status import Status
 
 from .run_status import live_status
 from .slurm_queue import QUEUE, queued_job
 
 
-def _scancel(*args: str) -> None:
-    subprocess.run(["scancel", *args], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+def _scancel(folder: RunFolder, job: str, *options: str) -> None:
+    check_job_id(job, folder.run_id)
+    subprocess.run(["scancel", *options, job], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
 
 
 def stop_job(folder: RunFolder, job: str, force: bool, timeout: float, report, on_wait=None):
-    """Fill and return ``report`` (supervisor.StopReport) for the run of Slurm job ``job``."""
+    """Fill and return ``report`` (supervisor.StopReport) for the run of Slurm job ``job``; SlurmJobError,
+    before any command, when ``job`` is not a job id."""
+    check_job_id(job, folder.run_id)
     status = live_status(folder)
     if status is Status.QUEUED:
-        _scancel(job)
+        _scancel(folder, job)
         QUEUE.forget()
         was = Status.parse(folder.read_state().get("status"))
         reason = "cancelled while queued for a restart" if was is not None and was.is_final else \
@@ -43,7 +49,7 @@ def stop_job(folder: RunFolder, job: str, force: bool, timeout: float, report, o
     deadline = time.monotonic() + timeout
     if not force:
         folder.request_stop("grpo-tui stop")
-        _scancel("--signal=TERM", "--full", job)
+        _scancel(folder, job, "--signal=TERM", "--full")
         while time.monotonic() < deadline and live_status(folder).is_live:
             if on_wait:
                 on_wait(deadline - time.monotonic())
@@ -51,7 +57,7 @@ def stop_job(folder: RunFolder, job: str, force: bool, timeout: float, report, o
             time.sleep(1.0)
         report.graceful = not live_status(folder).is_live
     if not report.graceful:
-        _scancel(job)
+        _scancel(folder, job)
         report.forced = [0]
     # the job leaves the queue once its processes are gone: that is "nothing left" on a node we cannot see
     while time.monotonic() < deadline + 60:

@@ -4,7 +4,9 @@ A run's root process (``python -m trainer_core run``) is started in a session of
 /dev/null and its output in the run folder, so a closed terminal, an SSH hang-up or the death of whoever
 launched it cannot reach it. Stopping is graceful first (the trainer finishes the step and saves a
 checkpoint), then TERM and KILL to everything the run started, collected before the first signal, and
-finally a check that nothing is left.
+finally a check that nothing is left. A process state.json names is the run's only if it also carries the
+run's marker (``trainer_core.contract.process.owned``): a planted or stale state.json that names another
+process, even with its true start time, gets a refusal that says why, never a signal.
 """
 
 from __future__ import annotations
@@ -24,8 +26,18 @@ from trainer_core.contract.disk_estimate import require_room
 from trainer_core.contract.event_log import last_step
 from trainer_core.contract.placement import Placement, plan
 from trainer_core.contract.ports import check_port
-from trainer_core.contract.process import alive, collect, process_start_time, run_env, spawn_logged, terminate, verified
+from trainer_core.contract.process import (
+    Refusal,
+    alive,
+    collect,
+    owned,
+    process_start_time,
+    run_env,
+    spawn_logged,
+    terminate,
+)
 from trainer_core.contract.run_folder import RunFolder, resolve_runs_dir
+from trainer_core.contract.slurm_job import SlurmJobError
 from trainer_core.contract.status import Status
 
 from .gpus import visible_indices
@@ -96,10 +108,20 @@ def start_root(folder: RunFolder, placement: Placement, options: LaunchOptions |
 
 def run_processes(folder: RunFolder) -> list[psutil.Process]:
     """Every live process of the run, identity-checked: the recorded roots, their trees, marked strays."""
+    return _run_processes(folder)[0]
+
+
+def _run_processes(folder: RunFolder) -> tuple[list[psutil.Process], list[Refusal]]:
+    """``run_processes`` and the recorded processes refused as not the run's (alive, right start time, no marker)."""
     state = folder.read_state()
-    roots = [p for p in (verified(state.get("root_pid"), state.get("root_start_time")),
-                         verified(state.get("pid"), state.get("pid_start_time"))) if p]
-    return collect(folder.path, roots)
+    roots, refused = [], []
+    for role, start in (("root_pid", "root_start_time"), ("pid", "pid_start_time")):
+        proc, refusal = owned(state.get(role), state.get(start), folder.path, role)
+        if proc is not None:
+            roots.append(proc)
+        elif refusal is not None and all(r.pid != refusal.pid for r in refused):  # root_pid and pid may be one
+            refused.append(refusal)
+    return collect(folder.path, roots), refused
 
 
 @dataclass
@@ -111,10 +133,22 @@ class StopReport:
     left: list[int] = field(default_factory=list)
     status: Status | None = None
     message: str | None = None  # said instead of the usual sentence (a cancelled Slurm job)
+    refused: list[str] = field(default_factory=list)  # why a process on record, or a job id, was not signalled
+
+    @property
+    def failed(self) -> bool:
+        """Something is left, or was refused: the run may still be running, and the user should look."""
+        return bool(self.left or self.refused)
 
     def describe(self) -> str:
+        return " ".join(dict.fromkeys([self._sentence(), *self.refused]))  # a refusal may be the sentence itself
+
+    def _sentence(self) -> str:
         if self.message:
             return self.message
+        if self.refused and not self.was_running:
+            return (f"run {self.run_id}: nothing was signalled; its state.json names a process that is not the run's "
+                    "(planted, or copied from another run?).")
         if not self.was_running:
             return f"run {self.run_id} is not running (status: {self.status}); nothing to stop."
         if self.left:
@@ -129,9 +163,14 @@ def stop_run(folder: RunFolder, *, force: bool = False, timeout: float = DEFAULT
     """Stop a run: graceful (unless ``force``) for up to ``timeout`` s, then TERM+KILL everything left."""
     job = job_of(folder.read_state())
     if job is not None:
-        return stop_job(folder, job, force, timeout, StopReport(folder.run_id, was_running=False), on_wait)
-    procs = run_processes(folder)
-    report = StopReport(folder.run_id, was_running=bool(procs))
+        report = StopReport(folder.run_id, was_running=False)
+        try:
+            return stop_job(folder, job, force, timeout, report, on_wait)
+        except SlurmJobError as exc:  # raised before any Slurm command
+            report.message, report.refused = f"{exc}.", [f"{exc}."]
+            return report
+    procs, refused = _run_processes(folder)
+    report = StopReport(folder.run_id, was_running=bool(procs), refused=[r.describe() for r in refused])
     if not procs:
         report.status = live_status(folder)
         return report
@@ -149,7 +188,7 @@ def stop_run(folder: RunFolder, *, force: bool = False, timeout: float = DEFAULT
             psutil.wait_procs(alive(procs), timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
         report.graceful = not alive(procs)
     if not report.graceful:
-        procs = list({p.pid: p for p in [*procs, *run_processes(folder)]}.values())
+        procs = list({p.pid: p for p in [*procs, *_run_processes(folder)[0]]}.values())
         report.forced = [p.pid for p in alive(procs)]
         report.left = [p.pid for p in terminate(procs, grace=grace)]
         _record_forced_end(folder)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.widgets import DataTable
 
+from ..safe_text import literal
 
-def _one_line(text: str, width: int) -> str:
+
+def _one_line(text: object, width: int) -> Text:
     flat = " ".join(str(text).split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return literal(flat if len(flat) <= width else flat[: width - 1] + "…", end="")
 
 
 class CompletionsTable(DataTable):
@@ -21,5 +24,6 @@ class CompletionsTable(DataTable):
         self.clear()
         for s in reversed(samples):
             reward = s.get("reward")
-            self.add_row(str(s.get("step", "")), "-" if reward is None else f"{reward:.3f}",
+            shown = f"{reward:.3f}" if isinstance(reward, (int, float)) else "-"
+            self.add_row(_one_line(s.get("step", ""), 12), shown,
                          _one_line(s.get("prompt", ""), 30), _one_line(s.get("completion", ""), 60))

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 from textual.widgets import Static
 
+from ..safe_text import literal
 from ..services.gpus import GPU
 
 GIB = 1 << 30
 
 
-def gpu_table(gpus: list[GPU], where: str = "this machine") -> Table | str:
+def gpu_table(gpus: list[GPU], where: str = "this machine") -> Table | Text:
     if not gpus:
-        return f"No NVIDIA GPU on {where} (or no driver): training runs on the CPU."
+        return literal(f"No NVIDIA GPU on {where} (or no driver): training runs on the CPU.")
     table = Table(box=None, pad_edge=False)
     for col in ("gpu", "name", "memory used / total", "free", "util"):
         table.add_column(col)
     for g in gpus:
-        table.add_row(str(g.index), g.name, f"{g.memory_used / GIB:.1f} / {g.memory_total / GIB:.1f} GiB",
+        table.add_row(literal(g.index), literal(g.name), f"{g.memory_used / GIB:.1f} / {g.memory_total / GIB:.1f} GiB",
                       f"{g.memory_free / GIB:.1f} GiB", f"{g.utilization}%")
     return table
 

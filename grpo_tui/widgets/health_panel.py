@@ -16,17 +16,18 @@ from textual.widgets import Static
 from trainer_core.contract.events import HealthWarning
 
 from ..palette import Palette, app_palette
+from ..safe_text import clean, clean_line, literal
 
 
 def warning_text(w: HealthWarning, palette: Palette) -> Text:
     text = Text()
     text.append(f"{w.severity.value.upper():8}", style=palette.severity(w.severity, bold=w.severity.alarming))
-    text.append(f" {w.rule}", style="bold")
-    text.append(f"  step {w.step}\n")
-    text.append(f"{w.message}\n")
+    text.append(f" {clean_line(w.rule)}", style="bold")
+    text.append(f"  step {clean_line(w.step)}\n")
+    text.append(f"{clean(w.message)}\n")
     if w.advice:
         text.append("→ ", style="bold")
-        text.append(w.advice + "\n", style="italic")
+        text.append(clean(w.advice) + "\n", style="italic")
     return text
 
 
@@ -41,7 +42,7 @@ class CriticalBanner(Static):
     def show(self, warning: HealthWarning | None) -> None:
         self.set_class(warning is not None, "-active")
         if warning is not None:
-            self.update(f"CRITICAL {warning.rule} at step {warning.step}: {warning.message}")
+            self.update(literal(f"CRITICAL {warning.rule} at step {warning.step}: {warning.message}"))
 
 
 class HealthPanel(VerticalScroll):

@@ -54,5 +54,9 @@ class HostPicker(Select[str]):
         except HostError as exc:
             self.post_message(self.Chosen(host, [], str(exc)))
             return
-        gpus = [GPU.from_dict(g) for g in info.get("gpus") or [] if isinstance(g, dict)]
+        try:
+            gpus = [GPU.from_dict(g) for g in info.get("gpus") or []]
+        except (TypeError, ValueError) as exc:
+            self.post_message(self.Chosen(host, [], f"host {host}: bad GPU list: {exc}"))
+            return
         self.post_message(self.Chosen(host, gpus))

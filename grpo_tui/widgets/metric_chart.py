@@ -18,11 +18,13 @@ from bisect import bisect_right
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.content import Content
 from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from ..safe_text import clean_line
 from ..services.run_stream import SeriesSnapshot
 from . import chart_raster as raster
 from .chart_raster import BRAILLE, Raster
@@ -84,7 +86,8 @@ class MetricChart(Widget):
         self.key = key
         self.title = title or key
         self.empty_message = empty_message or "no data yet"
-        self.border_title = self._drawn_title = self.title
+        self._drawn_title = self.title
+        self.border_title = Content(clean_line(self.title))  # a metric's name comes from the run: literal
         self._drawn_subtitle = ""
         self._series: SeriesSnapshot | None = None
         self._markers: tuple[int, ...] = ()
@@ -174,18 +177,24 @@ class MetricChart(Widget):
 
     # -- drawing --------------------------------------------------------------------------------------------
 
+    def _drawn(self) -> tuple[SeriesSnapshot, int]:
+        """The series drawn and its last step: asked for only while there is one with data."""
+        series = self._series
+        assert series is not None and series.end_step is not None, "a chart without data has nothing drawn"
+        return series, series.end_step
+
     def _block_of(self, step: int) -> int:
-        steps = self._series.steps
+        steps = self._drawn()[0].steps
         return max(0, bisect_right(steps, step) - 1)
 
     def _step_at(self, column: int) -> int:
         """The first step of the block drawn at dot column ``column`` (or the nearest one before it)."""
         x0, x1 = self._domain()
-        return self._series.steps[self._block_of(raster.step_at(column, x0, x1, self.buckets))]
+        return self._drawn()[0].steps[self._block_of(raster.step_at(column, x0, x1, self.buckets))]
 
     def _domain(self) -> tuple[int, int]:
-        series = self._series
-        return raster.x_domain(series.steps[0], series.end_step, series.window)
+        series, end_step = self._drawn()
+        return raster.x_domain(series.steps[0], end_step, series.window)
 
     def redraw(self) -> None:
         if not self.is_mounted:
@@ -245,7 +254,8 @@ class MetricChart(Widget):
                 self._title_timer = self.set_timer(TITLE_SECONDS * 2, self._late_title)
         subtitle = self._subtitle()
         if subtitle != self._drawn_subtitle:
-            self.border_subtitle = self._drawn_subtitle = subtitle
+            self._drawn_subtitle = subtitle
+            self.border_subtitle = Content(clean_line(subtitle))
 
     def _late_title(self) -> None:
         """Redraws stopped coming (the run ended or paused) before the newest value was shown: show it."""
@@ -261,7 +271,7 @@ class MetricChart(Widget):
         the whole widget (and makes a frame of its own when set outside a redraw); this stores what the
         setter stores (Textual is pinned). A new value waits for the first redraw TITLE_SECONDS after the
         last; ``_late_title`` shows it when no redraw comes."""
-        self._border_title = self.render_str(title).expand_tabs(4).split()[0]
+        self._border_title = Content(clean_line(title)).expand_tabs(4).split()[0]
         self.refresh(Region(-1, -1, self.outer_size.width, 1))  # content coordinates: the border is above
 
     def _subtitle(self) -> str:
@@ -272,7 +282,7 @@ class MetricChart(Widget):
             tail.append(f"last {series.window:,} steps")
         if self.smooth:
             tail.append("EMA")
-        readings = self._readings() if series is not None and series.steps and self.cursor is not None else [""]
+        readings = self._readings(self.cursor) if series is not None and series.steps and self.cursor is not None else [""]
         room = self.size.width - 4
         for reading in readings:
             text = " · ".join(part for part in (reading, *tail) if part)
@@ -280,12 +290,12 @@ class MetricChart(Widget):
                 return text
         return readings[-1]
 
-    def _readings(self) -> list[str]:
-        """What the cursor reads, from the most words to the fewest."""
-        series = self._series
-        j = self._block_of(self.cursor)
+    def _readings(self, cursor: int) -> list[str]:
+        """What the cursor (a step) reads, from the most words to the fewest."""
+        series, end_step = self._drawn()
+        j = self._block_of(cursor)
         first = series.steps[j]
-        last = series.steps[j + 1] - 1 if j + 1 < len(series.steps) else series.end_step
+        last = series.steps[j + 1] - 1 if j + 1 < len(series.steps) else end_step
         lo, hi = series.lows[j], series.highs[j]
         if series.size == 1 or first == last:
             return [f"step {first:,}: {number(lo)}"]
@@ -296,7 +306,7 @@ class MetricChart(Widget):
                 f"steps {first:,}–{last:,}: {values}", f"{first:,}–{last:,}: {values}"]
 
     def _plot(self, width: int, height: int) -> list[Strip]:
-        series = self._series
+        series, last_step = self._drawn()
         steps, lows, highs = series.steps, series.lows, series.highs
         y_min, y_max = raster.y_domain(lows, highs)
         labels = {0: number(y_max), height - 2: number(y_min)}
@@ -315,7 +325,7 @@ class MetricChart(Widget):
         else:
             grid = self._plain_raster(spans, rows, cells, y_min, y_max)
         for step in self._markers:
-            if x0 <= step <= series.end_step:
+            if x0 <= step <= last_step:
                 grid.mark(raster.column_of(step, x0, x1, dots))
         if self.cursor is not None:
             grid.cursor = raster.column_of(self.cursor, x0, x1, dots) // 2

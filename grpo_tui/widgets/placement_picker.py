@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -20,6 +21,7 @@ from textual.widgets.selection_list import Selection
 from trainer_core.contract.config import ConfigError, RunConfig
 from trainer_core.contract.placement import Placement, plan
 
+from ..safe_text import clean_line, literal
 from ..services.gpus import GPU
 from .status_line import StatusLine
 
@@ -27,9 +29,10 @@ NO_GPU_TEXT = "No NVIDIA GPU on this machine: training runs on the CPU"
 GIB = 1 << 30
 
 
-def gpu_label(gpu: GPU) -> str:
-    return (f"GPU {gpu.index}  {gpu.name}  {gpu.memory_free / GIB:.1f} GiB free of {gpu.memory_total / GIB:.0f} GiB"
-            f"  {gpu.utilization}% busy")
+def gpu_label(gpu: GPU) -> Text:
+    """A GPU's line; the name is literal text, as another machine may have sent it."""
+    return literal(f"GPU {gpu.index}  {clean_line(gpu.name)}  {gpu.memory_free / GIB:.1f} GiB free of "
+                   f"{gpu.memory_total / GIB:.0f} GiB  {gpu.utilization}% busy", end="")
 
 
 class PlacementPicker(Vertical):

@@ -9,6 +9,7 @@ from trainer_core.contract.status import Status
 
 from ..formatting import format_duration, short_model
 from ..palette import app_palette
+from ..safe_text import clean_line
 
 
 class RunHeader(Widget):
@@ -25,9 +26,9 @@ class RunHeader(Widget):
     def show(self, run_id: str, model: str | None, status: str, step: int | None, total: int | None,
              elapsed: float | None, steps_per_s: float | None, tokens_per_s: float | None) -> None:
         text = Text()
-        text.append(run_id, style="bold")
-        text.append(f"  {short_model(model, 28)}  ")
-        text.append(str(status).upper(), style=app_palette(self.app).status(status, bold=True))
+        text.append(clean_line(run_id), style="bold")
+        text.append(f"  {clean_line(short_model(model, 28))}  ")
+        text.append(clean_line(status).upper(), style=app_palette(self.app).status(status, bold=True))
         text.append(f"\nstep {step or 0}/{total or '?'}")
         text.append(f"  {format_duration(elapsed)}")
         if steps_per_s and total and step is not None and status == Status.RUNNING:

@@ -17,6 +17,7 @@ from textual.widgets import DataTable
 
 from ..formatting import format_duration, format_steps, short_model
 from ..palette import app_palette
+from ..safe_text import clean_line, literal
 from ..services.catalog import RunInfo
 
 # most important first: at 80 columns the last ones scroll off to the right
@@ -119,13 +120,14 @@ class RunsTable(DataTable):
     def _cells_of(self, run: RunInfo, palette) -> tuple:
         reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
         warnings = f"{run.warnings} ({run.last_warning})" if run.warnings else "0"
-        # free text as Text, never parsed as markup: a project named "[x]" shows as written
-        host = (Text(run.host or "local", no_wrap=True, end=""),) if len(self.columns_shown) > len(COLUMNS) else ()
-        return (self._mark(run.key), Text(run.run_id, no_wrap=True, end=""), *host,
-                Text(f"{run.status} ({run.queue_reason})" if run.queue_reason else str(run.status),
-                     style=palette.status(run.status)), format_steps(run.step, run.total), reward,
-                Text(warnings, no_wrap=True, end=""), format_duration(run.duration),
-                Text(short_model(run.model, 24), no_wrap=True, end=""), Text(run.project or "-", no_wrap=True, end=""))
+        status = f"{run.status} ({run.queue_reason})" if run.queue_reason else str(run.status)
+        # free text is literal (safe_text): a project named "[x]" or holding an escape shows as written
+        host = (_cell(run.host or "local"),) if len(self.columns_shown) > len(COLUMNS) else ()
+        return (self._mark(run.key), _cell(run.run_id), *host,
+                literal(clean_line(status), style=palette.status(run.status), end=""),
+                format_steps(run.step, run.total), reward,
+                _cell(warnings), format_duration(run.duration),
+                _cell(short_model(run.model, 24)), _cell(run.project or "-"))
 
     def _add_rows(self, run_ids: list[str], palette) -> None:
         if not run_ids:
@@ -186,3 +188,7 @@ class RunsTable(DataTable):
         row = self.get_row_index(selected)
         if row != self.cursor_row:
             self.move_cursor(row=row)
+
+
+def _cell(text: object) -> Text:
+    return literal(clean_line(text), no_wrap=True, end="")

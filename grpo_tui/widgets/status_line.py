@@ -9,6 +9,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from ..safe_text import clean
+
 KINDS = ("-error", "-ok", "-info")
 
 
@@ -32,6 +34,6 @@ class StatusLine(Static):
     def show(self, text: str, kind: str = "") -> None:
         if self.text == text and (not text or self.has_class(kind)):
             return
-        self.update(Content(text))
+        self.update(Content(clean(text)))
         for cls in KINDS:
             self.set_class(bool(text) and cls == kind, cls)

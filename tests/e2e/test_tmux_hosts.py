@@ -27,6 +27,7 @@ def test_two_hosts_runs_in_one_list_and_a_remote_monitor(remote, tiny_model, tmp
     hosts = yaml.safe_load(remote.hosts_file.read_text())
     hosts_file = tmp_path / "hosts.yaml"
     hosts_file.write_text(yaml.safe_dump({name: hosts[name] for name in ("gpubox", "otherbox", "deadbox")}))
+    hosts_file.chmod(0o600)
 
     term = Tmux(env={**os.environ, **remote.env, "GRPO_TUI_HOSTS": str(hosts_file)}, width=140, height=36, session="hosts")
     try:

@@ -34,15 +34,22 @@ class Tmux:
         return subprocess.run(["tmux", "-u", "-f", "/dev/null", "-L", self.socket, *args], capture_output=True,
                               text=True, env=self.env, check=check, timeout=30)
 
-    def start(self, argv: list[str], cwd: Path) -> None:
+    def start(self, argv: list[str], cwd: Path, clipboard: bool = False) -> None:
+        """``clipboard``: tmux takes OSC 52 from the pane into a paste buffer (``buffers()``), so a test can
+        prove that none reached the terminal."""
         line = shlex.join(["env", "TERM=xterm-256color", "COLORTERM=truecolor", "PYTHONUNBUFFERED=1", *argv])
         line += f"; echo $? > {shlex.quote(str(self.status_file))}"
-        self.tmux("new-session", "-d", "-s", self.session, "-x", str(self.width), "-y", str(self.height),
+        first = ["start-server", ";", "set-option", "-g", "set-clipboard", "on", ";"] if clipboard else []
+        self.tmux(*first, "new-session", "-d", "-s", self.session, "-x", str(self.width), "-y", str(self.height),
                   "-c", str(cwd), line, ";", "set-option", "-t", self.session, "remain-on-exit", "on")
         self.socket_path = self.pane("#{socket_path}")
 
     def screen(self, colours: bool = False) -> str:
         return self.tmux("capture-pane", "-p", *(["-e"] if colours else []), "-t", self.session).stdout
+
+    def buffers(self) -> str:
+        """tmux's paste buffers: where an OSC 52 sequence that reached the terminal would have landed."""
+        return self.tmux("list-buffers").stdout
 
     def send(self, *keys: str) -> None:
         self.tmux("send-keys", "-t", self.session, *keys)

@@ -151,6 +151,7 @@ def test_a_missing_or_different_grpo_tui_on_the_host_is_named(remote, tmp_path):
     hosts["future"] = {**hosts["gpubox"], "command": str(old)}
     hosts_file = tmp_path / "hosts.yaml"
     hosts_file.write_text(yaml.safe_dump(hosts))
+    hosts_file.chmod(0o600)
     env = {"GRPO_TUI_HOSTS": str(hosts_file)}
     bare = remote.cli("runs", "--host", "bare", env=env)
     assert bare.returncode == 1 and bare.stderr.count("\n") == 1

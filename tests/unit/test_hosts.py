@@ -16,6 +16,7 @@ HOSTILE = ["a b", "x; touch {m}", "$(touch {m})", "`touch {m}`", "it's", '"q"', 
 def write(tmp_path, text: str):
     path = tmp_path / "hosts.yaml"
     path.write_text(text)
+    path.chmod(0o600)  # a hosts file others can write is refused
     return path
 
 

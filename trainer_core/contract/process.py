@@ -5,6 +5,12 @@ environment started — some of it possibly in a session of its own, or re-paren
 parent died. Every process a run starts carries ``GRPO_TUI_RUN_DIR`` in its environment, so the tree is
 collected from the recorded pids (checked against their start times: pids are reused) *and* from that
 marker, before any signal is sent. psutil re-checks each process's identity before signalling it.
+
+A recorded pid and start time are not enough to make a process the run's: state.json is a file, and one
+planted or copied from elsewhere could name any process of the user's with its true start time. A recorded
+root is signalled only if it also carries the marker naming *this* run folder (``owned``); a process whose
+environment cannot be read (another user's) or whose marker names another folder is refused, and the
+refusal says why.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -64,6 +71,54 @@ def verified(pid: int | None, start_time: float | None) -> psutil.Process | None
         return proc
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A recorded process that is alive and started when recorded, but is not the run's: it is never signalled."""
+
+    pid: int
+    role: str  # which record named it: "root_pid", "pid"
+    reason: str
+
+    def describe(self) -> str:
+        return f"Process {self.pid} (state.json's {self.role}) was not signalled: {self.reason}."
+
+
+def foreign_reason(proc: psutil.Process, run_dir: Path) -> str | None:
+    """None when ``proc`` carries the marker naming ``run_dir``; otherwise why it is not the run's."""
+    target = str(Path(run_dir).resolve())
+    try:
+        value = proc.environ().get(RUN_MARKER)
+    except psutil.AccessDenied:
+        return (f"its environment cannot be read (another user's process?), so it does not carry the run's marker "
+                f"{RUN_MARKER}")
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return "it has exited"
+    except OSError as exc:
+        return f"its environment cannot be read ({exc.strerror or exc}), so it does not carry the run's marker {RUN_MARKER}"
+    if value is None:
+        return f"it does not carry the run's marker ({RUN_MARKER} is not in its environment)"
+    if value != target:
+        return f"its marker {RUN_MARKER} names another run folder ({value}), not {target}"
+    return None
+
+
+def owned(pid: int | None, start_time: float | None, run_dir: Path,
+          role: str = "pid") -> tuple[psutil.Process | None, Refusal | None]:
+    """The recorded process if it is the run's (alive, started at ``start_time``, marked for ``run_dir``).
+
+    ``(None, None)`` when it is gone or its pid was reused; ``(None, Refusal)`` when it is alive and started at
+    the recorded time but does not carry this run's marker."""
+    proc = verified(pid, start_time)
+    if proc is None:
+        return None, None
+    reason = foreign_reason(proc, run_dir)
+    if reason is None:
+        return proc, None
+    if verified(pid, start_time) is None:  # it exited while we looked: nothing to refuse
+        return None, None
+    return None, Refusal(proc.pid, role, reason)
 
 
 def marked(run_dir: Path) -> list[psutil.Process]:

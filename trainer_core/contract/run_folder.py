@@ -2,7 +2,8 @@
 
 The run folder is the only interface between a trainer and everything that watches it (see
 docs/run-format.md). This module owns its paths, creates it private to the user, replaces ``state.json``
-atomically so a reader never sees half a file, and records the trainer's pid together with its start time,
+and ``config.yaml`` atomically so a reader (or a resume after a crash or a full disk) never sees half a
+file, and records the trainer's pid together with its start time,
 because a pid alone can be reused by an unrelated process after the trainer dies.
 """
 
@@ -98,9 +99,13 @@ class RunFolder:
         return cls(path)
 
     def save_config(self, config) -> None:
-        """Write the resolved RunConfig as config.yaml, private to the user."""
-        config.save(self.config_file)
-        os.chmod(self.config_file, 0o600)
+        """Write the resolved RunConfig as config.yaml, private to the user (mkstemp's 0600), atomically: a
+        failed write leaves the previous config.yaml as it was."""
+        import yaml
+
+        # as RunConfig.save writes a .yaml file, but through a temporary file replaced in one step
+        text = yaml.safe_dump(config.to_dict(), sort_keys=False)
+        write_bytes_atomic(self.config_file, text.encode())
 
     def read_config(self) -> dict:
         """config.yaml as a mapping; {} when it is missing, unreadable or not YAML (the run still lists)."""

@@ -5,12 +5,17 @@ requeued, and when it is cancelled. The root process tells the first two apart b
 recorded when the job starts (``SLURM_JOB_END_TIME``, else ``scontrol show job``): a TERM within the grace
 of the end is the time limit, any other is a preemption (or a requeue), and a stop the user asked for
 through grpo-tui has already written its own reason.
+
+A job id read from a run folder or from a command's output is checked (``check_job_id``) before it is
+passed to ``scontrol``, ``scancel`` or ``squeue``: a state.json saying ``slurm_job_id: "--me"`` would
+otherwise make ``scancel`` cancel every job of the user.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -24,6 +29,26 @@ END_TIME_ENV = "SLURM_JOB_END_TIME"
 GRACE_ENV = "GRPO_TUI_SLURM_GRACE"
 TIME_LIMIT, PREEMPTED = "time_limit", "preempted"
 SLACK_S = 30.0  # the limit's signal arrives about GRACE before the end; allow for scheduler latency
+# a job (123) or an array task (123_4); ASCII digits only (``\d`` alone also matches other scripts' digits)
+JOB_ID = re.compile(r"\d+(_\d+)?", re.ASCII)
+
+
+class SlurmJobError(ValueError):
+    """A Slurm job id that is not one: nothing is run with it."""
+
+
+def valid_job_id(job) -> bool:
+    return isinstance(job, str) and JOB_ID.fullmatch(job) is not None
+
+
+def check_job_id(job, run: str | None = None, source: str = "slurm_job_id in the run's state.json") -> str:
+    """``job`` if it is a Slurm job id (``123``, or ``123_4`` for an array task); else SlurmJobError naming it,
+    the run and where the id came from."""
+    if valid_job_id(job):
+        return job
+    where = f"run {run}: " if run else ""
+    raise SlurmJobError(f"{where}the Slurm job id {job!r} is not a job id (digits, or digits_digits for an array "
+                        f"task), so no Slurm command is run with it; check {source} (`squeue --me` lists your jobs)")
 
 
 def job_id(env: dict | None = None) -> str | None:
@@ -38,12 +63,14 @@ def restart_count(env: dict | None = None) -> int:
 
 
 def job_end_time(job: str, env: dict | None = None) -> float | None:
-    """The job's end (its time limit) in unix seconds; None when unlimited or unknown."""
+    """The job's end (its time limit) in unix seconds; None when unlimited or unknown. SlurmJobError for a
+    ``job`` that is not a job id, when ``scontrol`` would be asked."""
     env = os.environ if env is None else env
     try:
         return float(env[END_TIME_ENV])
     except (KeyError, ValueError):
         pass
+    check_job_id(job, source=f"${JOB_ID_ENV}")
     try:
         out = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):

@@ -1,0 +1,146 @@
+"""Untrusted text through every display path of the app: no crash, no markup, no link, no escape on screen.
+
+A property test puts hostile text (tests/hostile_text.py) into the real widgets the monitor and the runs
+screen are built from, all on screen at once, with notifications and a confirm dialog, and reads back what
+the compositor would send to the terminal. A second test opens the real app on a run folder made of such
+text: the runs screen, the monitor's tabs, and the compare screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from textual.app import App, ComposeResult
+from textual.containers import Vertical
+
+from grpo_tui.app import make_app
+from grpo_tui.screens.compare import CompareScreen
+from grpo_tui.screens.confirm import ConfirmScreen
+from grpo_tui.screens.monitor import MonitorScreen
+from grpo_tui.services.catalog import RunInfo
+from grpo_tui.services.gpus import GPU
+from grpo_tui.widgets.completions import CompletionsTable
+from grpo_tui.widgets.gpu_panel import GpuPanel
+from grpo_tui.widgets.health_panel import CriticalBanner, HealthPanel
+from grpo_tui.widgets.log_view import LogView
+from grpo_tui.widgets.metric_chart import MetricChart
+from grpo_tui.widgets.run_header import RunHeader
+from grpo_tui.widgets.runs_table import RunsTable
+from trainer_core.contract.config import RunConfig
+from trainer_core.contract.event_log import EventWriter
+from trainer_core.contract.events import HealthWarning, Metrics, RunStarted
+from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.severity import Severity
+from trainer_core.contract.status import Status
+
+from ..hostile_text import assert_no_control, hostile
+from .test_app import wait_until
+
+
+def screen_text(app: App) -> str:
+    """Every cell the compositor would draw, as text; and no segment may carry a hyperlink."""
+    strips = app.screen._compositor.render_strips()
+    for strip in strips:
+        for segment in strip:
+            assert segment.style is None or not segment.style.link, f"a hyperlink reached the screen: {segment!r}"
+    return "\n".join(strip.text for strip in strips)
+
+
+class Harness(App):
+    CSS = "Vertical > * { height: 5; } LogView { height: 6; }"
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield RunHeader(id="header")
+            yield CriticalBanner(id="banner")
+            yield CompletionsTable(id="samples")
+            yield HealthPanel(id="health")
+            yield RunsTable(hosts=True, id="runs")
+            yield LogView(id="log")
+            yield GpuPanel(id="gpus")
+            yield MetricChart("reward", id="chart")
+
+
+def info(text: str) -> RunInfo:
+    return RunInfo(run_id=text, path=Path("/x"), project=text, model=text, status=Status.QUEUED, step=1, total=2,
+                   last_reward=0.1, started=time.time(), ended=None, duration=3.0, warnings=2, last_warning=text,
+                   exit_reason=text, host=text, queue_reason=text)
+
+
+async def show_everywhere(text: str) -> None:
+    app = Harness()
+    async with app.run_test(size=(160, 60)) as pilot:
+        warning = HealthWarning(rule=text, severity=Severity.CRITICAL, step=3, message=text, advice=text)
+        app.query_one(RunHeader).show(text, text, text, 1, 2, 3.0, 1.0, 10.0)
+        app.query_one(CriticalBanner).show(warning)
+        app.query_one(CompletionsTable).set_samples([{"step": text, "reward": 0.5, "prompt": text, "completion": text},
+                                                     {"step": 2, "reward": text, "prompt": text, "completion": text}])
+        app.query_one(HealthPanel).set_warnings([warning])
+        app.query_one(RunsTable).show([info(text)], frozenset())
+        app.query_one(LogView).add(f"{text}\n\x1b[1mbold\x1b[0m {text}\n")
+        app.query_one(GpuPanel).show([GPU(index=0, name=text, memory_total=1 << 30, memory_used=0, utilization=5)],
+                                     where=f"host {text}")
+        chart = app.query_one(MetricChart)
+        chart.title = text
+        chart._retitle(text)
+        app.notify(text, title=text, severity="error")
+        await pilot.pause()
+        assert_no_control(screen_text(app), "monitor and runs widgets")
+        app.push_screen(ConfirmScreen(f"Stop run {text}?", text))
+        await pilot.pause()
+        assert_no_control(screen_text(app), "confirm dialog")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hostile)
+def test_hostile_text_in_every_widget_is_shown_literally(text):
+    asyncio.run(show_everywhere(text))
+
+
+def hostile_run(runs_dir: Path, run_id: str, text: str) -> RunFolder:
+    folder = RunFolder.create(runs_dir, run_id)
+    RunConfig(model=f"org/{text}", rl_env_module="env.py", rl_env_class="Env", project_name=text,
+              max_steps=4).save(folder.config_file)
+    folder.initial_state(1)
+    folder.write_state(status=Status.FAILED, ended=time.time(), last_step=2, exit_reason=text)
+    with EventWriter(folder.events_file) as events:
+        events.write(RunStarted(run_id=run_id, pid=1, model=text, project_name=text, max_steps=4))
+        for step in (1, 2):
+            events.write(Metrics(step=step, values={"reward": 0.1 * step, "kl": 0.01, text: 1.0}))
+        events.write(HealthWarning(rule="reward_plateau", severity=Severity.WARN, step=2, message=text, advice=text))
+    with open(folder.path / "samples.jsonl", "w", encoding="utf-8") as fh:
+        for step in (1, 2):
+            fh.write(json.dumps({"step": step, "reward": 0.5, "prompt": text, "completion": text}) + "\n")
+    folder.log_file.write_bytes(f"{text}\n\x1b]52;c;aGVsbG8=\x07 log line {text}\n".encode())
+    return folder
+
+
+async def test_the_app_on_a_run_folder_made_of_hostile_text(runs_dir):
+    text = "<s>[INST] [/] [link=https://evil]x[/link] \x1b]52;c;aGk=\x07 \x1b[2J \x9b1m [bold]b[/bold] [/INST]"
+    first = hostile_run(runs_dir, "20260101-000000-a[b]", text)
+    second = hostile_run(runs_dir, "20260101-000001-\x1b[31m[x]", text)
+    app = make_app(runs_dir, hosts={})
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: "20260101-000000-a[b]" in screen_text(app))
+        assert "\\x1b" not in screen_text(app) and "␛[31m[x]" in screen_text(app)
+        assert_no_control(screen_text(app), "runs screen")
+        app.open_monitor(first.path)
+        await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.last_sample is not None)
+        for tab in ("warnings", "completions", "log", "charts"):
+            app.screen.action_tab(tab)
+            await pilot.pause(0.3)
+            shown = screen_text(app)
+            assert_no_control(shown, f"monitor tab {tab}")
+            if tab == "completions":
+                assert "[/]" in shown and "[INST]" in shown
+            if tab == "log":
+                assert "log line" in shown and "␛" not in shown.split("log line")[0].rsplit("\n", 1)[-1][-3:]
+        app.pop_screen()
+        app.push_screen(CompareScreen([first.path, second.path]))
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.runs)
+        await pilot.pause(0.3)
+        assert_no_control(screen_text(app), "compare screen")
