@@ -262,8 +262,9 @@ def resolve_run(runs_dir: str | os.PathLike | None, ref: str) -> RunFolder:
         return runs[0]
     if ref in ids:
         return runs[ids.index(ref)]
-    if ref and is_run_folder(Path(ref).expanduser()):
-        return RunFolder(Path(ref).expanduser())
+    # os.path's expanduser leaves "~nobody" as it is; Path's raises for a user that does not exist
+    if ref and is_run_folder(Path(os.path.expanduser(ref))):
+        return RunFolder(Path(os.path.expanduser(ref)))
     matches = [f for f in runs if ref and f.run_id.startswith(ref)]
     if len(matches) == 1:
         return matches[0]

@@ -13,7 +13,7 @@ from contextlib import redirect_stderr
 from pathlib import Path
 
 import orjson
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
@@ -137,6 +137,7 @@ def test_inspection_report_shows_hostile_samples_literally(text):
 
 @settings(max_examples=25, deadline=None)
 @given(hostile.filter(lambda s: "\x00" not in s and s.strip() and not s.startswith("-")))
+@example("~[")  # a user that does not exist: Path.expanduser raised, and the command died with a traceback
 def test_a_cli_error_about_a_hostile_run_reference_is_printed_literally(text):
     err = io.StringIO()
     with redirect_stderr(err):
