@@ -37,7 +37,7 @@ from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 
-from ..hostile_text import assert_no_control, hostile
+from ..hostile_text import assert_no_control, hostile, hostile_name
 from .test_app import wait_until
 
 
@@ -144,3 +144,29 @@ async def test_the_app_on_a_run_folder_made_of_hostile_text(runs_dir):
         await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.runs)
         await pilot.pause(0.3)
         assert_no_control(screen_text(app), "compare screen")
+
+
+class CompareHarness(App):
+    def __init__(self, paths: list[Path]):
+        super().__init__()
+        self.paths = paths
+
+    def on_mount(self) -> None:
+        self.push_screen(CompareScreen(self.paths))
+
+
+async def compare_runs(paths: list[Path]) -> None:
+    app = CompareHarness(paths)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.runs)
+        await pilot.pause(0.2)
+        assert_no_control(screen_text(app), "compare screen")
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                HealthCheck.function_scoped_fixture])
+@given(hostile_name, hostile)
+def test_the_compare_screen_shows_hostile_run_names_literally(tmp_path_factory, name, text):
+    runs_dir = tmp_path_factory.mktemp("runs")
+    paths = [hostile_run(runs_dir, f"a-{name}", text).path, hostile_run(runs_dir, f"b-{name}", text).path]
+    asyncio.run(compare_runs(paths))
