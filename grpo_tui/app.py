@@ -14,12 +14,13 @@ from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.theme import Theme
 
 from trainer_core.contract.config import RunConfig
 from trainer_core.contract.run_folder import RunFolder, resolve_runs_dir
 
 from .safe_text import clean, clean_line
-from .theming import DEFAULT_THEME, load_themes
+from .theming import DEFAULT_THEME, theme_data
 
 
 class GrpoApp(App):
@@ -42,8 +43,8 @@ class GrpoApp(App):
         self.requested_theme = theme or DEFAULT_THEME
 
     def on_mount(self) -> None:
-        for theme in load_themes():
-            self.register_theme(theme)
+        for data in theme_data():
+            self.register_theme(Theme(**data))
         self.theme = self.requested_theme
         from .screens.runs import RunsScreen
 

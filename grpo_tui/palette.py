@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
+from typing import cast
 
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
@@ -38,7 +39,7 @@ class Palette:
         return self.role(STATUS_ROLES[parsed], parsed in BOLD_STATUSES if bold is None else bold)
 
     def severity(self, severity: Severity | str, bold: bool | None = None) -> str:
-        parsed = Severity.parse(severity, Severity.WARN)
+        parsed = cast(Severity, Severity.parse(severity, Severity.WARN))  # the default is a member: never None
         return self.role(SEVERITY_ROLES[parsed], parsed is Severity.CRITICAL if bold is None else bold)
 
 

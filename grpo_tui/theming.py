@@ -1,4 +1,4 @@
-"""The themes shipped as package data, registered as Textual themes (selectable with --theme or the palette).
+"""The themes shipped as package data: read here, registered as Textual themes by the app (``app.py``).
 
 Colours live in the theme files only; stylesheets refer to theme variables ($primary, $error, ...) and
 widgets and plain output take theirs from ``palette.py``.
@@ -26,9 +26,3 @@ def theme_colors(name: str) -> dict[str, str]:
         if data.get("name") == name:
             return {k: v for k, v in data.items() if isinstance(v, str) and v.startswith("#")}
     raise LookupError(f"no theme {name!r}; themes: {', '.join(d.get('name', '?') for d in theme_data())}")
-
-
-def load_themes():
-    from textual.theme import Theme
-
-    return [Theme(**data) for data in theme_data()]

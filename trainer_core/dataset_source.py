@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .contract.config import RunConfig
+from .contract.config_checks import ConfigError
 from .contract.trl_recipe import FILE_BUILDERS
 from .environments import EnvError
 
@@ -30,6 +31,8 @@ def load_rows(config: RunConfig):
     import datasets
 
     spec, split = config.dataset, config.dataset_split
+    if spec is None:  # RunConfig.validate refuses a dataset run without one
+        raise ConfigError("dataset", "dataset is required: pass --dataset.")
     path = Path(spec).expanduser()
     try:
         if path.is_file():
@@ -42,7 +45,7 @@ def load_rows(config: RunConfig):
             loaded = datasets.load_from_disk(str(path))
             if isinstance(loaded, datasets.DatasetDict):
                 if split not in loaded:
-                    raise EnvError(f"dataset {spec} has no split '{split}' (splits: {', '.join(loaded)}). Set dataset_split.")
+                    raise EnvError(f"dataset {spec} has no split '{split}' (splits: {', '.join(map(str, loaded))}). Set dataset_split.")
                 return loaded[split]
             return loaded
         if not path.exists() and _looks_local(spec):

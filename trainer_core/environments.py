@@ -54,6 +54,8 @@ def import_file(path_text: str, prefix: str, what: str, fix: str, *, reuse: bool
     if reuse and module is not None and getattr(module, "__file__", None) == str(path):
         return module
     module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:  # no loader for the suffix: not a .py file
+        raise EnvError(f"{what} {path_text} is not a Python (.py) file. {fix}")
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
     if str(path.parent) not in sys.path:
@@ -133,10 +135,10 @@ class ScoreEpisodeReward:
 
     __name__ = "score_episode"
 
-    def __init__(self, env, tokenizer, on_samples: Callable[[list[dict]], None] | None = None):
+    def __init__(self, env, tokenizer, on_samples: Callable[[list[dict], int | None], None] | None = None):
         self.env = env
         self.tokenizer = tokenizer
-        self.model = None
+        self.model: Any = None  # the live model (transformers or PEFT), bound once the trainer exists
         self.on_samples = on_samples
 
     def __call__(self, prompts, completions, **kwargs) -> list[float]:

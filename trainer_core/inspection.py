@@ -16,8 +16,10 @@ import math
 import sys
 import time
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
 from statistics import mean, pstdev
+from typing import TYPE_CHECKING, Any, cast
 
 from .contract.config import RunConfig
 from .contract.config_checks import is_dataset_run
@@ -27,6 +29,9 @@ from .contract.inspection_key import config_key
 from .contract.run_folder import write_json_atomic
 from .contract.severity import Severity
 from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, load_environment
+
+if TYPE_CHECKING:
+    import datasets
 
 MAX_ERRORS = 5
 
@@ -91,16 +96,17 @@ def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print)
     import torch
     from transformers.utils import logging as hf_logging
 
-    from .trl_setup import load_tokenizer, prepare_dataset, prompt_text
+    from .trl_setup import load_tokenizer, prepare_dataset, prompt_text, required
 
     hf_logging.disable_progress_bar()
     torch.manual_seed(config.seed)
-    tokenizer = load_tokenizer(config.model, config)
+    tokenizer = load_tokenizer(required(config.model, "model"), config)
     if is_dataset_run(config):
         dataset, score_group, weights = _dataset_run_scoring(config, tokenizer)
         model = _load_model(config)
     else:
-        env = load_environment(config.rl_env_module, config.rl_env_class, config.rl_env_config)
+        env = load_environment(required(config.rl_env_module, "rl_env_module"),
+                               required(config.rl_env_class, "rl_env_class"), config.rl_env_config)
         dataset = prepare_dataset(env, tokenizer, config, None)
         extra_funcs, extra_weights = extra_reward_functions(env)
         model = _load_model(config)
@@ -114,13 +120,15 @@ def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print)
             return group
 
     g = config.rl_num_generations
+    # drawn from as a Dataset: an IterableDataset has no len() or select() and fails here (not supported yet)
+    dataset = cast("datasets.Dataset", dataset)
     prompts = min(len(dataset), max(1, math.ceil(samples / g)))
     rows = dataset.shuffle(seed=config.seed).select(range(prompts))
     records: list[dict] = []
     writer = JsonlWriter(out_dir / "inspection.jsonl")
     started = time.time()
     try:
-        for index, row in enumerate(rows):
+        for index, row in enumerate(cast("Iterable[dict[str, Any]]", rows)):  # an unformatted Dataset's rows
             columns = {k: v for k, v in row.items() if k != "prompt"}
             text = prompt_text(row["prompt"], tokenizer)
             completions = _generate(model, tokenizer, text, g, config)
@@ -143,9 +151,11 @@ def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print)
 def _load_model(config: RunConfig):
     from transformers import AutoModelForCausalLM
 
+    from .trl_setup import required
+
     init = config.grpo_args.get("model_init_kwargs") or {}
     kwargs = {k: init[k] for k in ("revision", "trust_remote_code") if isinstance(init, dict) and k in init}
-    model = AutoModelForCausalLM.from_pretrained(config.model, **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(required(config.model, "model"), **kwargs)
     model.eval()
     return model
 

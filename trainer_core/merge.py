@@ -65,6 +65,8 @@ def merge(run_dir: Path, output: Path, checkpoint: int | None = None) -> dict:
     if is_adapter:
         from peft import PeftModel
 
+        if config.model is None:
+            raise MergeError(f"run {folder.run_id}'s config names no model: the base model of its LoRA adapter is unknown.")
         base = AutoModelForCausalLM.from_pretrained(config.model)
         model = PeftModel.from_pretrained(base, str(source)).merge_and_unload()
     else:

@@ -40,8 +40,9 @@ def environment_source(config: RunConfig) -> dict:
         path = Path(spec).expanduser().resolve()
     else:
         module = sys.modules.get(spec)
-        if module is not None and getattr(module, "__file__", None):
-            path = Path(module.__file__).resolve()
+        file = getattr(module, "__file__", None) if module is not None else None
+        if file:
+            path = Path(file).resolve()
     if path is None or not path.is_file():
         return {"module": spec, "class": config.rl_env_class, "file": None, "sha256": None}
     digest = hashlib.sha256(path.read_bytes()).hexdigest()

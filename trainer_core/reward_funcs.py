@@ -17,7 +17,8 @@ import math
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any, cast
 
 from .contract.config_checks import reward_func_kind
 from .environments import EnvError, completion_text, import_file
@@ -71,7 +72,8 @@ def load_reward_function(spec: str) -> Callable:
         from trl import rewards
 
         if spec == "get_soft_overlong_punishment":
-            return rewards.get_soft_overlong_punishment(**SOFT_OVERLONG)
+            # trl's public name: its lazy __init__ imports it under TYPE_CHECKING only, which pyright calls private
+            return rewards.get_soft_overlong_punishment(**SOFT_OVERLONG)  # pyright: ignore[reportPrivateImportUsage]
         if spec in ("accuracy_reward", "reasoning_accuracy_reward"):
             from trl.import_utils import is_math_verify_available
 
@@ -144,22 +146,25 @@ class RewardFunctions:
             self._collect(index, prompts, completions, values, kwargs)
             return values
 
+        reward: Callable[..., Any]
         if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(type(func).__call__):
-            async def reward(prompts, completions, **kwargs):  # TRL runs async reward functions concurrently
+            async def async_reward(prompts, completions, **kwargs):  # TRL runs async reward functions concurrently
                 try:
                     values = await func(prompts=prompts, completions=as_messages(completions) if wants_messages
                                         else completions, **kwargs)
                 except Exception as exc:
                     raise failed(exc, completions) from exc
                 return done(values, prompts, completions, kwargs)
+            reward = async_reward
         else:
-            def reward(prompts, completions, **kwargs):
+            def sync_reward(prompts, completions, **kwargs):
                 try:
                     values = func(prompts=prompts, completions=as_messages(completions) if wants_messages
                                   else completions, **kwargs)
                 except Exception as exc:
                     raise failed(exc, completions) from exc
                 return done(values, prompts, completions, kwargs)
+            reward = sync_reward
 
         reward.__name__ = name
         return reward
@@ -172,13 +177,14 @@ class RewardFunctions:
             if inspect.isawaitable(values):
                 import asyncio
 
-                values = asyncio.run(values)
+                values = asyncio.run(cast(Coroutine[Any, Any, Any], values))  # an async reward's coroutine
             per_func.append(values)
         return [{name: values[i] for name, values in zip(self.names, per_func)} for i in range(len(completions))]
 
     def total(self, rewards: dict[str, float | None]) -> float | None:
         """The weighted sum TRL trains on (a None is left out, as TRL's nansum does)."""
-        given = [(w, rewards[n]) for n, w in zip(self.names, self.weights) if rewards.get(n) is not None]
+        pairs = ((w, rewards.get(n)) for n, w in zip(self.names, self.weights))
+        given = [(w, v) for w, v in pairs if v is not None]
         return sum(w * v for w, v in given) if given else None
 
     def _collect(self, index: int, prompts, completions, values, kwargs) -> None:

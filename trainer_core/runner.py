@@ -58,14 +58,17 @@ def prepare_folder(config: RunConfig, runs_dir=None, run_id: str | None = None, 
         from accelerate import PartialState
 
         PartialState(cpu=not torch.cuda.is_available())
-        box = [None]
+        box: list[str | None] = [None]
         if rank() == 0:
             box[0] = str(RunFolder.create(runs_dir).path)
         dist.broadcast_object_list(box, src=0)
-        folder = RunFolder(Path(box[0]))
+        path = box[0]
+        assert path is not None  # rank 0's folder, broadcast to every rank
+        folder = RunFolder(Path(path))
     elif rank() == 0:
         folder = RunFolder.create(runs_dir, run_id)
     else:
+        assert run_id is not None  # a rank above 0 runs with world_size > 1: a run without an id was handled above
         folder = RunFolder(Path(runs_dir or "runs") / run_id)
         for _ in range(600):
             if folder.path.exists():
@@ -102,7 +105,7 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
             project_name=config.project_name, model=config.model, max_steps=config.max_steps, resumed_from=resume_from,
             restart=previous.get("restarts") if resume_from else None, skipped_checkpoints=skipped,
         ))
-        if skipped:
+        if skipped and resume_from:  # skipped checkpoints come only with a resume
             run.emit(torn_checkpoint_warning(skipped, resume_from, run.last_step))
         for warning in config_warnings(config.rl_kl_coef, config.rl_num_generations):
             run.emit(warning)
@@ -154,7 +157,7 @@ def _record_disk_fault(run: RunContext, fault, tb: str) -> str:
     return reason
 
 
-def _train(config: RunConfig, run: RunContext, resume_from: str | None = None) -> tuple[str, str | None]:
+def _train(config: RunConfig, run: RunContext, resume_from: str | None = None) -> tuple[Status, str | None]:
     from transformers.utils import logging as hf_logging
 
     from .trl_setup import build_trainer
@@ -185,7 +188,9 @@ def _train(config: RunConfig, run: RunContext, resume_from: str | None = None) -
     trainer.save_model(str(staging))
     trainer.accelerator.wait_for_everyone()
     if run.main:
-        trainer.processing_class.save_pretrained(str(staging))
+        processing_class = trainer.processing_class
+        assert processing_class is not None  # build_trainer gives the trainer its tokenizer
+        processing_class.save_pretrained(str(staging))
         replace_folder(staging, run.folder.path / "final")
         run.emit(Checkpoint(step=run.last_step, path="final", final=True))
     return Status.COMPLETED, None

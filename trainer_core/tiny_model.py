@@ -17,6 +17,7 @@ import json
 import os
 import random
 from pathlib import Path
+from typing import cast
 
 SPECIAL_TOKENS = ["<|pad|>", "<|end|>", "<|system|>", "<|user|>", "<|assistant|>", "<|tool|>", "<|unk|>"]
 
@@ -193,8 +194,9 @@ def build_tiny_model(output_dir: str | os.PathLike, *, hidden_size: int = 64, nu
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=1024,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
+        # the ids of the single special tokens build_tokenizer sets (transformers types them as any token id)
+        pad_token_id=cast(int, tokenizer.pad_token_id),
+        eos_token_id=cast(int, tokenizer.eos_token_id),
         bos_token_id=None,
         tie_word_embeddings=True,
     )

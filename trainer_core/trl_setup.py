@@ -8,15 +8,24 @@ the same trainer a plain TRL script would.
 from __future__ import annotations
 
 import os
+from typing import cast
 
 from .contract.config import RunConfig, stop_on_rules
-from .contract.config_checks import is_dataset_run, trackers
+from .contract.config_checks import ConfigError, is_dataset_run, trackers
 from .contract.events import HealthWarning
 from .contract.health import HealthMonitor, Thresholds
 from .contract.ports import SERVER_URL_ENV
 from .contract.severity import Severity
 from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, get_tools, load_environment
 from .run_context import RunContext
+
+
+def required(value: str | None, name: str) -> str:
+    """A setting ``RunConfig.validate`` insists on (``model``; an environment run's module and class), from a
+    config that may not have been validated: one without it stops here, plainly."""
+    if value is None:
+        raise ConfigError(name, f"{name} is required: pass --{name.replace('_', '-')}.")
+    return value
 
 
 def load_tokenizer(model: str, config: RunConfig | None = None):
@@ -99,7 +108,8 @@ def grpo_config_kwargs(config: RunConfig, output_dir: str) -> dict:
 def build_grpo_config(config: RunConfig, output_dir: str):
     import dataclasses
 
-    from trl import GRPOConfig
+    # trl's public name: its lazy __init__ imports it under TYPE_CHECKING only, which pyright calls private
+    from trl import GRPOConfig  # pyright: ignore[reportPrivateImportUsage]
 
     kwargs = grpo_config_kwargs(config, output_dir)
     kwargs.update(mixed_precision_flags(config.mixed_precision))
@@ -127,7 +137,7 @@ def prompt_text(prompt, tokenizer) -> str:
     return prompt
 
 
-def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext):
+def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext | None):
     """Call build_dataset, check it, render tool schemas into the prompts and apply max_prompt_length."""
     import datasets
 
@@ -162,11 +172,13 @@ def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext):
 
         dataset = dataset.map(render)
     if config.max_prompt_length:
-        before = len(dataset)
+        # counted as a Dataset: an IterableDataset has no len() and raises TypeError here (not supported yet)
+        dataset = cast(datasets.Dataset, dataset)
+        before, limit = len(dataset), config.max_prompt_length
 
         def short_enough(row):
             text = prompt_text(row["prompt"], tokenizer)
-            return len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= config.max_prompt_length
+            return len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= limit
 
         dataset = dataset.filter(short_enough)
         dropped = before - len(dataset)
@@ -222,7 +234,8 @@ def reward_setup(config: RunConfig, tokenizer, run: RunContext):
         dataset = prepare_dataset(DatasetSource(config), tokenizer, config, run)
         rewards = RewardFunctions(config.reward_funcs, on_samples=_sample_recorder(config, run))
         return dataset, rewards.funcs, rewards.weights, lambda model: None
-    env = load_environment(config.rl_env_module, config.rl_env_class, config.rl_env_config)
+    env = load_environment(required(config.rl_env_module, "rl_env_module"), required(config.rl_env_class, "rl_env_class"),
+                           config.rl_env_config)
     dataset = prepare_dataset(env, tokenizer, config, run)
     score = ScoreEpisodeReward(env, tokenizer, on_samples=_sample_recorder(config, run))
     extra_funcs, extra_weights = extra_reward_functions(env)
@@ -234,11 +247,12 @@ def reward_setup(config: RunConfig, tokenizer, run: RunContext):
 
 
 def build_trainer(config: RunConfig, run: RunContext):
-    from trl import GRPOTrainer
+    from trl import GRPOTrainer  # pyright: ignore[reportPrivateImportUsage]  # as GRPOConfig above
 
     from .callbacks import EventStreamCallback
 
-    tokenizer = load_tokenizer(config.model, config)
+    model = required(config.model, "model")
+    tokenizer = load_tokenizer(model, config)
     dataset, reward_funcs, weights, bind_model = reward_setup(config, tokenizer, run)
     args = build_grpo_config(config, str(run.folder.checkpoints_dir))
     if weights:
@@ -258,7 +272,7 @@ def build_trainer(config: RunConfig, run: RunContext):
         monitor=HealthMonitor(Thresholds.from_mapping(config.health)), stop_on=tuple(stop_on_rules(config)),
     )
     trainer = GRPOTrainer(
-        model=config.model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
+        model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
         processing_class=tokenizer, peft_config=peft_config, callbacks=[callback],
     )
     from transformers.trainer_callback import PrinterCallback, ProgressCallback

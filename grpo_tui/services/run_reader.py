@@ -107,7 +107,7 @@ def follow(folder: RunFolder, config: dict, requests: SimpleQueue, post: Callabl
             slow = Slow(status, MappingProxyType(state), alerts, tuple(read_samples(folder)), log_text)
         done = slow is not None and not slow.status.is_live and not update
         charts = None
-        if (charts_due or (done and request is not None)) and (request.serial, stream.metrics_read) != built:
+        if request is not None and (charts_due or done) and (request.serial, stream.metrics_read) != built:
             charts, answered, built = stream.charts(request), request.serial, (request.serial, stream.metrics_read)
             charts_at, stale = now, False
         # plain metrics wait for the next charts when charts are asked for: one message, one frame

@@ -50,17 +50,19 @@ class Series:
 
     def __init__(self, typecode: str = "f", shared: array | None = None):
         self.shared = shared
-        self._steps = None if shared is not None else array("l")
+        self._steps: array | None = None if shared is not None else array("l")  # exactly one of the two is set
         self.values = array(typecode)
         self.blocks = BlockCache()
 
     @property
     def steps(self) -> array:
-        return self.shared if self._steps is None else self._steps
+        steps = self.shared if self._steps is None else self._steps
+        assert steps is not None  # a series without shared steps has its own
+        return steps
 
     def _own_steps(self) -> None:
         if self._steps is None:
-            self._steps = array("l", self.shared[: len(self.values)])
+            self._steps = array("l", self.steps[: len(self.values)])  # the shared steps
 
     def extend(self, steps, values, aligned: bool = False) -> None:
         """Append a column; entries that are not numbers (null for NaN, strings) are skipped.
@@ -81,7 +83,7 @@ class Series:
 
     def settle(self) -> None:
         """After a batch: a shared series that fell behind the shared steps keeps its own from now on."""
-        if self._steps is None and len(self.values) != len(self.shared):
+        if self._steps is None and len(self.values) != len(self.steps):  # the shared steps
             self._own_steps()
 
     def __len__(self) -> int:

@@ -206,8 +206,8 @@ def check_checkpoints(checkpoints_dir: str | os.PathLike) -> list[CheckpointChec
     folder = Path(checkpoints_dir)
     if not folder.is_dir():
         return []
-    found = [p for p in folder.iterdir() if p.is_dir() and checkpoint_step(p) is not None]
-    return [check_checkpoint(p) for p in sorted(found, key=checkpoint_step)]
+    found = {p: step for p in folder.iterdir() if p.is_dir() and (step := checkpoint_step(p)) is not None}
+    return [check_checkpoint(p) for p in sorted(found, key=found.__getitem__)]
 
 
 def newest(checks: list[CheckpointCheck], *, for_resume: bool = True) -> tuple[CheckpointCheck | None, list[CheckpointCheck]]:

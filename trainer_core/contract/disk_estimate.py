@@ -26,12 +26,15 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from .config_checks import ConfigError
 from .disk import RESERVE_BYTES, Usage, human, usage
 from .events import HealthWarning
 from .health import Thresholds, with_advice
 from .severity import Severity
+
+_D = TypeVar("_D")
 
 CHECKPOINT_OVERHEAD = 32 * 1024  # rng_state.pth, scheduler.pt, training_args.bin
 TRAINER_STATE_PER_STEP = 1024
@@ -82,7 +85,7 @@ def _config_shapes(cfg: dict) -> list[tuple[str, list[int]]]:
     """A decoder-only transformer's tensor shapes from config.json (Llama, Qwen, Mistral, GPT-2 names)."""
     cfg = {**cfg, **(cfg.get("text_config") or {})}
 
-    def pick(*keys, default=None):
+    def pick(*keys: str, default: _D = None) -> int | _D:
         return next((cfg[k] for k in keys if isinstance(cfg.get(k), int) and not isinstance(cfg[k], bool)), default)
 
     hidden, layers, vocab = pick("hidden_size", "n_embd", "d_model"), pick("num_hidden_layers", "n_layer", "num_layers"), pick("vocab_size")

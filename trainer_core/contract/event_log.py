@@ -11,14 +11,15 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import cast
 
 try:  # several times faster on large streams; the format is plain JSON either way
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - stdlib fallback keeps this module dependency-free
-    def _loads(data):
-        return json.loads(bytes(data))
+    def _loads(data: bytes | bytearray | memoryview | str, /):  # orjson.loads' signature
+        return json.loads(data if isinstance(data, str) else bytes(data))
 
-from .events import Event, EventType, clean, decode
+from .events import Event, EventType, Metrics, clean, decode
 
 BLOCK_SIZE = 64 * 1024
 SCAN_CHUNK = 4 * 1024 * 1024
@@ -278,10 +279,10 @@ def _events_in(buf: bytes, needles: list[bytes]) -> Iterator[Event]:
 def last_step(path: str | os.PathLike) -> int:
     """The step of the stream's last metrics event (0 before the first), read from the end of the file."""
     last = last_events(BackwardLines(path), EventType.METRICS)
-    return last[0].step if last else 0
+    return cast(Metrics, last[0]).step if last else 0  # decode makes every metrics line a Metrics
 
 
-def tail_events(source: str | os.PathLike | BackwardLines) -> tuple[Event | None, Event | None]:
+def tail_events(source: str | os.PathLike | BackwardLines) -> tuple[Event | None, Metrics | None]:
     """The file's last event and its last ``metrics`` event (None when none), reading from the end."""
     lines = source if isinstance(source, BackwardLines) else BackwardLines(source)
     last_event: Event | None = None
@@ -291,5 +292,5 @@ def tail_events(source: str | os.PathLike | BackwardLines) -> tuple[Event | None
             continue
         last_event = last_event or event
         if event.type == EventType.METRICS:
-            return last_event, event
+            return last_event, cast(Metrics, event)  # decode makes every metrics line a Metrics
     return last_event, None
