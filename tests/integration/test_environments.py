@@ -133,3 +133,12 @@ def test_dotted_module_path_from_the_current_directory(tiny_model, runs_dir, mon
     result, events, _ = run(tiny_model, runs_dir, "PatternEnv", module="examples.pattern_env", peft=True, lora_r=4)
     assert result.status is Status.COMPLETED, events[-2:]
     assert (result.path / "final" / "adapter_config.json").exists()
+
+
+def test_an_environment_file_that_is_not_python_is_a_clear_error(tmp_path):
+    from trainer_core.environments import EnvError, import_file
+
+    module = tmp_path / "my_env"  # no .py: importlib finds no loader for it
+    module.write_text("class Env: ...\n")
+    with pytest.raises(EnvError, match=r"my_env is not a Python \(\.py\) file\. Check --rl-env-module"):
+        import_file(str(module), "grpo_env", "environment module", "Check --rl-env-module.")
