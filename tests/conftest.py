@@ -1,21 +1,10 @@
-"""Shared fixtures: one tiny offline model per test session, private runs dirs, the CLI as a subprocess."""
+"""Shared fixtures: one tiny offline model per test session, private runs dirs. Helpers: tests/helpers.py."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-
-from trainer_core.contract.event_log import EventTail
-from trainer_core.contract.events import Event, UnknownEvent
-
-ROOT = Path(__file__).resolve().parents[1]
-ENVS = Path(__file__).resolve().parent / "envs"
-EXAMPLES = ROOT / "examples"
 
 
 @pytest.fixture(scope="session")
@@ -37,43 +26,3 @@ def pretrained_tiny_model(tmp_path_factory) -> str:
 @pytest.fixture
 def runs_dir(tmp_path) -> Path:
     return tmp_path / "runs"
-
-
-def cli(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    """Run ``grpo-tui ARGS`` in a child process and capture its output."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", **kwargs.pop("env", {})}
-    return subprocess.run([sys.executable, "-m", "grpo_tui", *args], capture_output=True, text=True, env=env,
-                          cwd=kwargs.pop("cwd", ROOT), timeout=kwargs.pop("timeout", 300), **kwargs)
-
-
-def pattern_args(model: str, runs_dir: Path, *extra: str) -> list[str]:
-    """Flags for a quick, learnable run of the pattern environment."""
-    return ["train", "--model", model, "--rl-env-module", str(EXAMPLES / "pattern_env.py"), "--rl-env-class",
-            "PatternEnv", "--rl-num-generations", "4", "--batch-size", "8", "--rl-max-new-tokens", "12",
-            "--lr", "0.002", "--runs-dir", str(runs_dir), *extra]
-
-
-def only_run(runs_dir: Path) -> Path:
-    runs = [p for p in runs_dir.iterdir() if p.is_dir()]
-    assert len(runs) == 1, runs
-    return runs[0]
-
-
-def events_of(run: Path) -> list[Event]:
-    """The run's events, typed. Every complete line must be a valid event of a type the schema knows."""
-    tail = EventTail(run / "events.jsonl")
-    events = tail.poll()
-    assert tail.bad_lines == 0, f"{tail.bad_lines} line(s) of {run / 'events.jsonl'} are not JSON objects"
-    unknown = [e.type for e in events if isinstance(e, UnknownEvent)]
-    assert not unknown, f"event types the schema does not know: {unknown}"
-    return events
-
-
-def wait_for(predicate, timeout: float = 120, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s")

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import EXAMPLES, cli
+from tests.helpers import EXAMPLES, cli
 from tests.sshd import SshServer, sshd  # noqa: F401  (the fixture, re-exported for test modules)
 
 TRAIN_FLAGS = ("--rl-env-module", str(EXAMPLES / "pattern_env.py"), "--rl-env-class", "PatternEnv",

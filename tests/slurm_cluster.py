@@ -14,7 +14,6 @@ import contextlib
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,17 +22,13 @@ from pathlib import Path
 import psutil
 import pytest
 
+from trainer_core.contract.ports import free_port
+
 MUNGED = "/usr/sbin/munged"
 SLURMCTLD = "/usr/sbin/slurmctld"
 SLURMD = "/usr/sbin/slurmd"
 BINARIES = (MUNGED, SLURMCTLD, SLURMD, "/usr/sbin/slurmstepd", "/usr/bin/sbatch", "/usr/bin/squeue",
             "/usr/bin/scancel", "/usr/bin/scontrol", "/usr/bin/sinfo")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -109,8 +104,8 @@ class SlurmCluster:
         lines = [
             "ClusterName=grpotest",
             f"SlurmctldHost={self.node}(127.0.0.1)",
-            f"SlurmctldPort={_free_port()}",
-            f"SlurmdPort={_free_port()}",
+            f"SlurmctldPort={free_port()}",
+            f"SlurmdPort={free_port()}",
             "AuthType=auth/munge",
             "CredType=cred/munge",
             f"AuthInfo={auth_info}",

@@ -27,15 +27,11 @@ import psutil
 import pytest
 import yaml
 
+from trainer_core.contract.ports import free_port
+
 SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = Path("/run/sshd")
 HOSTS = ("gpubox", "otherbox", "strangerbox", "deadbox")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _keygen(path: Path) -> None:
@@ -56,8 +52,8 @@ class SshServer:
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="gs", dir="/tmp"))
         self.dir.chmod(0o700)
-        self.port = _free_port()
-        self.dead_port = _free_port()
+        self.port = free_port()
+        self.dead_port = free_port()
         self.config = self.dir / "ssh_config"
         self.user = pwd.getpwuid(os.getuid()).pw_name
         self.pid: int | None = None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 from grpo_tui.api import launch
 from grpo_tui.app import make_app
@@ -19,7 +18,8 @@ from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 from trainer_core.runner import train
 
-from ..conftest import EXAMPLES, wait_for
+from ..helpers import EXAMPLES, wait_for
+from .conftest import header_text, wait_until
 
 
 def pattern_config(tiny_model, **overrides) -> RunConfig:
@@ -28,17 +28,8 @@ def pattern_config(tiny_model, **overrides) -> RunConfig:
                      **{**settings, **overrides})
 
 
-async def wait_until(pilot, predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        await pilot.pause(0.2)
-    raise AssertionError("condition not met in the app within the timeout")
 
 
-def header_text(screen) -> str:
-    return str(screen.query_one("#header").render())
 
 
 async def test_reattaching_to_a_finished_run_shows_every_step(tiny_model, runs_dir):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 from textual import events
 from textual.app import App
@@ -13,15 +12,11 @@ from grpo_tui.services.run_stream import Series
 from grpo_tui.widgets.metric_chart import TITLE_SECONDS, MetricChart
 
 from ..run_fixtures import make_finished_run
+from .conftest import wait_until
 
 STEPS, SPIKE = 5000, 3137
 
 
-async def wait_until(pilot, predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "the screen did not get there in time"
-        await pilot.pause(0.05)
 
 
 def top_row_columns(chart: MetricChart) -> list[int]:

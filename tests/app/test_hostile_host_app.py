@@ -13,7 +13,7 @@ from grpo_tui.widgets.runs_table import RunsTable
 from tests.integration.test_hostile_host import GOOD_ON_GPUBOX, hostile_hosts, tree, written_outside_the_cache
 from tests.remote_hosts import remote, sshd  # noqa: F401
 
-from .test_app import wait_until
+from .conftest import wait_until
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from trainer_core.contract.config import RunConfig
 from trainer_core.contract.process import marked
 from trainer_core.contract.status import FINAL as FINAL_STATUSES  # the final Status members
 
-from ..conftest import EXAMPLES
+from ..helpers import EXAMPLES
 
 SIZE = (120, 40)
 PATTERN = {"rl_env_module": str(EXAMPLES / "pattern_env.py"), "rl_env_class": "PatternEnv"}

@@ -24,6 +24,9 @@ from trainer_core.contract.process import process_start_time
 from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.status import Status
 
+from .conftest import header_text
+from .conftest import wait_until as wait_for_state
+
 TOTAL = 1200
 OPEN_AT = 10  # steps on disk when the monitor opens; the rest arrive while it is open
 NEW_KEYS_AT = 30  # rewards/format/mean and entropy first appear here
@@ -77,10 +80,6 @@ class Writer(threading.Thread):
                     time.sleep(0.01)
 
 
-def header_text(screen) -> str:
-    return str(screen.query_one("#header").render())
-
-
 async def test_the_monitor_follows_a_run_whose_metric_keys_change_mid_run(tmp_path):
     folder = live_run(tmp_path / "runs")
     app = make_app(tmp_path / "runs", start="watch", watch=folder.path)
@@ -88,13 +87,11 @@ async def test_the_monitor_follows_a_run_whose_metric_keys_change_mid_run(tmp_pa
     seen = set()  # every worker of the screen, kept: a finished worker leaves the app's list
 
     async def wait_until(pilot, predicate, timeout=30.0):
-        deadline = time.monotonic() + timeout
-        while True:
+        def noting_workers() -> bool:
             seen.update(w for w in app.workers if w.node is screen)
-            if predicate():
-                return
-            assert time.monotonic() < deadline, "the monitor did not reach the expected state in time"
-            await pilot.pause(0.05)
+            return predicate()
+
+        await wait_for_state(pilot, noting_workers, timeout)
 
     try:
         async with app.run_test(size=(120, 40)) as pilot:

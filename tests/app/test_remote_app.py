@@ -11,11 +11,11 @@ from grpo_tui.executors.hosts import load_hosts
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.screens.runs import RunsScreen
 from grpo_tui.widgets.runs_table import RunsTable
-from tests.conftest import wait_for
+from tests.helpers import wait_for
 from tests.remote_hosts import remote, sshd  # noqa: F401
 from tests.run_fixtures import make_finished_run
 
-from .test_app import header_text, wait_until
+from .conftest import header_text, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +57,7 @@ async def test_runs_of_two_hosts_in_one_list_and_a_remote_monitor(remote, tiny_m
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen), timeout=60)
         monitor = app.screen
-        assert monitor.remote is not None and monitor.remote.host == "gpubox"
+        assert monitor.watched.host == "gpubox"  # a run of that host, through its executor
         await wait_until(pilot, lambda: monitor.status == "completed" and monitor.view.metrics_read == 12, timeout=60)
         assert "step 12/12" in header_text(monitor)
         assert "host gpubox" in str(monitor.query_one("#gpus").render())
@@ -114,7 +114,7 @@ async def test_the_launch_form_checks_on_the_host_and_starts_the_run_there(remot
         await pilot.press("ctrl+l")
         await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen), timeout=90)
         monitor = app.screen
-        assert monitor.remote is not None and monitor.remote.host == "gpubox"
+        assert monitor.watched.host == "gpubox"  # a run of that host, through its executor
         await wait_until(pilot, lambda: monitor.status == "completed" and monitor.view.metrics_read == 4, timeout=120)
-    folder = remote.run_folder(monitor.remote.run.run_id)
+    folder = remote.run_folder(monitor.watched.run.run_id)
     assert json.loads((folder / "state.json").read_text())["status"] == "completed"

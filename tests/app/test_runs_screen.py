@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
@@ -25,16 +24,11 @@ from trainer_core.contract.status import Status
 
 from ..run_fixtures import BASE_TIME, make_finished_run, make_three_runs
 from ..unit.test_catalog import emit_steps
+from .conftest import wait_until
 
 SIZE = (120, 30)
 
 
-async def wait_until(pilot, predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in the app within the timeout")
-        await pilot.pause(0.05)
 
 
 def row_ids(table: DataTable) -> list[str]:

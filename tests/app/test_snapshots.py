@@ -19,7 +19,6 @@ from __future__ import annotations
 import fcntl
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from textual.widgets import DataTable
 from grpo_tui.app import make_app
 
 from ..run_fixtures import make_finished_run, make_three_runs
+from .conftest import wait_until as wait_for_state
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 SNAPSHOT_ROOT = Path("/tmp/grpo-tui-snapshots")
@@ -65,11 +65,8 @@ def app_for(runs_dir: Path, **kwargs):
 
 
 async def wait_until(pilot, predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("the screen did not reach the state to snapshot in time")
-        await pilot.pause(0.05)
+    """The shared wait, then one more frame: a snapshot is taken of what is drawn."""
+    await wait_for_state(pilot, predicate, timeout, "the state to snapshot")
     await pilot.pause()
 
 

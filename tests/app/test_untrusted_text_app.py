@@ -38,16 +38,7 @@ from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 
 from ..hostile_text import assert_no_control, hostile, hostile_name
-from .test_app import wait_until
-
-
-def screen_text(app: App) -> str:
-    """Every cell the compositor would draw, as text; and no segment may carry a hyperlink."""
-    strips = app.screen._compositor.render_strips()
-    for strip in strips:
-        for segment in strip:
-            assert segment.style is None or not segment.style.link, f"a hyperlink reached the screen: {segment!r}"
-    return "\n".join(strip.text for strip in strips)
+from .conftest import screen_text, wait_until
 
 
 class Harness(App):

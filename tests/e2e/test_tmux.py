@@ -19,7 +19,7 @@ import pytest
 
 from trainer_core.contract.run_folder import RunFolder
 
-from ..conftest import EXAMPLES, ROOT, cli
+from ..helpers import EXAMPLES, ROOT, cli
 from ..run_fixtures import make_finished_run
 from .tmux_session import Tmux
 

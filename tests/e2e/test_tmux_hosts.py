@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ..conftest import ROOT, wait_for
+from ..helpers import ROOT, wait_for
 from ..remote_hosts import remote, sshd  # noqa: F401
 from .tmux_session import Tmux
 

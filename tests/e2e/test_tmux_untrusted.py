@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from ..conftest import ENVS, ROOT, cli, only_run
+from ..helpers import ENVS, ROOT, cli, only_run
 from .test_tmux import HEIGHT, WIDTH, warnings_shown
 from .tmux_session import Tmux
 

@@ -33,7 +33,7 @@ import pytest
 
 from grpo_tui.theming import theme_colors
 
-from ..conftest import ROOT, wait_for
+from ..helpers import ROOT, wait_for
 from .tmux_session import Tmux
 
 pytestmark = [

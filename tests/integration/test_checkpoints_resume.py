@@ -19,7 +19,7 @@ from trainer_core.contract.events import Checkpoint, HealthWarning, Metrics, Run
 from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.status import Status
 
-from ..conftest import ENVS, cli, events_of, only_run, pattern_args, wait_for
+from ..helpers import ENVS, cli, events_of, only_run, pattern_args, wait_for
 from .test_supervisor import launch
 
 

@@ -19,7 +19,7 @@ from trainer_core.contract.events import HealthWarning, Metrics, RunFinished
 from trainer_core.contract.status import Status
 from trainer_core.tiny_model import MARKER, is_built
 
-from ..conftest import cli, events_of, only_run
+from ..helpers import cli, events_of, only_run
 
 
 def demo_env():

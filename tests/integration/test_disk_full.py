@@ -24,7 +24,7 @@ from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 
-from ..conftest import cli, events_of, only_run, pattern_args
+from ..helpers import cli, events_of, only_run, pattern_args
 
 DISK_SIZE = "6M"  # a checkpoint of the tiny model is ~1.3 MiB: the 5th does not fit
 

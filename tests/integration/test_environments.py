@@ -16,7 +16,7 @@ from trainer_core.contract.events import Error, Metrics, RunFinished, RunStarted
 from trainer_core.contract.status import Status
 from trainer_core.runner import train
 
-from ..conftest import ENVS, EXAMPLES, events_of
+from ..helpers import ENVS, EXAMPLES, events_of
 
 BAD = str(ENVS / "bad_envs.py")
 

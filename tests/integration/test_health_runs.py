@@ -15,7 +15,7 @@ from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 from trainer_core.runner import train
 
-from ..conftest import ENVS, EXAMPLES, cli, wait_for
+from ..helpers import ENVS, EXAMPLES, cli, wait_for
 from .test_supervisor import launch, wait_step
 
 COLLAPSE_RULES = {"mode_collapse", "entropy_collapse"}

@@ -14,7 +14,7 @@ from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.status import Status
 from trainer_core.runner import train
 
-from ..conftest import ENVS, EXAMPLES, ROOT, cli, events_of, wait_for
+from ..helpers import ENVS, EXAMPLES, ROOT, cli, events_of, wait_for
 from .test_supervisor import launch, metrics_steps
 
 LOAD_AND_GENERATE = (

@@ -8,7 +8,7 @@ import sys
 from trainer_core.contract.events import HealthWarning, Metrics, RunFinished
 from trainer_core.contract.status import Status
 
-from ..conftest import ROOT, cli, events_of, only_run
+from ..helpers import ROOT, cli, events_of, only_run
 
 HEAVY = ("torch", "transformers", "trl", "datasets", "peft")
 # every module of these packages is imported, found by walking them, so a new module is covered the day it lands

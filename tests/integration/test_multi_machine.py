@@ -29,7 +29,7 @@ from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.status import Status
 from trainer_core.run_root import machine_log, machine_rank_of, worker_command
 
-from ..conftest import EXAMPLES, events_of, wait_for
+from ..helpers import EXAMPLES, events_of, wait_for
 
 
 def two_machines(port: int, **extra) -> Placement:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, events_of, wait_for
+from tests.helpers import ROOT, events_of, wait_for
 from tests.remote_hosts import remote, sshd  # noqa: F401
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.conftest import EXAMPLES, cli, events_of, wait_for
+from tests.helpers import EXAMPLES, cli, events_of, wait_for
 from tests.remote_hosts import RemoteHosts
 from tests.slurm_cluster import slurm  # noqa: F401
 from tests.sshd import sshd  # noqa: F401

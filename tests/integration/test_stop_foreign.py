@@ -14,7 +14,7 @@ import pytest
 from trainer_core.contract.process import RUN_MARKER, process_start_time
 from trainer_core.contract.run_folder import RunFolder
 
-from ..conftest import cli, wait_for
+from ..helpers import cli, wait_for
 
 
 def start_sleeper(marker: str | None = None) -> subprocess.Popen:

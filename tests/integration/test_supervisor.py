@@ -21,7 +21,7 @@ from trainer_core.contract.process import marked, verified
 from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.status import Status
 
-from ..conftest import ENVS, EXAMPLES, ROOT, cli, wait_for
+from ..helpers import ENVS, EXAMPLES, ROOT, cli, wait_for
 
 
 def launch_args(model, runs_dir, *extra, env_module=str(EXAMPLES / "pattern_env.py"), env_class="PatternEnv"):

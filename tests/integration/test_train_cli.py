@@ -15,7 +15,7 @@ from trainer_core.contract.events import Checkpoint, Metrics, RunFinished, RunSt
 from trainer_core.contract.process import process_matches
 from trainer_core.contract.status import Status
 
-from ..conftest import ROOT, cli, events_of, only_run, pattern_args, wait_for
+from ..helpers import ROOT, cli, events_of, only_run, pattern_args, wait_for
 
 
 def metrics(events) -> list[Metrics]:

@@ -13,7 +13,7 @@ from trainer_core.contract.event_log import read_records
 from trainer_core.contract.events import Error, Metrics, RunFinished
 from trainer_core.contract.status import Status
 
-from ..conftest import ENVS, cli, events_of, only_run
+from ..helpers import ENVS, cli, events_of, only_run
 
 pytestmark = pytest.mark.slow
 REWARDS = ENVS / "recipe_rewards.py"

@@ -49,7 +49,7 @@ from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 
-from ..conftest import ROOT, wait_for
+from ..helpers import ROOT, wait_for
 
 IDS = ["20260101-090000-aaaaaa", "20260102-090000-bbbbbb", "20260102-091500-bbbccc", "20260103-120000-cccccc"]
 

@@ -27,7 +27,7 @@ from trainer_core.contract.status import Status
 from trainer_core.merge import MergeError, merge_source
 from trainer_core.run_context import RunContext
 
-from ..conftest import EXAMPLES
+from ..helpers import EXAMPLES
 
 
 def safetensors(path: Path, nbytes: int = 16, cut: int = 0) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import cli
+from tests.helpers import cli
 from tests.run_fixtures import make_finished_run
 from trainer_core.contract.status import Status
 

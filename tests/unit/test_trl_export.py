@@ -14,7 +14,7 @@ from trainer_core.contract.cli_args import add_run_config_arguments, config_from
 from trainer_core.contract.config import RunConfig
 from trainer_core.contract.trl_export import recipe_text, to_recipe
 
-from ..conftest import cli
+from ..helpers import cli
 
 
 def parse(argv):

@@ -26,7 +26,7 @@ from trainer_core.contract.trl_names import (
 )
 from trainer_core.contract.trl_recipe import IGNORED, SPECIAL, UNSUPPORTED, is_recipe, recipe_to_fields
 
-from ..conftest import cli
+from ..helpers import cli
 
 # open-r1's recipes/DeepSeek-R1-Distill-Qwen-1.5B/grpo/config_demo.yaml, key for key
 OPEN_R1_DEMO = {
@@ -212,7 +212,7 @@ def test_recipe_warnings_reach_the_command_line(tmp_path):
 
 
 def test_the_example_recipe_is_a_valid_run(tmp_path):
-    from ..conftest import EXAMPLES
+    from ..helpers import EXAMPLES
 
     notes = []
     config = parse(["--config", str(EXAMPLES / "recipes" / "cpu_demo.yaml"), "--model", "m"], notes)
