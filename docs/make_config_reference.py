@@ -5,7 +5,6 @@ Run ``python docs/make_config_reference.py`` after changing a field; a test fail
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trainer_core.contract.cli_args import GROUP_TITLES  # noqa: E402
-from trainer_core.contract.config import config_fields, flag_for  # noqa: E402
+from trainer_core.contract.field_spec import field_specs  # noqa: E402
 
 PAGE = Path(__file__).with_name("configuration.md")
 
@@ -28,14 +27,13 @@ def render() -> str:
         "names: see [recipes.md](recipes.md) for how each maps to a field here.",
         "",
     ]
-    fields = config_fields()
+    specs = field_specs()
     for group, title in GROUP_TITLES.items():
         lines += [f"## {title}", "", "| field | flag | default | meaning |", "| --- | --- | --- | --- |"]
-        for f in (f for f in fields if f.metadata["group"] == group):
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-            shown = "required" if f.name in ("model", "rl_env_module", "rl_env_class") else f"`{json.dumps(default)}`"
-            choices = f" One of: {', '.join(f.metadata['choices'])}." if "choices" in f.metadata else ""
-            lines.append(f"| `{f.name}` | `{flag_for(f)}` | {shown} | {f.metadata['help']}{choices} |")
+        for spec in (s for s in specs if s.group == group):
+            shown = "required" if spec.required else f"`{json.dumps(spec.default)}`"
+            choices = f" One of: {', '.join(spec.choices)}." if spec.choices else ""
+            lines.append(f"| `{spec.name}` | `{spec.flag}` | {shown} | {spec.help}{choices} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -1,18 +1,17 @@
 """The run settings form, generated from RunConfig's fields.
 
 One section per field group, one input per field, and under each input the field's help text: the same
-metadata that writes ``--help``, so the form, the CLI and the docs cannot disagree. Validation is
-RunConfig's own (``RunConfig.problems``): the form only turns text into values, so every message shown
-under a field is the message the CLI would print.
+field specs (``trainer_core.contract.field_spec``) that write ``--help``, so the form, the CLI and the docs
+cannot disagree. Validation is RunConfig's own (``RunConfig.problems``): the form only turns text into
+values (``FieldSpec.parse``), so every message shown under a field is the message the CLI would print.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical
@@ -22,95 +21,21 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible, Input, Label, Select, Static, Switch, TextArea
 
-from trainer_core.contract.cli_args import GROUP_TITLES, MAPPING_FIELDS
-from trainer_core.contract.config import ConfigError, RunConfig, config_fields, flag_for, parse_env_config
+from trainer_core.contract.cli_args import GROUP_TITLES
+from trainer_core.contract.config import ConfigError, RunConfig
+from trainer_core.contract.field_spec import FieldSpec, field_specs
 
-JSON_FIELDS = ("rl_env_config", *MAPPING_FIELDS)
-# what a run cannot start without: a model, and rewards from an environment or from dataset + reward functions
-REQUIRED = {"model": "required", "rl_env_module": "required (or a dataset)", "rl_env_class": "required (or a dataset)"}
 OPEN_GROUPS = ("model", "grpo", "generation", "optimisation")
 VALIDATE_DELAY = 0.25
-_NONE_WORDS = ("none", "null")
 
 
-@dataclass(frozen=True)
-class FieldSpec:
-    """What the form needs to know about one RunConfig field."""
-
-    name: str
-    kind: str  # bool, choice, int, float, str or json
-    optional: bool
-    help: str
-    group: str
-    flag: str
-    choices: tuple = ()
-
-    def default(self) -> Any:
-        return getattr(RunConfig(), self.name)
-
-
-def field_specs() -> list[FieldSpec]:
-    specs = []
-    for f in config_fields():
-        base = f.type.split("|")[0].strip()
-        if f.name in JSON_FIELDS:
-            kind = "json"
-        elif "choices" in f.metadata:
-            kind = "choice"
-        else:
-            kind = base if base in ("bool", "int", "float") else "str"
-        specs.append(FieldSpec(f.name, kind, "None" in f.type, f.metadata["help"], f.metadata["group"], flag_for(f),
-                               tuple(f.metadata.get("choices", ()))))
-    return specs
-
-
-def parse_value(spec: FieldSpec, raw: Any) -> Any:
-    """Turn a widget's value into the field's value; ConfigError naming the field when it cannot."""
-    if spec.kind in ("bool", "choice"):
-        return raw
-    text = str(raw).strip()
-    if spec.kind == "json":
-        if spec.name == "rl_env_config":
-            return parse_env_config(text)
-        if not text:
-            return {}
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(spec.name, f"{spec.name} must be a JSON object, got {text!r} ({exc.msg} at line "
-                                         f"{exc.lineno} column {exc.colno}). Example: {{\"key\": 1}}") from None
-        if not isinstance(value, dict):
-            raise ConfigError(spec.name, f"{spec.name} must be a JSON object, got {type(value).__name__} {text}.")
-        return value
-    if not text or (spec.optional and text.lower() in _NONE_WORDS):
-        if spec.optional:
-            return None
-        if spec.kind == "str":
-            return ""
-        wanted = "an integer" if spec.kind == "int" else "a number"
-        raise ConfigError(spec.name, f"{spec.name} needs a value: {wanted}.")
-    if spec.kind == "int":
-        try:
-            return int(text)
-        except ValueError:
-            raise ConfigError(spec.name, f"{spec.name} must be an integer, got {text!r}.") from None
-    if spec.kind == "float":
-        try:
-            return float(text)
-        except ValueError:
-            raise ConfigError(spec.name, f"{spec.name} must be a number, got {text!r}.") from None
-    return text
-
-
-def format_value(spec: FieldSpec, value: Any) -> Any:
-    """The widget value that shows ``value``."""
-    if spec.kind == "bool":
-        return bool(value)
-    if spec.kind == "choice":
-        return value
-    if spec.kind == "json":
-        return "" if value is None or value == {} else json.dumps(value)
-    return "" if value is None else str(value)
+def _input_type(kind: str) -> Literal["integer", "number", "text"]:
+    """The Input's type for a field of this kind (it refuses keys that cannot make a number)."""
+    if kind == "int":
+        return "integer"
+    if kind == "float":
+        return "number"
+    return "text"
 
 
 def _mentions(message: str, names: set[str]) -> bool:
@@ -161,7 +86,7 @@ class ConfigForm(Vertical):
         # a config handed in (from a file, a command line) has its problems shown from the start
         self.show_all = config is not None
         self.touched: set[str] = set()
-        self._baseline: dict[str, Any] = {s.name: format_value(s, getattr(self.initial, s.name)) for s in self.specs}
+        self._baseline: dict[str, Any] = {s.name: s.format(getattr(self.initial, s.name)) for s in self.specs}
         self._messages: dict[str, list[str]] = {}
         self._json_status: dict[str, tuple[bool, str] | None] = {}
         self._shown_notes: dict[str, tuple[bool, str]] = {}
@@ -190,21 +115,21 @@ class ConfigForm(Vertical):
         if spec.kind == "choice":
             options = list(spec.choices) + ([value] if value not in spec.choices else [])
             return Select([(c, c) for c in options], value=value, allow_blank=False, compact=True, id=wid)
-        if spec.kind == "json":
+        if spec.is_json:
             return TextArea(value, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", id=wid)
-        input_type = {"int": "integer", "float": "number"}.get(spec.kind, "text")
-        placeholder = REQUIRED.get(spec.name, "none") if spec.optional else ""
+        input_type = _input_type(spec.kind)
+        placeholder = (spec.required_text or "none") if spec.optional else ""
         return Input(value, type=input_type, placeholder=placeholder, valid_empty=spec.optional, compact=True,
                      select_on_focus=False, id=wid)
 
     @staticmethod
     def _help(spec: FieldSpec) -> str:
-        default = REQUIRED.get(spec.name) or json.dumps(spec.default())
+        default = spec.required_text or json.dumps(spec.default)
         return f"{spec.help} [{spec.flag}; default {default}]"
 
     def on_mount(self) -> None:
         for spec in self.specs:
-            if spec.kind == "json":
+            if spec.is_json:
                 self._update_json_status(spec)
         self._schedule()
 
@@ -232,7 +157,7 @@ class ConfigForm(Vertical):
             spec = self._by_name.get(name)
             if spec is None:
                 raise ConfigError(name, f"unknown field '{name}'.")
-            raw = format_value(spec, value)
+            raw = spec.format(value)
             self._baseline[name] = raw
             self.touched.add(name)
             widget = self.widget_for(name)
@@ -245,7 +170,7 @@ class ConfigForm(Vertical):
             elif isinstance(widget, TextArea):
                 widget.text = raw
                 self._update_json_status(spec)
-            else:
+            elif isinstance(widget, Input):
                 widget.value = raw
         self._schedule()
 
@@ -293,7 +218,7 @@ class ConfigForm(Vertical):
             title = GROUP_TITLES.get(group, group)
             collapsible.title = f"{title}  ({n} problem{'s' if n != 1 else ''})" if n else title
 
-    def set_context(self, world_size: int, external: list[ConfigError] = ()) -> None:
+    def set_context(self, world_size: int, external: Sequence[ConfigError] = ()) -> None:
         """The training process count RunConfig checks against, and problems found outside the form
         (the placement's) to show under the fields they name; revalidates when either changed."""
         external = [p for p in external if p.field in self._by_name]
@@ -334,18 +259,20 @@ class ConfigForm(Vertical):
         widget = self.widget_for(spec.name)
         if isinstance(widget, TextArea):
             return widget.text
-        return widget.value
+        if isinstance(widget, (Input, Select, Switch)):
+            return widget.value
+        raise TypeError(f"field {spec.name} has no input widget: {widget!r}")
 
     def _read(self) -> tuple[dict[str, Any], dict[str, ConfigError]]:
         values: dict[str, Any] = {}
         errors: dict[str, ConfigError] = {}
         for spec in self.specs:
             try:
-                values[spec.name] = parse_value(spec, self._raw(spec))
+                values[spec.name] = spec.parse(self._raw(spec))
             except ConfigError as exc:
                 errors[spec.name] = exc
                 # a stand-in, so RunConfig can still check every other field
-                values[spec.name] = spec.default()
+                values[spec.name] = spec.default_value()
         return values, errors
 
     def _relevant(self, problem: ConfigError) -> bool:
@@ -360,7 +287,7 @@ class ConfigForm(Vertical):
             self._json_status[spec.name] = None
         else:
             try:
-                parse_value(spec, text)
+                spec.parse(text)
                 self._json_status[spec.name] = (True, "valid JSON object")
             except ConfigError as exc:
                 self._json_status[spec.name] = (False, str(exc))
@@ -410,7 +337,7 @@ class ConfigForm(Vertical):
             self.touched.add(name)
         # the field's old message may no longer hold; the next validation says
         self._messages.pop(name, None)
-        if spec.kind == "json":
+        if spec.is_json:
             self._update_json_status(spec)
         else:
             self._render_note(spec)
@@ -437,4 +364,4 @@ class ConfigForm(Vertical):
         self._changed(event.text_area)
 
 
-__all__ = ["ConfigForm", "FieldSpec", "field_specs", "parse_value", "format_value", "JSON_FIELDS"]
+__all__ = ["ConfigForm"]

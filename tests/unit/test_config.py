@@ -6,6 +6,7 @@ import argparse
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 import yaml
@@ -13,9 +14,9 @@ import yaml
 from trainer_core.contract.cli_args import add_run_config_arguments, config_from_args, config_to_argv
 from trainer_core.contract.config import ConfigError, RunConfig, config_fields, flag_for
 
-from ..conftest import ROOT, cli
+from ..helpers import ROOT, cli
 
-VALID = dict(model="m", rl_env_module="env.py", rl_env_class="Env")
+VALID: dict[str, Any] = dict(model="m", rl_env_module="env.py", rl_env_class="Env")
 
 
 def parse(argv):
@@ -44,7 +45,9 @@ def test_defaults_follow_the_grpo_interface():
 
 
 def test_a_valid_config_passes():
-    assert RunConfig(**VALID).validate() is not None
+    config = RunConfig(**VALID)
+    assert config.validate() is config  # returns itself, so calls can chain
+    assert config.problems() == []
 
 
 def test_missing_environment_names_both_flags():
@@ -102,7 +105,8 @@ def test_sampling_and_numeric_ranges(field, value):
 
 
 def test_problems_lists_everything_at_once():
-    problems = RunConfig(rl_loss_type="x", rl_temperature=-1).problems()
+    # a config file or a flag can hold any text: the checks catch what the Literal type cannot
+    problems = RunConfig(rl_loss_type="x", rl_temperature=-1).problems()  # pyright: ignore[reportArgumentType]
     assert {p.field for p in problems} >= {"rl_env_module", "model", "rl_loss_type", "rl_temperature"}
 
 
@@ -174,6 +178,7 @@ def test_configuration_reference_is_current():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("make_ref", ROOT / "docs" / "make_config_reference.py")
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert (ROOT / "docs" / "configuration.md").read_text() == module.render(), "run python docs/make_config_reference.py"

@@ -1,7 +1,9 @@
-"""Command-line flags generated from RunConfig, so ``--help``, the form and the docs share one source.
+"""Command-line flags generated from RunConfig's field specs, so ``--help``, the form and the docs share one source.
 
-Stdlib only. Flags given on the command line override values from ``--config FILE``; only flags the user
-actually typed override anything (argparse defaults are suppressed and shown in the help text instead).
+Stdlib only. Each field's flag follows its kind (field_spec.py): a switch pair for a bool, a repeatable
+``KEY=VALUE`` or ``NAME[=WEIGHT]`` for a mapping, one value otherwise. Flags given on the command line
+override values from ``--config FILE``; only flags the user actually typed override anything (argparse
+defaults are suppressed and shown in the help text instead).
 """
 
 from __future__ import annotations
@@ -9,12 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from .config import ConfigError, RunConfig, config_fields, flag_for, load_file, load_text, reward_funcs_mapping
+from .config import ConfigError, RunConfig, load_file, load_text, reward_funcs_mapping
+from .field_spec import FieldSpec, field_specs
 from .trl_recipe import RECIPE_FORMATS, is_recipe, recipe_to_fields
 
-MAPPING_FIELDS = ("grpo_args", "health", "slurm", "reward_funcs")
+REPEATED_KINDS = ("mapping", "weights")
+"""Kinds whose flag is given once per item, the items merged over the config file's mapping."""
 
 GROUP_TITLES = {
     "model": "model & environment",
@@ -63,15 +68,13 @@ def _optional_str(text: str) -> str | None:
     return None if text.lower() in ("none", "null", "") else text
 
 
-def _type_for(annotation: str):
-    base = annotation.replace(" | None", "")
-    if base == "bool":
-        return None
-    if base == "int":
-        return _optional_int if "None" in annotation else int
-    if base == "float":
+def _type_for(spec: FieldSpec) -> Callable[[str], Any]:
+    """argparse's type for a one-value flag (its name is in argparse's 'invalid ... value' message)."""
+    if spec.kind == "int":
+        return _optional_int if spec.optional else int
+    if spec.kind == "float":
         return float
-    return _optional_str if "None" in annotation else str
+    return _optional_str if spec.optional else str
 
 
 def add_run_config_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,25 +86,23 @@ def add_run_config_arguments(parser: argparse.ArgumentParser) -> None:
                         help="what --config holds: grpo-tui's own fields, a trl grpo recipe (trl), or auto: a recipe "
                              "when it has TRL keys such as model_name_or_path (default: auto)")
     groups: dict[str, argparse._ArgumentGroup] = {}
-    for f in config_fields():
-        group_name = f.metadata["group"]
-        group = groups.get(group_name) or parser.add_argument_group(GROUP_TITLES[group_name])
-        groups[group_name] = group
-        default = f.default if f.default is not __import__("dataclasses").MISSING else f.default_factory()
-        shown = "required" if f.name in ("model", "rl_env_module", "rl_env_class") else json.dumps(default)
-        choices = f" One of: {', '.join(f.metadata['choices'])}." if "choices" in f.metadata else ""
-        help_text = f"{f.metadata['help']}{choices} (default: {shown})"
-        kwargs: dict[str, Any] = {"dest": f.name, "default": argparse.SUPPRESS, "help": help_text}
-        if f.name == "reward_funcs":
-            group.add_argument(flag_for(f), type=_reward_item, action="append", metavar="NAME[=WEIGHT]", **kwargs)
-        elif f.name in MAPPING_FIELDS:
-            group.add_argument(flag_for(f), type=_key_value, action="append", metavar="KEY=VALUE", **kwargs)
-        elif f.name == "rl_env_config":
-            group.add_argument(flag_for(f), metavar="JSON", **kwargs)
-        elif f.type == "bool":
-            group.add_argument(flag_for(f), action=argparse.BooleanOptionalAction, **kwargs)
+    for spec in field_specs():
+        group = groups.get(spec.group) or parser.add_argument_group(GROUP_TITLES[spec.group])
+        groups[spec.group] = group
+        shown = "required" if spec.required else json.dumps(spec.default)
+        choices = f" One of: {', '.join(spec.choices)}." if spec.choices else ""
+        help_text = f"{spec.help}{choices} (default: {shown})"
+        kwargs: dict[str, Any] = {"dest": spec.name, "default": argparse.SUPPRESS, "help": help_text}
+        if spec.kind == "weights":
+            group.add_argument(spec.flag, type=_reward_item, action="append", metavar="NAME[=WEIGHT]", **kwargs)
+        elif spec.kind == "mapping":
+            group.add_argument(spec.flag, type=_key_value, action="append", metavar="KEY=VALUE", **kwargs)
+        elif spec.kind == "json":
+            group.add_argument(spec.flag, metavar="JSON", **kwargs)
+        elif spec.kind == "bool":
+            group.add_argument(spec.flag, action=argparse.BooleanOptionalAction, **kwargs)
         else:
-            group.add_argument(flag_for(f), type=_type_for(f.type), metavar=f.name.upper(), **kwargs)
+            group.add_argument(spec.flag, type=_type_for(spec), metavar=spec.name.upper(), **kwargs)
 
 
 def config_from_args(args: argparse.Namespace, notes: list[str] | None = None) -> RunConfig:
@@ -126,11 +127,11 @@ def config_from_args(args: argparse.Namespace, notes: list[str] | None = None) -
             notes.extend(recipe_notes)
     if "reward_funcs" in data:
         data["reward_funcs"] = reward_funcs_mapping(data["reward_funcs"])
-    names = {f.name for f in config_fields()}
-    for name in names:
+    for spec in field_specs():
+        name = spec.name
         if hasattr(args, name):
             value = getattr(args, name)
-            if name in MAPPING_FIELDS:
+            if spec.kind in REPEATED_KINDS:
                 base = data.get(name) or {}
                 if not isinstance(base, dict):
                     raise ConfigError(name, f"{name} in {source} must be a mapping of KEY: VALUE, got {base!r}.")
@@ -142,20 +143,19 @@ def config_from_args(args: argparse.Namespace, notes: list[str] | None = None) -
 def config_to_argv(config: RunConfig) -> list[str]:
     """The flags that reproduce ``config`` (only values that differ from the defaults)."""
     argv: list[str] = []
-    defaults = RunConfig()
-    for f in config_fields():
-        value = getattr(config, f.name)
-        if value == getattr(defaults, f.name):
+    for spec in field_specs():
+        value = getattr(config, spec.name)
+        if value == spec.default:
             continue
-        flag = flag_for(f)
-        if f.name == "reward_funcs":
+        flag = spec.flag
+        if spec.kind == "weights":
             argv += [item for name, weight in value.items() for item in (flag, f"{name}={float(weight)}")]
-        elif f.name in MAPPING_FIELDS:
+        elif spec.kind == "mapping":
             for key, item in value.items():
                 argv += [flag, f"{key}={json.dumps(item)}"]
-        elif f.name == "rl_env_config":
+        elif spec.kind == "json":
             argv += [flag, json.dumps(value)]
-        elif f.type == "bool":
+        elif spec.kind == "bool":
             argv.append(flag if value else "--no-" + flag[2:])
         else:
             argv += [flag, "none" if value is None else str(value)]

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from .config_checks import (
-    LOSS_TYPES,
-    MIXED_PRECISION,
-    TRAINERS,
-    VLLM_MODES,
     ConfigError,
+    LossType,
+    MixedPrecision,
+    TrainerType,
+    VllmMode,
     iter_problems,
     parse_env_config,
     stop_on_rules,
@@ -30,13 +30,19 @@ __all__ = ["ConfigError", "RunConfig", "config_fields", "flag_for", "load_file",
            "stop_on_rules"]
 
 
-def _f(default: Any, help: str, group: str, *, choices: tuple | None = None, flag: str | None = None, **extra):
-    meta = {"help": help, "group": group}
-    if choices:
-        meta["choices"] = choices
+def _f(default: Any, help: str, group: str, *, flag: str | None = None, required: bool = False,
+       required_unless: str = "") -> Any:
+    """A field with its help text and form group; ``required``: a run cannot start without it (the help shows
+    'required' for its default), unless ``required_unless`` stands in (e.g. 'a dataset').
+
+    A choice field is typed with a ``Literal``; field_spec.py derives each field's kind from its type."""
+    meta: dict[str, Any] = {"help": help, "group": group}
     if flag:
         meta["flag"] = flag
-    meta.update(extra)
+    if required:
+        meta["required"] = True
+    if required_unless:
+        meta["required_unless"] = required_unless
     if isinstance(default, (dict, list)):
         return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
     return field(default=default, metadata=meta)
@@ -47,21 +53,22 @@ class RunConfig:
     """A GRPO fine-tuning run. Every field has a CLI flag (``--field-name``) and a help text."""
 
     # -- model & environment ---------------------------------------------------------------------------
-    model: str | None = _f(None, "Model to fine-tune: a local folder or a Hub id (required).", "model")
+    model: str | None = _f(None, "Model to fine-tune: a local folder or a Hub id (required).", "model", required=True)
     project_name: str = _f("grpo-run", "Name of the project; shown in run lists and stored in the run folder.", "model")
-    trainer: str = _f("grpo", "Trainer type. Only 'grpo' is supported.", "model", choices=TRAINERS)
+    trainer: TrainerType = _f("grpo", "Trainer type. Only 'grpo' is supported.", "model")
     rl_env_module: str | None = _f(
         None, "Environment module: a dotted module path (e.g. my_envs.hotel) or a .py file path (required, unless the run "
-        "names a --dataset and --reward-func instead).", "model"
+        "names a --dataset and --reward-func instead).", "model", required=True, required_unless="a dataset"
     )
-    rl_env_class: str | None = _f(None, "Name of the environment class inside --rl-env-module (required with it).", "model")
-    rl_env_config: dict | None = _f(
+    rl_env_class: str | None = _f(None, "Name of the environment class inside --rl-env-module (required with it).", "model",
+                                  required=True, required_unless="a dataset")
+    rl_env_config: dict[str, Any] | None = _f(
         None, "JSON object passed to the environment class as constructor keyword arguments.", "model"
     )
 
     # -- GRPO -------------------------------------------------------------------------------------------
     rl_num_generations: int = _f(4, "Completions sampled per prompt (the GRPO group size); at least 2.", "grpo")
-    rl_loss_type: str = _f("grpo", "Loss formulation.", "grpo", choices=LOSS_TYPES)
+    rl_loss_type: LossType = _f("grpo", "Loss formulation.", "grpo")
     rl_mask_truncated_completions: bool = _f(
         False, "Exclude completions cut at --rl-max-new-tokens from the loss (recommended by DAPO).", "grpo"
     )
@@ -79,7 +86,7 @@ class RunConfig:
 
     # -- vLLM -------------------------------------------------------------------------------------------
     use_vllm: bool = _f(False, "Generate completions with vLLM (install the 'vllm' extra).", "vllm")
-    vllm_mode: str = _f("colocate", "Where vLLM runs: inside the training processes, or as a separate server.", "vllm", choices=VLLM_MODES)
+    vllm_mode: VllmMode = _f("colocate", "Where vLLM runs: inside the training processes, or as a separate server.", "vllm")
     vllm_gpu_memory_utilization: float = _f(0.3, "GPU memory fraction vLLM may use in colocate mode, in (0, 1].", "vllm")
     vllm_server_url: str | None = _f(None, "URL of a running vLLM server (server mode). Default: start one for the run.", "vllm")
     vllm_tensor_parallel_size: int = _f(1, "Tensor-parallel size of vLLM.", "vllm")
@@ -103,8 +110,8 @@ class RunConfig:
     seed: int = _f(42, "Random seed for sampling, initialisation and data order.", "optimisation")
 
     # -- hardware & output ------------------------------------------------------------------------------
-    mixed_precision: str = _f(
-        "auto", "Mixed precision: auto (bf16 on a GPU that supports it, off on CPU), bf16, fp16 or no.", "hardware", choices=MIXED_PRECISION
+    mixed_precision: MixedPrecision = _f(
+        "auto", "Mixed precision: auto (bf16 on a GPU that supports it, off on CPU), bf16, fp16 or no.", "hardware"
     )
     gradient_checkpointing: bool = _f(False, "Recompute activations in the backward pass to save memory.", "hardware")
     logging_steps: int = _f(1, "Write a metrics event every N optimiser steps.", "hardware")
@@ -113,7 +120,7 @@ class RunConfig:
     samples_per_step: int = _f(8, "Scored completions kept per step in samples.jsonl (0 keeps none).", "hardware")
     report_to: str = _f("none", "Also report to trackers: none, or any of trackio, wandb, tensorboard (comma-separated); "
                         "docs/recipes.md says where each writes.", "hardware")
-    grpo_args: dict = _f(
+    grpo_args: dict[str, Any] = _f(
         {}, "Any other GRPOConfig field, as a mapping (CLI: --grpo-arg KEY=VALUE, repeatable).", "hardware", flag="--grpo-arg"
     )
 
@@ -126,11 +133,11 @@ class RunConfig:
         None, "Reward inspection this run was checked with: an inspection id, or 'skipped' when launched without "
         "one (set by the app's launch gate).", "health"
     )
-    health: dict = _f(
+    health: dict[str, Any] = _f(
         {}, "Health-rule thresholds to change, as a mapping (CLI: --health KEY=VALUE, repeatable), e.g. kl_high=1.0.",
         "health", flag="--health"
     )
-    slurm: dict = _f(
+    slurm: dict[str, Any] = _f(
         {}, "Submit the run as a Slurm batch job, with these settings: partition, time (minutes or [D-]HH:MM:SS), "
         "nodes, gpus_per_node, sbatch_args (a list), grace (seconds of warning before the time limit, default 300). "
         "Empty: run here. CLI: launch --slurm and its flags, or --slurm-option KEY=VALUE.",
@@ -149,7 +156,7 @@ class RunConfig:
     system_prompt: str | None = _f(
         None, "System message put before every prompt of --dataset (a text prompt becomes a chat: system, user).", "data"
     )
-    reward_funcs: dict = _f(
+    reward_funcs: dict[str, float] = _f(
         {}, "Reward functions of a --dataset run, as a mapping NAME: WEIGHT. NAME is one of TRL's "
         f"{', '.join(TRL_REWARD_FUNCS)}, a dotted path (my_pkg.rewards.fn) or FILE.py:FUNCTION; each gets "
         "completions and the dataset's columns, as in TRL. CLI: --reward-func NAME[=WEIGHT], repeatable.",

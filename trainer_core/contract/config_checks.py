@@ -8,17 +8,24 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Any
+from typing import Any, Literal, get_args
 
 from .health import STOPPABLE_RULES, SWITCHES, finite, threshold_names
 from .slurm_settings import slurm_problems
 from .trl_names import TRL_REWARD_FUNCS
 
-LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+# The choice fields' types: RunConfig annotates its fields with them, and their values are the choices
+# that --help, the form, the docs and the checks below offer.
+LossType = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"]
+VllmMode = Literal["colocate", "server"]
+MixedPrecision = Literal["auto", "bf16", "fp16", "no"]
+TrainerType = Literal["grpo"]
+
+LOSS_TYPES: tuple[str, ...] = get_args(LossType)
+VLLM_MODES: tuple[str, ...] = get_args(VllmMode)
+MIXED_PRECISION: tuple[str, ...] = get_args(MixedPrecision)
+TRAINERS: tuple[str, ...] = get_args(TrainerType)
 TRACKERS = ("trackio", "wandb", "tensorboard")
-VLLM_MODES = ("colocate", "server")
-MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
-TRAINERS = ("grpo",)
 
 
 class ConfigError(ValueError):
