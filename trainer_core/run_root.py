@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 
 from . import vllm_server
@@ -31,7 +32,7 @@ from .contract import slurm_job
 from .contract.config import ConfigError, RunConfig
 from .contract.disk import fault_from_log, last_complete_checkpoint, release_reserve
 from .contract.event_log import EventWriter, last_step
-from .contract.events import Error
+from .contract.events import Error, ErrorKind
 from .contract.placement import Placement
 from .contract.ports import SERVER_URL_ENV, check_port, free_port
 from .contract.process import collect, process_start_time, run_env, spawn_logged, terminate
@@ -128,16 +129,16 @@ class RunRoot:
             cmd = placement_command(self.folder.path, self.placement, self.accelerate_config)
             self.folder.write_state(command=cmd)
             self.worker = spawn_logged(cmd, self.folder.log_file, run_env(self.folder.path, extra))
-            code = self._wait_worker()
+            code = self._wait_worker(self.worker)
         except vllm_server.ServerError as exc:
-            self._record_failure("vllm_server", str(exc))
+            self._record_failure(ErrorKind.VLLM_SERVER, str(exc))
             code = 1
         except KeyboardInterrupt:
             self._record_end_now(Status.STOPPED, "stop requested before training started")
             code = 3
         except Exception as exc:  # a bug here must still leave the run failed with its traceback, not lost
             traceback.print_exc()
-            self._record_failure("exception", f"the run's root process failed: {type(exc).__name__}: {exc}")
+            self._record_failure(ErrorKind.EXCEPTION, f"the run's root process failed: {type(exc).__name__}: {exc}")
             code = 1
         finally:
             self._stop_server()
@@ -161,11 +162,11 @@ class RunRoot:
             cmd = placement_command(self.folder.path, self.placement, self.accelerate_config)
             log = machine_log(self.folder, self.placement.machine_rank)
             self.worker = spawn_logged(cmd, log, run_env(self.folder.path, self.placement.train_env()))
-            return self._follow_worker()
+            return self._follow_worker(self.worker)
         except KeyboardInterrupt:
             return 3  # stopped before its launcher started: the stop file tells the other machines
 
-    def _follow_worker(self) -> int:
+    def _follow_worker(self, worker: subprocess.Popen) -> int:
         """Wait for the launcher; if machine 0 records the run's end and this machine's ranks are still there
         ``LINGER_S`` later (stuck in a collective with ranks that are gone), end them. An end already on
         record when this root started (a previous leg's, before a resume restarts the run) does not count."""
@@ -173,7 +174,7 @@ class RunRoot:
         ended_at = None
         while True:
             try:
-                return self.worker.wait(timeout=POLL_S)
+                return worker.wait(timeout=POLL_S)
             except subprocess.TimeoutExpired:
                 pass
             except InterruptedError:
@@ -183,7 +184,7 @@ class RunRoot:
                 if end is not None and end != stale:
                     ended_at = time.monotonic()
             elif time.monotonic() - ended_at > LINGER_S:
-                self._end_worker_tree()
+                self._end_worker_tree(worker)
                 ended_at = float("inf")  # once: the launcher's exit ends the wait
 
     def _recorded_end(self):
@@ -191,27 +192,27 @@ class RunRoot:
         status = Status.parse(state.get("status"))
         return state.get("ended") if status is not None and status.is_final else None
 
-    def _end_worker_tree(self, grace: float = 15.0) -> None:
+    def _end_worker_tree(self, worker: subprocess.Popen, grace: float = 15.0) -> None:
         """TERM to the launcher and its ranks (collected first), then KILL. The launcher is reaped by its
         Popen, not by psutil, so that its exit code is still there for ``wait``."""
         import psutil
 
         try:
-            ranks = psutil.Process(self.worker.pid).children(recursive=True)
+            ranks = psutil.Process(worker.pid).children(recursive=True)
         except psutil.NoSuchProcess:
             ranks = []
-        if self.worker.poll() is None:
-            self.worker.send_signal(signal.SIGTERM)
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
         try:
-            self.worker.wait(timeout=grace)
+            worker.wait(timeout=grace)
         except subprocess.TimeoutExpired:
-            self.worker.kill()
+            worker.kill()
         terminate(ranks, grace=5)
 
-    def _wait_worker(self) -> int:
+    def _wait_worker(self, worker: subprocess.Popen) -> int:
         while True:
             try:
-                return self.worker.wait()
+                return worker.wait()
             except InterruptedError:
                 continue
 
@@ -244,14 +245,14 @@ class RunRoot:
         which its log or the filesystem's free space shows (measured before the reserve is released)."""
         fault = fault_from_log(log_tail(self.folder.log_file), self.folder.path) if code >= 0 else None
         if fault is None:
-            self._record_failure("trainer_exit", _describe_exit(code))
+            self._record_failure(ErrorKind.TRAINER_EXIT, _describe_exit(code))
             return
         release_reserve(self.folder.path)
         checkpoint = last_complete_checkpoint(self.folder.path)
         message = f"{fault.describe(self.folder.path, checkpoint)} ({_describe_exit(code)})"
         self._record_failure(fault.kind, message, fault.evidence(self.folder.path, checkpoint))
 
-    def _record_failure(self, kind: str, message: str, extra: dict | None = None) -> None:
+    def _record_failure(self, kind: ErrorKind | str, message: str, extra: dict | None = None) -> None:
         release_reserve(self.folder.path)  # the trainer is gone: its room is ours to write the end with
         step = last_step(self.folder.events_file)
         with EventWriter(self.folder.events_file) as writer:
@@ -270,7 +271,7 @@ def _describe_exit(code: int) -> str:
     return f"the trainer exited with code {code} before it could record its end; see trainer.log"
 
 
-def machine_rank_of(text: str, env: dict | None = None) -> int:
+def machine_rank_of(text: str, env: Mapping[str, str] | None = None) -> int:
     """``--machine-rank``: a number, or ``slurm`` for the node's index in its job ($SLURM_NODEID)."""
     env = os.environ if env is None else env
     if text == "slurm":

@@ -113,7 +113,7 @@ def warning_summary(path: str | os.PathLike) -> tuple[int, str | None]:
     if inode != info.st_ino or info.st_size < offset:
         offset, count, last = 0, 0, None
     more, newest, offset = scan_warnings(path, start=offset)
-    count, last = count + more, newest if more else last
+    count, last = count + more, (None if newest is None else str(newest)) if more else last  # a rule's plain name
     _warning_cache[path] = (info.st_ino, offset, count, last)
     return count, last
 
@@ -135,7 +135,7 @@ def run_info(folder: RunFolder, now: float | None = None, state: dict | None = N
     warnings, last_warning = warning_summary(folder.events_file)
     alerts = watcher_warnings(folder, status, now, config)
     if alerts:
-        warnings, last_warning = warnings + len(alerts), alerts[-1].rule
+        warnings, last_warning = warnings + len(alerts), str(alerts[-1].rule)
     started, ended = state.get("started"), state.get("ended")
     queue_reason, exit_reason = None, state.get("exit_reason")
     job = slurm_queue.job_of(state)
@@ -163,7 +163,7 @@ def summarised_info(folder: RunFolder, state: dict, status: Status, summary: dic
     alerts = [crash] if crash else []
     warnings, last_warning = _int(summary.get("warnings")) or 0, _str(summary.get("last_warning"))
     if alerts:
-        warnings, last_warning = warnings + len(alerts), alerts[-1].rule
+        warnings, last_warning = warnings + len(alerts), str(alerts[-1].rule)
     step, last_time = _int(summary.get("step")), summary.get("last_event_time")
     reward = summary.get("reward")
     return RunInfo(

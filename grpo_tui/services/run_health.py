@@ -12,13 +12,14 @@ import time
 
 from trainer_core.contract.disk import usage
 from trainer_core.contract.event_log import BackwardLines, last_events, scan_events
-from trainer_core.contract.events import EventType, HealthWarning, RunFinished, decode
-from trainer_core.contract.health import ADVICE, Thresholds
+from trainer_core.contract.events import EventType, HealthWarning, Metrics, RunFinished, decode
+from trainer_core.contract.health import Thresholds, warning
+from trainer_core.contract.health_rules import HealthRule
 from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.run_summary import crash_verdict
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
-from trainer_core.contract.watch_rules import disk_space_warning, stall_warning
+from trainer_core.contract.watch_rules import disk_space_warning, killed_warning, stall_warning
 
 from .run_status import remote_view
 
@@ -53,7 +54,8 @@ def watcher_warnings(folder: RunFolder, status: Status, now: float | None = None
         return remote_alerts(remote)
     if status.is_live:
         thresholds = _thresholds(folder, config)
-        recent = last_events(BackwardLines(folder.events_file), EventType.METRICS, STEP_HISTORY)
+        recent = [e for e in last_events(BackwardLines(folder.events_file), EventType.METRICS, STEP_HISTORY)
+                  if isinstance(e, Metrics)]
         step = recent[-1].step if recent else 0
         found = [_disk_space(folder, step, thresholds)]
         if recent:
@@ -81,11 +83,9 @@ def remote_alerts(remote: dict) -> list[HealthWarning]:
     if not remote.get("connected") and remote.get("error"):
         updated = remote.get("updated")
         since = time.strftime(" since %H:%M:%S", time.localtime(updated)) if isinstance(updated, (int, float)) else ""
-        found.append(HealthWarning(
-            "connection_lost", Severity.WARN, 0,
-            f"No news from host {remote.get('host')}{since}: {remote['error']}",
-            "grpo-tui reconnects by itself and catches up from where its copy ends; the run goes on regardless.",
-            {"host": remote.get("host")}))
+        found.append(warning(HealthRule.CONNECTION_LOST, Severity.WARN, 0,
+                             f"No news from host {remote.get('host')}{since}: {remote['error']}",
+                             {"host": remote.get("host")}))
     return found
 
 
@@ -110,20 +110,19 @@ def _crash(folder: RunFolder, status: Status) -> list[HealthWarning]:
     events, _ = scan_events(folder.events_file, (EventType.ERROR, EventType.RUN_FINISHED))
     finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
     crash = crash_verdict(events, folder.log_file)
-    if status is Status.LOST and (crash is None or crash.rule == "crash"):
+    if status is Status.LOST and (crash is None or crash.rule == HealthRule.CRASH):
         space = usage(folder.path)  # a trainer that could not even write its end: the disk may be full
         if space is not None and space.nearly_full:
-            crash = HealthWarning(
-                "crash_disk_full", Severity.CRITICAL, finished.step if finished else 0,
+            crash = warning(
+                HealthRule.CRASH_DISK_FULL, Severity.CRITICAL, finished.step if finished else 0,
                 f"The run's processes are gone without recording an end, and the filesystem holding it "
-                f"({space.mount}) is full: {space.describe()}.", ADVICE["crash_disk_full"],
+                f"({space.mount}) is full: {space.describe()}.",
                 {"status": "lost", "filesystem": space.mount, "free_bytes": space.free, "inferred": True},
             )
     if crash is None and status is Status.LOST:
-        crash = HealthWarning(
-            "crash_killed", Severity.CRITICAL, finished.step if finished else 0,
+        crash = killed_warning(
+            finished.step if finished else 0,
             "The run's processes are gone without recording an end: a reboot, SIGKILL or the kernel's OOM killer.",
-            "Check `dmesg` for the OOM killer and trainer.log for the last lines; resume from the last checkpoint.",
             {"status": "lost"},
         )
     return [crash] if crash else []

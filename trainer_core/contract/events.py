@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, ClassVar
 
+from .health_rules import HealthRule
 from .severity import Severity
 from .status import Status
 from .value_enum import ValueEnum
@@ -30,6 +31,19 @@ class EventType(ValueEnum):
     WARNING = "warning"
     SUMMARY = "summary"
 
+
+class ErrorKind(ValueEnum):
+    """What failed, in an ``error`` event's ``kind`` (docs/run-format.md); the watcher's crash rules read it."""
+
+    ENVIRONMENT = "environment"  # the user's environment or reward code raised; ``case`` holds the row
+    EXCEPTION = "exception"  # any other exception in the trainer or the run's root process
+    TRAINER_EXIT = "trainer_exit"  # the root process recorded a trainer that died without writing its end
+    VLLM_SERVER = "vllm_server"  # the run's own vLLM server did not start or become healthy
+    # a disk fault (disk.py maps each errno to one): freeing space fixes the first two
+    DISK_FULL = "disk_full"
+    QUOTA_EXCEEDED = "quota_exceeded"
+    READ_ONLY_FILESYSTEM = "read_only_filesystem"
+    IO_ERROR = "io_error"
 
 
 def now() -> float:
@@ -137,14 +151,17 @@ class RunFinished(Event):
 
 @dataclass(frozen=True)
 class Error(Event):
-    """``kind``: environment (the user's code; ``case`` holds the row), exception, trainer_exit, vllm_server."""
+    """``kind``: an ``ErrorKind`` (a kind this version does not know stays a plain string)."""
 
     type: ClassVar = EventType.ERROR
-    kind: str = "exception"
+    kind: ErrorKind | str = ErrorKind.EXCEPTION
     message: str = ""
     traceback: str | None = None
     case: dict | None = None
     step: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ErrorKind.parse(self.kind, self.kind))
 
     def to_record(self) -> dict:
         record = super().to_record()
@@ -156,10 +173,13 @@ class Error(Event):
 
 @dataclass(frozen=True)
 class HealthWarning(Event):
-    """A health rule that fired (a ``warning`` event): what is wrong, the evidence, and what to change."""
+    """A health rule that fired (a ``warning`` event): what is wrong, the evidence, and what to change.
+
+    Build one with ``health.warning``, which gives it its rule's advice. ``rule`` is a ``HealthRule``; a rule
+    this version does not know (a newer trainer's, read from a file) stays a plain string."""
 
     type: ClassVar = EventType.WARNING
-    rule: str = ""
+    rule: HealthRule | str = ""
     severity: Severity = Severity.WARN
     step: int = 0
     message: str = ""
@@ -167,6 +187,7 @@ class HealthWarning(Event):
     evidence: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "rule", HealthRule.parse(self.rule, self.rule))
         if not isinstance(self.severity, Severity):
             object.__setattr__(self, "severity", Severity.parse(self.severity, Severity.WARN))
 

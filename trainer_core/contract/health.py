@@ -5,6 +5,7 @@ Stdlib only: the trainer runs these rules as it logs (so every viewer, now or ne
 steps and fires once when its condition holds long enough (a one-step spike never fires); it re-arms only
 after the condition has been clear for a window, so a noisy metric does not flap. KL re-arms only once it has
 fallen well below its threshold (``kl_rearm``): a KL hovering around ``kl_high`` is one warning, not ten.
+The rules' names and advice are ``health_rules.HealthRule``; ``warning`` builds every rule's event from them.
 """
 
 from __future__ import annotations
@@ -12,48 +13,21 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import mean
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from .events import HealthWarning, Metrics
+from .health_rules import HealthRule, RuleGroup, rules_of
 from .severity import Severity
 
-METRIC_RULES = (
-    "mode_collapse", "kl_explosion", "entropy_collapse", "no_learning_signal", "reward_plateau", "non_finite",
-    "truncation",
-)
-CONFIG_RULES = ("kl_not_measured", "small_groups", "disk_estimate")
-WATCHER_RULES = ("stall", "disk_space", "crash_oom", "crash_nan_probabilities", "crash_nccl_timeout",
-                 "crash_disk_full", "crash_disk_error", "crash_environment", "crash_killed", "crash")
-RULES = METRIC_RULES + CONFIG_RULES + WATCHER_RULES
-STOPPABLE_RULES = METRIC_RULES
-
-ADVICE = {
-    "mode_collapse": "Raise --rl-num-generations, raise --rl-temperature, or add a diversity term to the reward.",
-    "kl_explosion": "Lower --lr, or raise --rl-kl-coef to hold the policy closer to the reference model.",
-    "entropy_collapse": "Lower --lr, raise --rl-temperature, or raise --rl-kl-coef; a collapsed policy stops exploring.",
-    "no_learning_signal": "Check the reward function: GRPO learns only from groups whose rewards differ. Give partial "
-                          "credit, make tasks easier (or harder if everything succeeds), or raise --rl-num-generations.",
-    "reward_plateau": "Check the reward function, try a higher --lr, and check that the model can succeed at all "
-                      "(if it never does, start with SFT).",
-    "non_finite": "Lower --lr, check for bf16/fp16 overflow (try --mixed-precision no), and check the reward function "
-                  "for NaN; resume from the last good checkpoint.",
-    "truncation": "Raise --rl-max-new-tokens, or pass --rl-mask-truncated-completions so cut-off completions do not "
-                  "teach the model.",
-    "kl_not_measured": "Set --rl-kl-coef above 0 (0.01-0.1) to measure and limit how far the policy drifts.",
-    "small_groups": "Use --rl-num-generations 8 or more for steadier advantages, if memory allows.",
-    "disk_estimate": "Free space on that filesystem, point --runs-dir at a larger one, keep fewer checkpoints "
-                     "(--save-total-limit 2) or save less often (--save-steps); --peft checkpoints are far smaller.",
-    "disk_space": "Free space on that filesystem now (or move older runs elsewhere), or lower --save-total-limit on the "
-                  "next run: the run fails at the first write that does not fit. A failed run resumes from its last "
-                  "complete checkpoint (grpo-tui train --resume RUN) once there is room.",
-    "crash_disk_full": "Free space on the runs folder's filesystem (or point --runs-dir elsewhere for new runs), keep "
-                       "fewer checkpoints (--save-total-limit) or save less often, then resume: grpo-tui train --resume "
-                       "RUN continues from the last complete checkpoint.",
-    "crash_disk_error": "The filesystem refused a write (read-only, or an I/O error): check `dmesg` and the mount, "
-                        "then resume from the last complete checkpoint on a healthy disk.",
-}
+METRIC_RULES = rules_of(RuleGroup.METRIC)
+CONFIG_RULES = rules_of(RuleGroup.CONFIG, RuleGroup.DATASET, RuleGroup.RESUME)  # written once, at the start
+WATCHER_RULES = rules_of(RuleGroup.WATCHER)
+RULES = tuple(rule.value for rule in HealthRule)
+STOPPABLE_RULES = tuple(rule.value for rule in HealthRule if rule.stoppable)
+ADVICE = {rule.value: rule.advice for rule in HealthRule}
 SWITCHES = ("disk_check",)  # thresholds that are on/off: 0 is allowed (every other one must be positive)
 
 
@@ -86,29 +60,34 @@ class Thresholds:
         return cls(**(values or {}))
 
 
-def finite(value: Any) -> bool:
+def finite(value: Any) -> TypeGuard[float]:
     """A real number: not a bool, not NaN or infinite."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def warning(rule: HealthRule, severity: Severity, step: int, message: str, evidence: dict | None = None) -> HealthWarning:
+    """The ``warning`` event of ``rule``: every rule's warning is built here, so it carries the rule's one advice."""
+    return HealthWarning(rule, severity, step, message, rule.advice, evidence or {})
 
 
 def config_warnings(rl_kl_coef: float, num_generations: int) -> list[HealthWarning]:
     """Warnings a config earns before the first step."""
     out = []
     if rl_kl_coef == 0:
-        out.append(HealthWarning("kl_not_measured", Severity.INFO, 0, "rl_kl_coef is 0: KL to the reference model is not "
-                                 "measured or penalised, so a drifting policy will not show in the KL chart.",
-                                 evidence={"rl_kl_coef": 0}))
+        out.append(warning(HealthRule.KL_NOT_MEASURED, Severity.INFO, 0, "rl_kl_coef is 0: KL to the reference model is "
+                           "not measured or penalised, so a drifting policy will not show in the KL chart.",
+                           {"rl_kl_coef": 0}))
     if num_generations < 4:
-        out.append(HealthWarning("small_groups", Severity.INFO, 0, f"rl_num_generations is {num_generations}: advantages "
-                                 "from groups this small are noisy.", evidence={"rl_num_generations": num_generations}))
-    return [with_advice(w) for w in out]
+        out.append(warning(HealthRule.SMALL_GROUPS, Severity.INFO, 0, f"rl_num_generations is {num_generations}: "
+                           "advantages from groups this small are noisy.", {"rl_num_generations": num_generations}))
+    return out
 
 
-def with_advice(warning: HealthWarning) -> HealthWarning:
-    """The warning with its rule's standard advice, unless it carries its own."""
-    if warning.advice:
-        return warning
-    return dataclasses.replace(warning, advice=ADVICE.get(warning.rule, ""))
+def with_advice(found: HealthWarning) -> HealthWarning:
+    """The warning with its rule's standard advice, unless it carries its own (``warning`` builds it with it)."""
+    if found.advice:
+        return found
+    return dataclasses.replace(found, advice=ADVICE.get(found.rule, ""))
 
 
 class _Rule:
@@ -143,9 +122,19 @@ class HealthMonitor:
         self.history: deque[tuple[int, dict]] = deque(maxlen=size)
         self.entropy_baseline: float | None = None
         self._early_entropy: list[float] = []
-        self.rules = {name: _Rule(rearm=self.t.window) for name in METRIC_RULES}
-        self.rules["non_finite"] = _Rule(rearm=1)
-        self.rules["reward_plateau"] = _Rule(rearm=self.t.plateau_window)
+        # each metric rule's check, in the order they are evaluated (and their warnings listed) at a step
+        self._checks: dict[HealthRule, Callable[[int, dict], HealthWarning | None]] = {
+            HealthRule.MODE_COLLAPSE: self._mode_collapse,
+            HealthRule.KL_EXPLOSION: self._kl_explosion,
+            HealthRule.ENTROPY_COLLAPSE: self._entropy_collapse,
+            HealthRule.NO_LEARNING_SIGNAL: self._no_learning_signal,
+            HealthRule.REWARD_PLATEAU: self._reward_plateau,
+            HealthRule.NON_FINITE: self._non_finite,
+            HealthRule.TRUNCATION: self._truncation,
+        }
+        self.rules = {rule: _Rule(rearm=self.t.window) for rule in self._checks}
+        self.rules[HealthRule.NON_FINITE] = _Rule(rearm=1)
+        self.rules[HealthRule.REWARD_PLATEAU] = _Rule(rearm=self.t.plateau_window)
 
     def feed(self, step: int, metrics: dict) -> list[HealthWarning]:
         self.history.append((step, metrics))
@@ -154,15 +143,16 @@ class HealthMonitor:
             self._early_entropy.append(entropy)
             self.entropy_baseline = max(self._early_entropy)
         fired = []
-        for name in METRIC_RULES:
-            found = getattr(self, "_" + name)(step, metrics)
-            severity = found.severity if found else None
-            if self.rules[name].update(severity, clear=self._back_to_normal(name, metrics)):
-                fired.append(with_advice(found))
+        for rule, check in self._checks.items():
+            found = check(step, metrics)
+            if found is None:
+                self.rules[rule].update(None, clear=self._back_to_normal(rule, metrics))
+            elif self.rules[rule].update(found.severity):
+                fired.append(found)
         return fired
 
-    def _back_to_normal(self, rule: str, m: dict) -> bool:
-        if rule == "kl_explosion":
+    def _back_to_normal(self, rule: HealthRule, m: dict) -> bool:
+        if rule is HealthRule.KL_EXPLOSION:
             return not finite(m.get("kl")) or m["kl"] < self.t.kl_rearm
         return True
 
@@ -170,32 +160,33 @@ class HealthMonitor:
         values = [m.get(key) for _, m in list(self.history)[-n:]]
         return values if len(values) == n else []
 
-    def _non_finite(self, step, m):
+    def _non_finite(self, step: int, m: dict) -> HealthWarning | None:
         bad = {k: m[k] for k in ("loss", "grad_norm", "reward") if k in m and not finite(m[k])}
         if not bad:
             return None
         shown = ", ".join(f"{k}={'None' if v is None else v}" for k, v in bad.items())
-        return HealthWarning("non_finite", Severity.CRITICAL, step, f"Non-finite values at step {step}: {shown}. "
-                             "The update that produced them may have damaged the weights.",
-                             evidence={k: None if v is None else str(v) for k, v in bad.items()})
+        return warning(HealthRule.NON_FINITE, Severity.CRITICAL, step, f"Non-finite values at step {step}: {shown}. "
+                       "The update that produced them may have damaged the weights.",
+                       {k: None if v is None else str(v) for k, v in bad.items()})
 
-    def _kl_explosion(self, step, m):
+    def _kl_explosion(self, step: int, m: dict) -> HealthWarning | None:
         t = self.t
-        kls = [m.get("kl") for _, m in list(self.history)[-3:]]
-        if len(kls) < 2 or not all(finite(v) for v in kls):
+        window = [m.get("kl") for _, m in list(self.history)[-3:]]
+        if len(window) < 2 or not all(finite(v) for v in window):
             return None
+        kls = cast(list[float], window)
         above = [v for v in kls if v > t.kl_high]
         evidence = {"kl_last_steps": kls, "threshold": t.kl_high}
         if len(above) >= 2 and kls[-1] > t.kl_high:
             severity = Severity.CRITICAL if kls[-1] > t.kl_critical else Severity.WARN
-            return HealthWarning("kl_explosion", severity, step, f"KL to the reference model is {kls[-1]:.3g} "
-                                 f"(above {t.kl_high} in {len(above)} of the last 3 steps): the policy is drifting fast.",
-                                 evidence=evidence)
+            return warning(HealthRule.KL_EXPLOSION, severity, step, f"KL to the reference model is {kls[-1]:.3g} "
+                           f"(above {t.kl_high} in {len(above)} of the last 3 steps): the policy is drifting fast.",
+                           evidence)
         older = self._recent("kl", 4)
         if older and all(finite(v) for v in older) and kls[-1] > t.kl_high / 2 and older[0] > 0 \
                 and kls[-1] >= t.kl_growth * older[0] and kls[0] < kls[1] < kls[2]:
-            return HealthWarning("kl_explosion", Severity.WARN, step, f"KL grew from {older[0]:.3g} to {kls[-1]:.3g} in 3 "
-                                 "steps and is still rising.", evidence={**evidence, "kl_3_steps_ago": older[0]})
+            return warning(HealthRule.KL_EXPLOSION, Severity.WARN, step, f"KL grew from {older[0]:.3g} to {kls[-1]:.3g} "
+                           "in 3 steps and is still rising.", {**evidence, "kl_3_steps_ago": older[0]})
         return None
 
     def _entropy_low(self, n: int, factor: float) -> list | None:
@@ -204,31 +195,32 @@ class HealthMonitor:
             return None
         return values if all(v < factor * self.entropy_baseline for v in values) else None
 
-    def _entropy_collapse(self, step, m):
+    def _entropy_collapse(self, step: int, m: dict) -> HealthWarning | None:
         values = self._entropy_low(self.t.window, self.t.entropy_collapse)
-        if values is None:
+        baseline = self.entropy_baseline
+        if values is None or baseline is None:
             return None
-        severity = Severity.CRITICAL if values[-1] < self.t.entropy_collapse / 2 * self.entropy_baseline else Severity.WARN
-        return HealthWarning("entropy_collapse", severity, step, f"Entropy fell from {self.entropy_baseline:.3g} to "
-                             f"{values[-1]:.3g}: the policy now samples almost the same tokens every time.",
-                             evidence={"entropy_start": self.entropy_baseline, "entropy_last_steps": values})
+        severity = Severity.CRITICAL if values[-1] < self.t.entropy_collapse / 2 * baseline else Severity.WARN
+        return warning(HealthRule.ENTROPY_COLLAPSE, severity, step, f"Entropy fell from {baseline:.3g} to "
+                       f"{values[-1]:.3g}: the policy now samples almost the same tokens every time.",
+                       {"entropy_start": baseline, "entropy_last_steps": values})
 
-    def _mode_collapse(self, step, m):
+    def _mode_collapse(self, step: int, m: dict) -> HealthWarning | None:
         t = self.t
         stds = self._recent("reward_std", t.window)
         zero = self._recent("frac_reward_zero_std", t.window)
         low_std = stds and all(finite(v) and v < t.reward_std_low for v in stds)
         same_groups = zero and all(finite(v) and v >= t.zero_std_frac for v in zero)
         entropy = self._entropy_low(t.window, t.entropy_falling)
-        if not (low_std or same_groups) or entropy is None:
+        if not (low_std or same_groups) or entropy is None or self.entropy_baseline is None:
             return None
-        return HealthWarning("mode_collapse", Severity.CRITICAL if same_groups and low_std else Severity.WARN, step,
-                             f"Completions have become alike: reward_std {stds[-1]:.3g} and entropy {entropy[-1]:.3g} "
-                             f"(from {self.entropy_baseline:.3g}) over the last {t.window} steps. GRPO gets no signal "
-                             "from groups whose completions score the same.",
-                             evidence={"reward_std": stds, "frac_reward_zero_std": zero, "entropy": entropy})
+        return warning(HealthRule.MODE_COLLAPSE, Severity.CRITICAL if same_groups and low_std else Severity.WARN, step,
+                       f"Completions have become alike: reward_std {stds[-1]:.3g} and entropy {entropy[-1]:.3g} "
+                       f"(from {self.entropy_baseline:.3g}) over the last {t.window} steps. GRPO gets no signal "
+                       "from groups whose completions score the same.",
+                       {"reward_std": stds, "frac_reward_zero_std": zero, "entropy": entropy})
 
-    def _no_learning_signal(self, step, m):
+    def _no_learning_signal(self, step: int, m: dict) -> HealthWarning | None:
         n = self.t.no_signal_steps
         zero = self._recent("frac_reward_zero_std", n)
         stds = self._recent("reward_std", n)
@@ -244,11 +236,11 @@ class HealthMonitor:
             kind = "rewards are saturated: every completion already scores the maximum"
         elif finite(reward) and reward <= 0.01:
             kind = "nothing succeeds: every completion scores 0"
-        return HealthWarning("no_learning_signal", Severity.WARN, step, f"No learning signal for {n} steps: {kind} "
-                             f"(reward {reward}), so every advantage is zero.",
-                             evidence={"frac_reward_zero_std": zero, "reward_std": stds, "reward": reward})
+        return warning(HealthRule.NO_LEARNING_SIGNAL, Severity.WARN, step, f"No learning signal for {n} steps: {kind} "
+                       f"(reward {reward}), so every advantage is zero.",
+                       {"frac_reward_zero_std": zero, "reward_std": stds, "reward": reward})
 
-    def _reward_plateau(self, step, m):
+    def _reward_plateau(self, step: int, m: dict) -> HealthWarning | None:
         n = self.t.plateau_window
         rewards = self._recent("reward", n)
         if not rewards or not all(finite(v) for v in rewards):
@@ -256,16 +248,16 @@ class HealthMonitor:
         first, second = mean(rewards[: n // 2]), mean(rewards[n // 2:])
         if second - first >= self.t.plateau_min_gain or max(rewards) >= 0.99:
             return None
-        return HealthWarning("reward_plateau", Severity.INFO, step, f"Reward has not improved over the last {n} steps "
-                             f"({first:.3g} then {second:.3g}).", evidence={"first_half_mean": first, "second_half_mean": second})
+        return warning(HealthRule.REWARD_PLATEAU, Severity.INFO, step, f"Reward has not improved over the last {n} "
+                       f"steps ({first:.3g} then {second:.3g}).", {"first_half_mean": first, "second_half_mean": second})
 
-    def _truncation(self, step, m):
+    def _truncation(self, step: int, m: dict) -> HealthWarning | None:
         values = self._recent("completions/clipped_ratio", self.t.window)
         if not values or not all(finite(v) and v >= self.t.truncation_ratio for v in values):
             return None
-        return HealthWarning("truncation", Severity.WARN, step, f"{values[-1]:.0%} of completions hit rl_max_new_tokens "
-                             f"over the last {self.t.window} steps; they are cut off before they finish.",
-                             evidence={"clipped_ratio": values})
+        return warning(HealthRule.TRUNCATION, Severity.WARN, step, f"{values[-1]:.0%} of completions hit "
+                       f"rl_max_new_tokens over the last {self.t.window} steps; they are cut off before they finish.",
+                       {"clipped_ratio": values})
 
 
 def replay(metrics_events: list[Metrics], thresholds: Thresholds | None = None) -> list[HealthWarning]:
