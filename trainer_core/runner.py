@@ -23,7 +23,7 @@ from .contract.checkpoints import check_checkpoint, torn_checkpoint_warning
 from .contract.config import RunConfig
 from .contract.disk import disk_fault, last_complete_checkpoint, make_reserve, release_reserve
 from .contract.disk_estimate import preflight, preflight_warning, require_room
-from .contract.events import Checkpoint, Error, RunStarted
+from .contract.events import Checkpoint, Error, ErrorKind, RunStarted
 from .contract.health import config_warnings
 from .contract.run_folder import RunFolder, resolve_runs_dir
 from .contract.status import Status
@@ -120,7 +120,7 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         status, reason = Status.STOPPED, f"{exc} before training started"
     except EnvError as exc:
         reason = str(exc).splitlines()[0]
-        run.emit(Error(kind="environment", message=str(exc), traceback=exc.user_traceback or traceback.format_exc(),
+        run.emit(Error(kind=ErrorKind.ENVIRONMENT, message=str(exc), traceback=exc.user_traceback or traceback.format_exc(),
                        case=exc.case, step=run.last_step))
         print(f"error: {exc}", file=sys.stderr)
         if exc.user_traceback:
@@ -132,7 +132,7 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
             reason = _record_disk_fault(run, fault, tb)
         else:
             reason = f"{type(exc).__name__}: {exc}"
-            run.emit(Error(kind="exception", message=reason, traceback=tb, step=run.last_step))
+            run.emit(Error(kind=ErrorKind.EXCEPTION, message=reason, traceback=tb, step=run.last_step))
             print(tb, file=sys.stderr)
     finally:
         run.finish(status, reason)

@@ -12,8 +12,8 @@ from typing import cast
 
 from .contract.config import RunConfig, stop_on_rules
 from .contract.config_checks import ConfigError, is_dataset_run, trackers
-from .contract.events import HealthWarning
-from .contract.health import HealthMonitor, Thresholds
+from .contract.health import HealthMonitor, Thresholds, warning
+from .contract.health_rules import HealthRule
 from .contract.ports import SERVER_URL_ENV
 from .contract.severity import Severity
 from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, get_tools, load_environment
@@ -183,10 +183,10 @@ def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext | None):
         dataset = dataset.filter(short_enough)
         dropped = before - len(dataset)
         if dropped and run is not None:
-            run.emit(HealthWarning(
-                "prompt_too_long", Severity.WARN if len(dataset) else Severity.CRITICAL, 0,
+            run.emit(warning(
+                HealthRule.PROMPT_TOO_LONG, Severity.WARN if len(dataset) else Severity.CRITICAL, 0,
                 f"{dropped} of {before} prompts are longer than max_prompt_length ({config.max_prompt_length}) tokens and were dropped.",
-                "Raise --max-prompt-length or shorten the prompts.", {"dropped": dropped, "kept": len(dataset)},
+                {"dropped": dropped, "kept": len(dataset)},
             ))
         if not len(dataset):
             raise EnvError(f"every prompt is longer than max_prompt_length ({config.max_prompt_length}); nothing to train on.")

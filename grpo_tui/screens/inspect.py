@@ -8,6 +8,7 @@ report, ``("skip", None)`` when they deliberately launch without one, or ``None`
 from __future__ import annotations
 
 import time
+from typing import cast
 
 from textual import work
 from textual.app import ComposeResult
@@ -74,16 +75,16 @@ class InspectScreen(Screen):
         existing = inspections.find_for(self.config, self.runs_dir)
         if existing is not None:
             self.inspection = existing
-            self._show(f"inspection {existing.id}, already made for this model, environment and sampling "
+            self._show(existing, f"inspection {existing.id}, already made for this model, environment and sampling "
                        "(ctrl+r to inspect again)")
         else:
             self.run_inspection()
 
-    def _show(self, status: str) -> None:
-        summary = self.inspection.summary()
+    def _show(self, inspection: inspections.Inspection, status: str) -> None:
+        summary = inspection.summary()
         self.finished = bool(summary)
         self.query_one("#status", Label).update(literal(status))
-        self.report_view = report(summary, self.inspection.records(), app_palette(self.app))
+        self.report_view = report(summary, inspection.records(), app_palette(self.app))
         self.query_one("#body", Static).update(self.report_view)
         self.query_one("#launch", Button).disabled = not self.finished or bool(summary.get("failed"))
 
@@ -113,10 +114,11 @@ class InspectScreen(Screen):
             self.query_one("#status", Label).update(literal(message.text))
         else:
             self.inspection = message.inspection
-            self._show(message.text)
+            self._show(message.inspection, message.text)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        {"launch": self.action_launch, "skip": self.action_skip, "back": self.action_back}[event.button.id]()
+        # every button of this screen has an id
+        {"launch": self.action_launch, "skip": self.action_skip, "back": self.action_back}[cast(str, event.button.id)]()
 
     def action_launch(self) -> None:
         if self.inspection is None or not self.finished or self.inspection.summary().get("failed"):
@@ -125,11 +127,15 @@ class InspectScreen(Screen):
         self.dismiss(("launch", self.inspection.id))
 
     def action_skip(self) -> None:
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self.dismiss(("skip", None))
+
         self.app.push_screen(
             ConfirmScreen("Launch without a reward inspection?",
                           "A reward that scores the wrong thing trains the wrong thing cleanly. The run's config will "
                           "record that the inspection was skipped."),
-            lambda ok: ok and self.dismiss(("skip", None)),
+            confirmed,
         )
 
     def action_rerun(self) -> None:

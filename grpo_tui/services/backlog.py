@@ -22,6 +22,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO, TypeGuard, cast
 
 from trainer_core.contract.run_folder import RunFolder
 
@@ -39,7 +40,7 @@ class Backlog:
         self.folder = folder
         self.path = folder.path.resolve()
         min_bytes = BACKLOG_BYTES if min_bytes is None else min_bytes
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.in_child = False  # whether the stream handed over came from the child
         try:
             size = folder.events_file.stat().st_size
@@ -59,8 +60,9 @@ class Backlog:
         if proc is None:
             return RunStream(self.folder)
         try:
-            with proc.stdout:
-                stream = pickle.load(proc.stdout)
+            stdout = cast(IO[bytes], proc.stdout)  # started with stdout=PIPE
+            with stdout:
+                stream = pickle.load(stdout)
         except Exception:  # the child died or was killed: read here instead
             stream = None
         finally:
@@ -71,7 +73,7 @@ class Backlog:
         stream.folder = self.folder  # the child was given the absolute path; callers know the folder as theirs
         return stream
 
-    def _belongs(self, stream) -> bool:
+    def _belongs(self, stream: object) -> TypeGuard[RunStream]:
         return isinstance(stream, RunStream) and stream.folder.path == self.path
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from typing import Any
 
 FAKE_ENV = "GRPO_TUI_FAKE_GPUS"
 
@@ -45,7 +46,7 @@ class GPU:
 
 
 def _fake(spec: str) -> list[GPU]:
-    data = json.loads(spec)
+    data: Any = json.loads(spec)
     if isinstance(data, int):
         data = [{"index": i} for i in range(data)]
     gib = 1 << 30

@@ -62,9 +62,9 @@ def follow_log(folder: RunFolder, out: TextIO | None = None, follow: bool = Fals
     Lines go out whole, through ``safe_text.from_ansi``: ANSI colour is kept as colour on a terminal and
     dropped in a pipe, and no other escape from the log reaches either. ``raw`` writes the bytes as they are.
     """
-    out = out or sys.stdout
+    stream: TextIO = out or sys.stdout
     log = LogFollower(folder.log_file)
-    printer = _LogPrinter(out, raw)
+    printer = _LogPrinter(stream, raw)
     while True:
         # the status is read before the log so the last read catches everything written before the end
         status = live_status(folder)
@@ -72,9 +72,9 @@ def follow_log(folder: RunFolder, out: TextIO | None = None, follow: bool = Fals
             printer.add(text)
         if not follow or not is_live(status):
             printer.add(log.close(), final=True)
-            out.flush()
+            stream.flush()
             return status
-        out.flush()
+        stream.flush()
         time.sleep(poll)
 
 
@@ -184,6 +184,8 @@ def _rate(metrics: list[Metrics]) -> float | None:
     if len(metrics) < 2:
         return None
     first, last = metrics[0], metrics[-1]
+    if first.time is None or last.time is None:
+        return None
     try:
         seconds, steps = last.time - first.time, last.step - first.step
     except TypeError:
@@ -297,7 +299,7 @@ def watch(folder: RunFolder, console: Console | None = None, refresh: float = 0.
         return view.status
 
 
-def _watch_live(view: RunView, console: Console, refresh: float) -> str:
+def _watch_live(view: RunView, console: Console, refresh: float) -> Status:
     with Live(render(view.snapshot()), console=console, auto_refresh=False) as live:
         while True:
             view.update()
@@ -307,7 +309,7 @@ def _watch_live(view: RunView, console: Console, refresh: float) -> str:
             time.sleep(refresh)
 
 
-def _watch_lines(view: RunView, console: Console, refresh: float) -> str:
+def _watch_lines(view: RunView, console: Console, refresh: float) -> Status:
     from .foreground import EventPrinter
 
     console.print(render(view.snapshot()))

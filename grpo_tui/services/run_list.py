@@ -85,7 +85,7 @@ class RunList:
         folders = folder_entries(resolve_runs_dir(self.runs_dir))
         early = first if on_first is not None and not self._entries and len(folders) > first > 0 else -1
         for i, (name, path) in enumerate(folders, self._round):
-            if len(runs) == early:
+            if len(runs) == early and on_first is not None:  # early is -1 without on_first
                 on_first(list(runs))
                 early = -1
             old = known(name)

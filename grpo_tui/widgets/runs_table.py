@@ -10,10 +10,13 @@ in the current theme's colours (``palette.py``), redrawn when the theme changes.
 
 from __future__ import annotations
 
+from typing import cast
+
 from rich.cells import cell_len
 from rich.text import Text
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from ..formatting import format_duration, format_steps, short_model
 from ..palette import app_palette
@@ -72,7 +75,8 @@ class RunsTable(DataTable):
         return len(self._cells)
 
     def selected(self) -> RunInfo | None:
-        return self._by_id.get(self._selected_id())
+        run_id = self._selected_id()
+        return None if run_id is None else self._by_id.get(run_id)
 
     def show(self, runs: list[RunInfo], changed: frozenset[str], partial: bool = False) -> None:
         """Show ``runs`` (newest first), touching only what differs; ``changed``: the runs that may differ.
@@ -141,7 +145,7 @@ class RunsTable(DataTable):
             widths = [max(w, _width(c)) for w, c in zip(widths, cells)]
         # the columns take the new rows' widths now, before a frame is drawn, not when the table measures them
         for (_, key), width in zip(self.columns_shown, widths):
-            column = self.columns[key]
+            column = self.columns[ColumnKey(key)]
             column.content_width = max(column.content_width, width)
         if last is not None and max(_id(k) for k in run_ids) > _id(last):
             self.sort("id", reverse=True, key=lambda cell: cell.plain)  # a run newer than the last row: reorder
@@ -161,7 +165,7 @@ class RunsTable(DataTable):
     def _update_row(self, run_id: str, cells: tuple) -> None:
         for (_, key), old, new in zip(self.columns_shown, self._cells[run_id], cells):
             if not _same(old, new):
-                column = self.columns[key]
+                column = self.columns[ColumnKey(key)]
                 column.content_width = max(column.content_width, _width(new))
                 self.update_cell(run_id, key, new)
         self._cells[run_id] = cells
@@ -174,7 +178,7 @@ class RunsTable(DataTable):
     # -- the cursor -----------------------------------------------------------------------------------
 
     def _row_id(self, row: int) -> str:
-        return self.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value
+        return cast(str, self.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value)  # every row has key=run_id
 
     def _selected_id(self) -> str | None:
         return self._row_id(self.cursor_row) if 0 <= self.cursor_row < self.row_count else None

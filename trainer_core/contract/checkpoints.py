@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .events import HealthWarning
+from .health import warning
+from .health_rules import HealthRule
 from .severity import Severity
 
 TORN_DIR = "torn"
@@ -255,10 +257,6 @@ def torn_checkpoint_warning(skipped: list[dict], resumed_from: str, step: int) -
     state's ``resume_skipped``: ``name``, ``problems``, ``moved_to``)."""
     names = ", ".join(s.get("name", "?") for s in skipped)
     why = "; ".join(f"{s.get('name', '?')}: {'; '.join(s.get('problems') or [])}" for s in skipped)
-    return HealthWarning(
-        "torn_checkpoint", Severity.WARN, step,
-        f"resumed from {resumed_from}, skipping incomplete checkpoint(s) {names} ({why}).",
-        "A save was cut short (a full disk, or the trainer killed while saving). The skipped folders are kept under "
-        "checkpoints/torn/; delete them once you do not need them, and check free space (df -h) before long runs.",
-        {"resumed_from": resumed_from, "skipped": skipped},
-    )
+    return warning(HealthRule.TORN_CHECKPOINT, Severity.WARN, step,
+                   f"resumed from {resumed_from}, skipping incomplete checkpoint(s) {names} ({why}).",
+                   {"resumed_from": resumed_from, "skipped": skipped})

@@ -31,7 +31,8 @@ from typing import TypeVar
 from .config_checks import ConfigError
 from .disk import RESERVE_BYTES, Usage, human, usage
 from .events import HealthWarning
-from .health import Thresholds, with_advice
+from .health import Thresholds, warning
+from .health_rules import HealthRule
 from .severity import Severity
 
 _D = TypeVar("_D")
@@ -262,7 +263,7 @@ def preflight(config, runs_dir: str | os.PathLike) -> Preflight:
 
 def preflight_warning(check: Preflight, step: int = 0) -> HealthWarning:
     """The ``disk_estimate`` warning event for a run that starts although it fits only barely, or not at all."""
-    return with_advice(HealthWarning("disk_estimate", check.severity, step, check.message, evidence=check.evidence))
+    return warning(HealthRule.DISK_ESTIMATE, check.severity, step, check.message, check.evidence)
 
 
 def require_room(config, runs_dir: str | os.PathLike) -> Preflight:

@@ -83,13 +83,6 @@ def config_warnings(rl_kl_coef: float, num_generations: int) -> list[HealthWarni
     return out
 
 
-def with_advice(found: HealthWarning) -> HealthWarning:
-    """The warning with its rule's standard advice, unless it carries its own (``warning`` builds it with it)."""
-    if found.advice:
-        return found
-    return dataclasses.replace(found, advice=ADVICE.get(found.rule, ""))
-
-
 class _Rule:
     """Fire-once bookkeeping: a rule re-arms after ``rearm`` clear steps; a higher severity fires again."""
 

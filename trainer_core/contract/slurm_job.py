@@ -19,6 +19,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from .run_folder import RunFolder
@@ -62,7 +63,7 @@ def restart_count(env: dict | None = None) -> int:
         return 0
 
 
-def job_end_time(job: str, env: dict | None = None) -> float | None:
+def job_end_time(job: str, env: Mapping[str, str] | None = None) -> float | None:
     """The job's end (its time limit) in unix seconds; None when unlimited or unknown. SlurmJobError for a
     ``job`` that is not a job id, when ``scontrol`` would be asked."""
     env = os.environ if env is None else env
