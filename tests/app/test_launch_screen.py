@@ -121,8 +121,8 @@ async def test_a_config_handed_to_the_screen_shows_its_problems_and_a_failed_lau
         assert not screen.query_one("#launch").disabled
 
 
-async def skip_the_gate(pilot) -> None:
-    """Launch deliberately without a reward inspection (the gate's skip, confirmed)."""
+async def skip_the_gate(pilot, click: bool = False) -> None:
+    """Launch deliberately without a reward inspection (the gate's skip, by key or button, confirmed)."""
     from grpo_tui.screens.inspect import InspectScreen
 
     for _ in range(50):
@@ -130,7 +130,10 @@ async def skip_the_gate(pilot) -> None:
             break
         await pilot.pause(0.1)
     assert isinstance(pilot.app.screen, InspectScreen)
-    await pilot.press("ctrl+k")
+    if click:
+        await pilot.click("#skip")
+    else:
+        await pilot.press("ctrl+k")
     await pilot.pause(0.2)
     await pilot.press("y")
     await pilot.pause(0.2)
@@ -170,7 +173,7 @@ async def test_a_run_launched_from_the_form_opens_its_monitor_and_trains(runs_di
         fill(screen, **tiny_pattern_run(tiny_model, max_steps=3))
         await settle(pilot)
         await pilot.click("#launch")
-        await skip_the_gate(pilot)
+        await skip_the_gate(pilot, click=True)  # the button: its confirm answers inside the screen's own handler
 
         deadline = time.monotonic() + 60
         monitor = None
