@@ -12,6 +12,7 @@ import yaml
 
 from trainer_core.contract.cli_args import add_run_config_arguments, config_from_args
 from trainer_core.contract.config import RunConfig
+from trainer_core.contract.recipe_keys import BY_KEY
 from trainer_core.contract.trl_export import recipe_text, to_recipe
 
 from ..helpers import cli
@@ -39,7 +40,7 @@ ROUND_TRIP = [
 
 @pytest.mark.parametrize("config", ROUND_TRIP, ids=["file-dataset", "hub-dataset"])
 def test_export_parses_with_trls_parser_and_round_trips(config, tmp_path):
-    from trl import GRPOConfig, ModelConfig
+    from trl import GRPOConfig, ModelConfig  # pyright: ignore[reportPrivateImportUsage]
     from trl.scripts.grpo import GRPOScriptArguments, make_parser
 
     text, notes = recipe_text(config, "run-1")
@@ -51,9 +52,10 @@ def test_export_parses_with_trls_parser_and_round_trips(config, tmp_path):
     assert config_left == [] and cli_left == [], "keys trl grpo does not know"
     script, training, model, mixture = parsed
     if "datasets" not in yaml.safe_load(text):  # the triple parses it too
-        from trl import TrlParser
+        from trl import TrlParser  # pyright: ignore[reportPrivateImportUsage]
 
-        TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig)).parse_args_and_config(["--config", str(path)])
+        parser = TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig))  # pyright: ignore[reportArgumentType]
+        parser.parse_args_and_config(["--config", str(path)])
     assert model.model_name_or_path == config.model and script.reward_funcs == list(config.reward_funcs)
     assert training.reward_weights == list(config.reward_funcs.values())
     assert (training.learning_rate, training.beta, training.epsilon, training.num_generations) == (
@@ -79,6 +81,19 @@ def test_export_reports_what_trl_has_no_key_for():
     assert recipe["reward_funcs"] == ["score.score"]
     text = "\n".join(notes)
     assert "stop_on" in text and "system_prompt" in text and "run trl grpo from" in text and "bf16: false" in text
+
+
+def test_export_writes_no_retired_key():
+    config = dataclasses.replace(ROUND_TRIP[0], grpo_args={"use_liger_loss": True, "vllm_device": "auto"},
+                                 system_prompt="Be brief.", max_prompt_length=256, prompt_column="problem")
+    recipe, notes = to_recipe(config)
+    assert not set(recipe) & set(BY_KEY)
+    assert recipe["use_liger_kernel"] is True and recipe["warmup_steps"] == config.warmup_ratio
+    text = "\n".join(notes)
+    assert "use_liger_loss is written as use_liger_kernel" in text and "vllm_device: 'auto' is left out" in text
+    for field, instead in (("system_prompt", "system message"), ("max_prompt_length", "long prompts"),
+                           ("prompt_column", "column to 'prompt'")):
+        assert f"{field}: " in text and instead in text, field
 
 
 def test_export_command(tmp_path, runs_dir):

@@ -16,7 +16,7 @@ from typing import Any
 
 from .config import ConfigError, RunConfig, load_file, load_text, reward_funcs_mapping
 from .field_spec import FieldSpec, field_specs
-from .trl_recipe import RECIPE_FORMATS, is_recipe, recipe_to_fields
+from .trl_recipe import RECIPE_FORMATS, STRICT_HELP, is_recipe, recipe_to_fields
 
 REPEATED_KINDS = ("mapping", "weights")
 """Kinds whose flag is given once per item, the items merged over the config file's mapping."""
@@ -85,6 +85,7 @@ def add_run_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", dest="config_format", choices=RECIPE_FORMATS, default="auto",
                         help="what --config holds: grpo-tui's own fields, a trl grpo recipe (trl), or auto: a recipe "
                              "when it has TRL keys such as model_name_or_path (default: auto)")
+    parser.add_argument("--strict", action="store_true", default=False, help=STRICT_HELP)
     groups: dict[str, argparse._ArgumentGroup] = {}
     for spec in field_specs():
         group = groups.get(spec.group) or parser.add_argument_group(GROUP_TITLES[spec.group])
@@ -119,7 +120,7 @@ def config_from_args(args: argparse.Namespace, notes: list[str] | None = None) -
     else:
         source = "config"
     if data and is_recipe(data, getattr(args, "config_format", "auto")):
-        data, recipe_notes = recipe_to_fields(data, source)
+        data, recipe_notes = recipe_to_fields(data, source, strict=getattr(args, "strict", False))
         if notes is None:
             for note in recipe_notes:
                 print(f"warning: {source}: {note}", file=sys.stderr)

@@ -2,7 +2,8 @@
 
 The way back from grpo-tui to plain TRL is one file: what ``trl grpo --config`` accepts, every mapped value
 written out (grpo-tui's defaults differ from TRL's: beta, num_generations, the learning rate …), and what
-TRL's CLI has no key for listed in the file's header instead of silently left out. An environment run
+TRL's CLI has no key for listed in the file's header instead of silently left out. No key that TRL or
+open-r1 retired is written (``recipe_keys.RETIRED_KEYS``, the table the reader uses). An environment run
 cannot go this way: TRL's CLI has no environment concept, so the error points to the Python API.
 
 Stdlib + yaml, like the rest of the contract: ``grpo-tui export`` runs without the training stack.
@@ -16,13 +17,13 @@ from typing import Any
 
 from .config import RunConfig
 from .config_checks import ConfigError, reward_func_kind, trackers
+from .recipe_keys import BY_KEY, RETIRED_KEYS, shown
 from .trl_names import RENAMED, SAME_NAME
 from .trl_recipe import FILE_BUILDERS
 
-# RunConfig fields TRL's CLI has no key for, with what to do about each when it differs from the default.
+# grpo-tui's own RunConfig fields, which TRL's CLI has no key for, with what to do about each when it differs
+# from the default (the fields of keys only grpo-tui honours, such as system_prompt, are in RETIRED_KEYS).
 NOT_IN_TRL = {
-    "max_prompt_length": "TRL 1.x has no max_prompt_length; filter long prompts out of the dataset",
-    "system_prompt": "trl grpo has no system prompt; put the system message into the dataset's prompts",
     "stop_on": "grpo-tui's health rules do not run under trl grpo",
     "health": "grpo-tui's health rules do not run under trl grpo",
     "samples_per_step": "samples.jsonl is grpo-tui's; TRL's log_completions prints completions instead",
@@ -31,8 +32,7 @@ NOT_IN_TRL = {
     "inspection": "the reward inspection is grpo-tui's",
 }
 _SKIP = {"trainer", "rl_env_module", "rl_env_class", "rl_env_config", "dataset", "dataset_config", "dataset_split",
-         "prompt_column", "reward_funcs", "mixed_precision", "report_to", "target_modules", "warmup_ratio", "grpo_args",
-         "model"}
+         "reward_funcs", "mixed_precision", "report_to", "target_modules", "warmup_ratio", "grpo_args", "model"}
 ENV_RUN_MESSAGE = (
     "this run trains on an environment class ({module}:{cls}), and TRL's `trl grpo` CLI has no environment "
     "concept: its recipes name a dataset and reward functions. Use TRL's Python API instead: "
@@ -91,9 +91,6 @@ def to_recipe(config: RunConfig) -> tuple[dict, list[str]]:
                           "config has none.")
     notes: list[str] = []
     recipe: dict[str, Any] = {"model_name_or_path": config.model, **_dataset_keys(config)}
-    if config.prompt_column != "prompt":
-        notes.append(f"prompt_column '{config.prompt_column}': trl grpo reads the 'prompt' column; rename the column "
-                     "in the dataset.")
     recipe["reward_funcs"] = _reward_names(config, notes)
     recipe["reward_weights"] = [float(w) for w in config.reward_funcs.values()]
     ours = {field: key for key, field in RENAMED.items() if field not in _SKIP}
@@ -112,12 +109,36 @@ def to_recipe(config: RunConfig) -> tuple[dict, list[str]]:
     if "dtype" not in (config.grpo_args.get("model_init_kwargs") or {}):
         recipe["dtype"] = "auto"  # the checkpoint's dtype, as grpo-tui loaded it (trl grpo alone would use float32)
     recipe.update(config.grpo_args)
+    _left_out(config, notes)
+    return _current(recipe, notes), notes
+
+
+def _left_out(config: RunConfig, notes: list[str]) -> None:
+    """Notes for the settings that differ from grpo-tui's defaults and that trl grpo has no key for."""
     defaults = RunConfig()
+    for row in RETIRED_KEYS:
+        if row.kind == "honoured" and getattr(config, row.becomes) != getattr(defaults, row.becomes):
+            notes.append(f"{row.becomes}: {shown(getattr(config, row.becomes))} is left out: trl grpo has no key for it "
+                         f"({row.key}: {row.release}); {row.instead}.")
     for name, why in NOT_IN_TRL.items():
         value = getattr(config, name)
         if value != getattr(defaults, name):
             notes.append(f"{name}: {value!r} is left out: {why}.")
-    return recipe, notes
+
+
+def _current(recipe: dict, notes: list[str]) -> dict:
+    """The recipe in current TRL keys: a retired one (from grpo_args) under its new name, or left out."""
+    out: dict[str, Any] = {}
+    for key, value in recipe.items():
+        row = BY_KEY.get(key)
+        if row is None:
+            out[key] = value
+        elif row.kind == "renamed" and row.becomes not in recipe:
+            out[row.becomes] = value
+            notes.append(f"{key} is written as {row.becomes} ({row.release}).")
+        else:
+            notes.append(f"{key}: {shown(value)} is left out: trl grpo no longer has it ({row.release}).")
+    return out
 
 
 def recipe_text(config: RunConfig, run_id: str | None = None) -> tuple[str, list[str]]:

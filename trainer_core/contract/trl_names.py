@@ -66,10 +66,8 @@ MIXTURE_FIELDS = tuple("""
 
 TRL_FIELDS = frozenset(SCRIPT_FIELDS + GRPO_CONFIG_FIELDS + MODEL_CONFIG_FIELDS + MIXTURE_FIELDS)
 
-# Keys of open-r1's GRPO recipes (its own GRPOConfig/ScriptArguments subclasses) that grpo-tui honours too,
-# and keys of older TRL/transformers releases that recipes still carry.
-OPEN_R1_FIELDS = ("dataset_prompt_column", "system_prompt")
-LEGACY_FIELDS = ("torch_dtype", "max_prompt_length", "warmup_ratio", "overwrite_output_dir", "logging_dir")
+# Keys of older TRL, transformers and open-r1 releases that recipes still carry are not here: see
+# recipe_keys.RETIRED_KEYS, which says what each became.
 
 # TRL's value for each key grpo-tui maps, where the recipe leaves it out: a recipe means what `trl grpo`
 # would do with it, not what grpo-tui's own defaults would.
@@ -96,7 +94,7 @@ TRL_UNHONOURED_DEFAULTS = {
     "hub_always_push": False, "hub_revision": None, "do_eval": False, "eval_strategy": "no", "eval_steps": None,
     "per_device_eval_batch_size": 8, "eval_on_start": False, "save_strategy": "steps", "logging_strategy": "steps",
     "resume_from_checkpoint": None, "use_cpu": False, "disable_tqdm": None, "do_train": False,
-    "do_predict": False, "overwrite_output_dir": False, "logging_dir": None,
+    "do_predict": False,
 }
 
 # Recipe keys that carry over to a RunConfig field of another name, value unchanged.
@@ -108,13 +106,12 @@ RENAMED = {
     "gradient_accumulation_steps": "gradient_accumulation", "num_train_epochs": "epochs",
     "lr_scheduler_type": "scheduler", "vllm_server_base_url": "vllm_server_url", "use_peft": "peft",
     "project": "project_name", "dataset_name": "dataset", "dataset_train_split": "dataset_split",
-    "dataset_prompt_column": "prompt_column",
 }
 # Recipe keys that are RunConfig fields of the same name and meaning.
 SAME_NAME = (
     "max_steps", "seed", "logging_steps", "save_steps", "save_total_limit", "gradient_checkpointing", "use_vllm",
     "vllm_mode", "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "lora_r", "lora_alpha", "lora_dropout",
-    "dataset_config", "system_prompt", "max_prompt_length", "warmup_ratio",
+    "dataset_config",
 )
 
 # The reward functions `trl grpo` knows by name (trl/scripts/grpo.py), besides any dotted import path.

@@ -4,9 +4,11 @@ Most GRPO training starts from a TRL or open-r1 recipe (``trl grpo --config reci
 under grpo-tui unchanged, every key is either mapped to the RunConfig field that means the same thing,
 passed through to GRPOConfig as it is (``grpo_args``), or reported by name: a warning when grpo-tui does
 that part itself (the output folder, pushing to the Hub, evaluation), an error when honouring it would need
-something grpo-tui cannot do (quantised loading, DoRA, a dataset mixture). A key that is in none of TRL's
-classes is refused with the closest known one. Keys the recipe leaves out take TRL's defaults, not
-grpo-tui's: a recipe means what `trl grpo` would do with it.
+something grpo-tui cannot do (quantised loading, DoRA, a dataset mixture). Keys that TRL, transformers or
+open-r1 retired are read through ``recipe_keys.RETIRED_KEYS`` first: renamed ones under their current name,
+dead ones reported as ignored, each with a note that says which release changed it; ``strict`` makes every
+ignored key an error. A key in none of these is refused with the closest known one. Keys the recipe leaves
+out take TRL's defaults, not grpo-tui's: a recipe means what `trl grpo` would do with it.
 
 Stdlib only: the CLI reads a recipe before anything heavy is imported.
 """
@@ -19,18 +21,13 @@ from typing import Any
 
 from .config import RunConfig
 from .config_checks import ConfigError
-from .trl_names import (
-    LEGACY_FIELDS,
-    OPEN_R1_FIELDS,
-    RENAMED,
-    SAME_NAME,
-    TRL_DEFAULTS,
-    TRL_FIELDS,
-    TRL_UNHONOURED_DEFAULTS,
-)
+from .recipe_keys import BY_KEY, RetiredKey, note, shown
+from .trl_names import RENAMED, SAME_NAME, TRL_DEFAULTS, TRL_FIELDS, TRL_UNHONOURED_DEFAULTS
 
 RECIPE_FORMATS = ("auto", "trl", "grpo-tui")
 FILE_BUILDERS = {"json": (".json", ".jsonl"), "csv": (".csv",), "parquet": (".parquet",)}
+STRICT_HELP = ("with a trl grpo recipe: refuse every key that grpo-tui would ignore (obsolete keys such as vllm_device, "
+               "open-r1's own ones, output_dir, hub_* ...) instead of warning about it")
 
 _NO_HUB = "grpo-tui does not push to the Hub; upload RUN/final when the run ends (e.g. hf upload ID RUN/final)"
 _NO_EVAL = "grpo-tui trains without an evaluation split"
@@ -41,8 +38,7 @@ _QUANT = "quantised (bitsandbytes) training is not supported by grpo-tui; drop i
 
 # Keys whose job grpo-tui does its own way: a warning, and the run goes on.
 IGNORED = {
-    "output_dir": _OWN_FOLDER, "overwrite_output_dir": _OWN_FOLDER,
-    "logging_dir": "TensorBoard writes to RUN/tensorboard",
+    "output_dir": _OWN_FOLDER,
     **dict.fromkeys(("push_to_hub", "hub_model_id", "hub_strategy", "hub_private_repo", "hub_token",
                      "hub_always_push", "hub_revision"), _NO_HUB),
     **dict.fromkeys(("do_eval", "eval_strategy", "eval_steps", "per_device_eval_batch_size", "eval_on_start",
@@ -68,12 +64,28 @@ UNSUPPORTED = {
 }
 # Keys handled below, one by one.
 SPECIAL = ("reward_funcs", "reward_weights", "datasets", "bf16", "fp16", "report_to", "warmup_steps",
-           "lora_target_modules", "activation_checkpointing", "model_revision", "dtype", "torch_dtype",
-           "attn_implementation")
-_INIT_KWARGS = {"model_revision": "revision", "dtype": "dtype", "torch_dtype": "dtype",
-                "attn_implementation": "attn_implementation"}
+           "lora_target_modules", "activation_checkpointing", "model_revision", "dtype", "attn_implementation")
+_INIT_KWARGS = {"model_revision": "revision", "dtype": "dtype", "attn_implementation": "attn_implementation"}
 
-RECIPE_KEYS = TRL_FIELDS | set(OPEN_R1_FIELDS) | set(LEGACY_FIELDS) | {"env"}
+RECIPE_KEYS = TRL_FIELDS | set(BY_KEY) | {"env"}
+
+
+@dataclasses.dataclass
+class _Notes:
+    """The notes a recipe earns; with ``strict``, an ignored key is an error instead of a note."""
+
+    source: str
+    strict: bool
+    lines: list[str] = dataclasses.field(default_factory=list)
+
+    def add(self, text: str) -> None:
+        self.lines.append(text)
+
+    def ignored(self, key: str, text: str) -> None:
+        if self.strict:
+            raise ConfigError(key, f"{self.source}: {text} (--strict refuses ignored keys: remove '{key}' from the "
+                              "recipe, or read it without --strict)")
+        self.lines.append(text)
 
 
 def _run_fields() -> set[str]:
@@ -95,73 +107,166 @@ def _same(a: Any, b: Any) -> bool:
     return a == b or (a in (None, [], {}, "") and b in (None, [], {}, ""))
 
 
-def recipe_to_fields(recipe: dict, source: str = "recipe") -> tuple[dict, list[str]]:
+def recipe_to_fields(recipe: dict, source: str = "recipe", strict: bool = False) -> tuple[dict, list[str]]:
     """RunConfig fields for a `trl grpo` recipe, and notes on what it sets that grpo-tui does its own way.
 
     Raises ConfigError naming the first key that is unknown (with the closest known key) or that cannot be
-    honoured. grpo-tui's own fields (stop_on, health, …) may sit in a recipe too and are taken as they are.
+    honoured, and with ``strict`` the first key that would be ignored. Retired keys (``recipe_keys``) are read
+    under their current name first. grpo-tui's own fields (stop_on, health, …) may sit in a recipe too and are
+    taken as they are.
     """
     ours = _run_fields()
-    for key in recipe:
-        if key not in RECIPE_KEYS and key not in ours:
-            close = difflib.get_close_matches(key, sorted(RECIPE_KEYS | ours), n=1, cutoff=0.6)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
-            raise ConfigError(key, f"unknown key '{key}' in {source}: it is not a field of trl grpo (GRPOScriptArguments, "
-                              f"GRPOConfig, ModelConfig, DatasetMixtureConfig) nor of grpo-tui.{hint}")
-    values = {**TRL_DEFAULTS, **recipe}
-    out: dict[str, Any] = {}
-    notes: list[str] = []
-    grpo_args: dict[str, Any] = {}
-    init_kwargs: dict[str, Any] = {}
-    for key, value in values.items():
-        if key in RENAMED:
-            out[RENAMED[key]] = value
-        elif key in SAME_NAME:
-            out[key] = value
-        elif key in SPECIAL:
-            continue
-        elif key in IGNORED or key in UNSUPPORTED:
-            if _same(value, TRL_UNHONOURED_DEFAULTS.get(key)):
-                continue
-            if key in UNSUPPORTED:
-                raise ConfigError(key, f"{source} sets {key}: {value!r}, which grpo-tui cannot honour: {UNSUPPORTED[key]}.")
-            notes.append(f"{key}: {value!r} is ignored: {IGNORED[key]}.")
-        elif key in TRL_FIELDS:
-            grpo_args[key] = value
-    for key, name in _INIT_KWARGS.items():
-        value = values.get(key)
-        if value is not None and not (key == "model_revision" and value == "main") and value != "auto":
-            init_kwargs[name] = value
-        elif name == "dtype" and value == "auto":  # the checkpoint's own dtype: what grpo-tui does unless told
-            init_kwargs.pop("dtype", None)
-    if init_kwargs:
-        grpo_args["model_init_kwargs"] = {**init_kwargs, **(grpo_args.get("model_init_kwargs") or {})}
+    _check_known(recipe, source, ours)
+    notes = _Notes(source, strict)
+    current, honoured = _retire(recipe, notes)
+    values = {**TRL_DEFAULTS, **current}
+    out, grpo_args = _map_keys(values, source, notes)
+    out.update(honoured)
+    _init_kwargs(values, grpo_args)
     out.update(_precision(values, source))
     out.update(_rewards(values, source))
     out.update(_datasets(values, source, notes))
-    out.update(_warmup(values, grpo_args, source))
+    out.update(_warmup(values, grpo_args))
     if values.get("activation_checkpointing") is not None:
         out["gradient_checkpointing"] = bool(values["activation_checkpointing"])
     if "report_to" in values:
         out["report_to"] = _report_to(values["report_to"], source)
     if values.get("use_peft"):
         out["target_modules"] = _target_modules(values.get("lora_target_modules"), notes)
-    if values.get("max_prompt_length") is not None:
-        notes.append(f"max_prompt_length: {values['max_prompt_length']} drops the prompts longer than that (TRL 1.x no "
-                     "longer has the key; older releases cut them to that length).")
-    for key, value in recipe.items():  # grpo-tui's own fields, written into the recipe
-        if key in ours and key not in RECIPE_KEYS:
-            if key == "grpo_args":
-                grpo_args = {**grpo_args, **(value or {})}
-                continue
-            taken = [k for k, field in RENAMED.items() if field == key and k in recipe]
-            if taken:
-                raise ConfigError(key, f"{source} sets both '{taken[0]}' (TRL) and '{key}' (grpo-tui) for the same "
-                                  "setting; keep one.")
-            out[key] = value
+    grpo_args = _own_fields(recipe, ours, out, grpo_args, source)
     if grpo_args:
         out["grpo_args"] = grpo_args
-    return out, notes
+    return out, notes.lines
+
+
+def _check_known(recipe: dict, source: str, ours: set[str]) -> None:
+    for key in recipe:
+        if key not in RECIPE_KEYS and key not in ours:
+            close = difflib.get_close_matches(key, sorted(RECIPE_KEYS | ours), n=1, cutoff=0.6)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise ConfigError(key, f"unknown key '{key}' in {source}: it is not a field of trl grpo (GRPOScriptArguments, "
+                              "GRPOConfig, ModelConfig, DatasetMixtureConfig) nor of grpo-tui, nor a key TRL or open-r1 "
+                              f"retired.{hint}")
+
+
+def _retire(recipe: dict, notes: _Notes) -> tuple[dict, dict]:
+    """The recipe with its retired keys read under their current names, and the grpo-tui fields set by keys
+    only grpo-tui honours (open-r1's system_prompt, …); each retired key earns a note or, ignored, is dropped."""
+    current = {k: v for k, v in recipe.items() if k not in BY_KEY}
+    honoured: dict[str, Any] = {}
+    for key, value in recipe.items():
+        row = BY_KEY.get(key)
+        if row is None:
+            continue
+        if row.kind == "ignored":
+            if not any(_same(value, v) for v in row.no_op):
+                notes.ignored(key, note(row, value))
+            continue
+        notes.add(note(row, value))
+        if row.kind == "honoured":
+            honoured[row.becomes] = value
+        else:
+            _rename(row, value, current, notes)
+    if "vllm_device" in recipe:
+        _vllm_share(recipe, notes)
+    return current, honoured
+
+
+def _rename(row: RetiredKey, value: Any, current: dict, notes: _Notes) -> None:
+    value = _ADAPT[row.key](value, notes.source) if row.key in _ADAPT else value
+    new = row.becomes
+    if new in current and not _same(current[new], TRL_DEFAULTS.get(new)) and current[new] != value:
+        raise ConfigError(row.key, f"{notes.source} sets both '{row.key}' ({row.release}) and '{new}', its current "
+                          f"name, to different values ({value!r}, {current[new]!r}); keep '{new}'.")
+    if value is not None:
+        current[new] = value
+
+
+def _one_config(value: Any, source: str) -> str | None:
+    """open-r1's early ``dataset_configs`` list as TRL's one ``dataset_config`` ('all': the default one)."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ConfigError("dataset_configs", f"dataset_configs in {source} must be a list of configuration names, got "
+                          f"{value!r}.")
+    names = [n for n in names if n != "all"]
+    if len(names) > 1:
+        raise ConfigError("dataset_configs", f"{source} names {len(names)} dataset configurations ({', '.join(names)}); "
+                          "grpo-tui trains on one: set dataset_config to it.")
+    return names[0] if names else None
+
+
+def _ratio(value: Any, source: str) -> Any:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 1:
+        raise ConfigError("warmup_ratio", f"warmup_ratio in {source} must be a fraction of the steps, at least 0 and "
+                          f"below 1, got {value!r}.")
+    return value
+
+
+_ADAPT = {"dataset_configs": _one_config, "warmup_ratio": _ratio}
+
+
+def _vllm_share(recipe: dict, notes: _Notes) -> None:
+    """TRL 0.14-0.15 recipes gave vLLM a GPU of its own; their memory share means something else in colocate mode."""
+    share = recipe.get("vllm_gpu_memory_utilization")
+    if recipe.get("use_vllm") and share is not None and recipe.get("vllm_mode", TRL_DEFAULTS["vllm_mode"]) == "colocate":
+        notes.add(f"vllm_gpu_memory_utilization: {share!r} was a share of vllm_device's own GPU; in colocate mode it is "
+                  "a share of each training GPU, next to the model being trained: lower it (TRL's default is "
+                  f"{TRL_DEFAULTS['vllm_gpu_memory_utilization']}) or use vllm_mode: server.")
+
+
+def _map_keys(values: dict, source: str, notes: _Notes) -> tuple[dict, dict]:
+    """The RunConfig fields of the keys mapped one to one, and the GRPOConfig keys passed through."""
+    out: dict[str, Any] = {}
+    grpo_args: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in RENAMED:
+            out[RENAMED[key]] = value
+        elif key in SAME_NAME:
+            out[key] = value
+        elif key in IGNORED or key in UNSUPPORTED:
+            _unhonoured(key, value, source, notes)
+        elif key in TRL_FIELDS and key not in SPECIAL:
+            grpo_args[key] = value
+    return out, grpo_args
+
+
+def _unhonoured(key: str, value: Any, source: str, notes: _Notes) -> None:
+    if _same(value, TRL_UNHONOURED_DEFAULTS.get(key)):
+        return
+    if key in UNSUPPORTED:
+        raise ConfigError(key, f"{source} sets {key}: {value!r}, which grpo-tui cannot honour: {UNSUPPORTED[key]}.")
+    notes.ignored(key, f"{key}: {shown(value)} is ignored: {IGNORED[key]}.")
+
+
+def _init_kwargs(values: dict, grpo_args: dict) -> None:
+    """The model-loading keys, as ``trl grpo`` hands them to from_pretrained (grpo_args.model_init_kwargs)."""
+    init_kwargs: dict[str, Any] = {}
+    for key, name in _INIT_KWARGS.items():
+        value = values.get(key)
+        if value is not None and not (key == "model_revision" and value == "main") and value != "auto":
+            init_kwargs[name] = value  # dtype 'auto': the checkpoint's own dtype, what grpo-tui does unless told
+    if init_kwargs:
+        grpo_args["model_init_kwargs"] = {**init_kwargs, **(grpo_args.get("model_init_kwargs") or {})}
+
+
+def _own_fields(recipe: dict, ours: set[str], out: dict, grpo_args: dict, source: str) -> dict:
+    """grpo-tui's own fields written into the recipe go into ``out``; returns grpo_args with the recipe's own."""
+    for key, value in recipe.items():
+        if key not in ours or key in RECIPE_KEYS:
+            continue
+        if key == "grpo_args":
+            grpo_args = {**grpo_args, **(value or {})}
+            continue
+        taken = [k for k, field in _RECIPE_NAMES.items() if field == key and k in recipe]
+        if taken:
+            raise ConfigError(key, f"{source} sets both '{taken[0]}' (TRL) and '{key}' (grpo-tui) for the same "
+                              "setting; keep one.")
+        out[key] = value
+    return grpo_args
+
+
+# Recipe keys read into a grpo-tui field of another name: a recipe may not set the field as well.
+_RECIPE_NAMES = {**RENAMED, **{row.key: row.becomes for row in BY_KEY.values() if row.kind == "honoured"}}
 
 
 def _precision(values: dict, source: str) -> dict:
@@ -199,7 +304,7 @@ def _rewards(values: dict, source: str) -> dict:
     return {"reward_funcs": dict(zip(funcs, weights))}
 
 
-def _datasets(values: dict, source: str, notes: list[str]) -> dict:
+def _datasets(values: dict, source: str, notes: _Notes) -> dict:
     entries = values.get("datasets")
     if not entries:
         return {}
@@ -217,11 +322,12 @@ def _datasets(values: dict, source: str, notes: list[str]) -> dict:
             hint = f" Did you mean '{close[0]}'?" if close else ""
             raise ConfigError("datasets", f"datasets entry in {source} has unknown key '{key}'.{hint}")
     if values.get("dataset_name"):
-        notes.append("dataset_name is ignored because datasets is set (as trl grpo does).")
+        notes.ignored("dataset_name", f"dataset_name: {values['dataset_name']!r} is ignored because datasets is set (as "
+                      "trl grpo does).")
     if entry.get("data_dir"):
         raise ConfigError("datasets", f"datasets entry in {source} sets data_dir; name the folder itself as path instead.")
     if entry.get("columns"):
-        notes.append(f"datasets columns {entry['columns']!r}: every column is kept (reward functions get them all).")
+        notes.add(f"datasets columns {entry['columns']!r}: every column is kept (reward functions get them all).")
     path, files = entry.get("path"), entry.get("data_files")
     if path in FILE_BUILDERS:
         if isinstance(files, list) and len(files) == 1:
@@ -241,15 +347,14 @@ def _datasets(values: dict, source: str, notes: list[str]) -> dict:
     return out
 
 
-def _warmup(values: dict, grpo_args: dict, source: str) -> dict:
-    ratio, steps = values.get("warmup_ratio"), values.get("warmup_steps") or 0
-    if ratio and steps:
-        raise ConfigError("warmup_ratio", f"{source} sets both warmup_ratio and warmup_steps; keep one.")
+def _warmup(values: dict, grpo_args: dict) -> dict:
+    steps = values.get("warmup_steps") or 0
     if isinstance(steps, (int, float)) and 0 < steps < 1:  # transformers 5: a fraction of the steps
         return {"warmup_ratio": steps}
     if steps:
         grpo_args["warmup_steps"] = steps
-    return {"warmup_ratio": ratio or 0.0} if ratio is not None or steps == 0 else {}
+        return {}
+    return {"warmup_ratio": 0.0}
 
 
 def _report_to(value: Any, source: str) -> str:
@@ -262,9 +367,9 @@ def _report_to(value: Any, source: str) -> str:
     return ",".join(str(n) for n in names)
 
 
-def _target_modules(value: Any, notes: list[str]) -> str:
+def _target_modules(value: Any, notes: _Notes) -> str:
     if value is None:
-        notes.append("lora_target_modules is not set: grpo-tui adapts every linear layer ('all-linear'); TRL would use "
+        notes.add("lora_target_modules is not set: grpo-tui adapts every linear layer ('all-linear'); TRL would use "
                      "PEFT's default for the architecture. Set lora_target_modules to choose.")
         return "all-linear"
     if isinstance(value, list):
