@@ -52,7 +52,7 @@ def machine_busy_seconds() -> float | None:
         fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
     except (OSError, ValueError):
         return None
-    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainer_core.contract.cli_args import GROUP_TITLES  # noqa: E402
-from trainer_core.contract.field_spec import field_specs  # noqa: E402
+from trainer_core.contract.cli_args import GROUP_TITLES
+from trainer_core.contract.field_spec import field_specs
 
 PAGE = Path(__file__).with_name("configuration.md")
 

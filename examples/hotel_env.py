@@ -188,7 +188,7 @@ class HotelEnv:
     def score_episode(self, model, tokenizer, completion: str, **row) -> float:
         calls = parse_tool_calls(completion)
         turn_calls = calls
-        transcript = self._messages(row["request"]) + [{"role": "assistant", "content": completion}]
+        transcript = [*self._messages(row["request"]), {"role": "assistant", "content": completion}]
         turns = 1
         while (
             turns < self.max_turns

@@ -19,6 +19,7 @@ the user's clipboard (OSC 52) or move the cursor. Everything that shows such tex
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from rich.style import Style
 from rich.text import Span, Text
@@ -95,7 +96,7 @@ def from_ansi(text: str) -> Text:
         return parsed
     out = Text(end="")
     starts = sorted({0, len(plain), *(s.start for s in spans), *(s.end for s in spans)})
-    for a, b in zip(starts, starts[1:]):
+    for a, b in pairwise(starts):
         styles = [s.style for s in spans if s.start <= a and b <= s.end]
         out.append(clean(plain[a:b]), style=Style.combine(
             [st if isinstance(st, Style) else Style.parse(st) for st in styles]) if styles else None)

@@ -87,7 +87,7 @@ def write_provenance(folder: RunFolder, config: RunConfig) -> dict:
     if path.exists():
         try:
             previous = json.loads(path.read_text())
-            history = previous.pop("previous", []) + [previous]
+            history = [*previous.pop("previous", []), previous]
         except ValueError:
             history = []
     if history:

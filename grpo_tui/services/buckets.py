@@ -35,7 +35,7 @@ class Blocks:
 class Level:
     """The complete blocks of one size from block ``first`` on, extended as the series grows."""
 
-    __slots__ = ("size", "first", "lows", "highs", "sums")
+    __slots__ = ("first", "highs", "lows", "size", "sums")
 
     def __init__(self, size: int, first: int):
         self.size, self.first = size, first

@@ -46,7 +46,7 @@ class Series:
     null gets a steps array of its own from then on.
     """
 
-    __slots__ = ("_steps", "values", "shared", "blocks")
+    __slots__ = ("_steps", "blocks", "shared", "values")
 
     def __init__(self, typecode: str = "f", shared: array | None = None):
         self.shared = shared

@@ -28,7 +28,7 @@ def launch_command(config: RunConfig, runs_dir: str | Path, gpus: list[int] | No
         argv += ["--gpus", ",".join(map(str, gpus))]
     if num_processes is not None:
         argv += ["--num-processes", str(num_processes)]
-    return argv + ["--runs-dir", str(runs_dir)]
+    return [*argv, "--runs-dir", str(runs_dir)]
 
 
 class CommandPreview(VerticalScroll):

@@ -5,7 +5,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-from pattern_env import PatternEnv  # noqa: E402
+from pattern_env import PatternEnv
 
 
 class SlowPattern(PatternEnv):

@@ -14,7 +14,7 @@ from pathlib import Path
 from transformers import Trainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-from pattern_env import PatternEnv  # noqa: E402
+from pattern_env import PatternEnv
 
 SAVE_PAUSE_S = 2.0
 _save_optimizer_and_scheduler = Trainer._save_optimizer_and_scheduler

@@ -96,7 +96,7 @@ def test_a_late_failure_keeps_the_steps_already_logged(tiny_model, runs_dir):
 
 def test_extra_columns_and_the_live_model_reach_score_episode(tiny_model, runs_dir, tmp_path):
     seen = tmp_path / "seen.txt"
-    result, events, state = run(tiny_model, runs_dir, "Good", rl_env_config={"seen_file": str(seen)})
+    result, events, _state = run(tiny_model, runs_dir, "Good", rl_env_config={"seen_file": str(seen)})
     assert result.status is Status.COMPLETED
     rows = [line.split(",") for line in seen.read_text().splitlines()]
     assert len(rows) == 2 * 8
@@ -113,7 +113,7 @@ def test_extra_columns_and_the_live_model_reach_score_episode(tiny_model, runs_d
 
 
 def test_tools_appear_in_the_rendered_prompt(tiny_model, runs_dir):
-    result, events, _ = run(tiny_model, runs_dir, "WithTools")
+    result, _events, _ = run(tiny_model, runs_dir, "WithTools")
     assert result.status is Status.COMPLETED
     sample = read_records(result.path / "samples.jsonl")[0]
     assert '"name": "search_hotels"' in sample["prompt"]

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -37,10 +38,10 @@ def test_launch_list_watch_logs_and_stop_a_run_on_a_host(remote, tiny_model):  #
     streamed = remote.cli("events", run_id[:12], "--host", "gpubox")
     assert streamed.returncode == 0, streamed.stderr
     lines = [json.loads(line) for line in streamed.stdout.splitlines()]
-    assert lines[0]["offset"] == 0 and all(a["end"] == b["offset"] for a, b in zip(lines, lines[1:]))
+    assert lines[0]["offset"] == 0 and all(a["end"] == b["offset"] for a, b in pairwise(lines))
     assert lines[0]["event"]["type"] == "run_started"
     again = remote.cli("events", run_id, "--host", "gpubox", "--from", str(lines[2]["end"]))
-    assert [json.loads(line)["offset"] for line in again.stdout.splitlines()][0] == lines[3]["offset"]
+    assert json.loads(again.stdout.splitlines()[0])["offset"] == lines[3]["offset"]
 
     once = remote.cli("watch", "latest", "--host", "gpubox", "--once")
     assert once.returncode == 0, once.stderr

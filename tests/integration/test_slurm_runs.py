@@ -134,7 +134,7 @@ def test_a_job_killed_without_a_word_is_lost_with_slurms_reason(slurm, tiny_mode
     wait_for(lambda: slurm.squeue_state(job) is None, timeout=60)
     seen = []
     try:
-        listed = wait_for(lambda: (r := row(slurm, runs, run_id))["status"] == "lost" and r or seen.append(r),
+        listed = wait_for(lambda: ((r := row(slurm, runs, run_id))["status"] == "lost" and r) or seen.append(r),
                           timeout=30, interval=1)
     except AssertionError:
         raise AssertionError(f"never lost: {seen[-1:]}, state {state(folder)}") from None

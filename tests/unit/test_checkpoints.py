@@ -190,7 +190,7 @@ def test_a_refused_resume_writes_nothing(tmp_path):
         plan_resume(folder, max_steps=5)
     for name in ("checkpoint-4", "checkpoint-5"):
         (folder.checkpoints_dir / name / "trainer_state.json").unlink()
-    with pytest.raises(ConfigError, match="no complete checkpoint to resume from .checkpoint-5: trainer_state"):
+    with pytest.raises(ConfigError, match=r"no complete checkpoint to resume from .checkpoint-5: trainer_state"):
         plan_resume(folder, max_steps=9)
     assert (folder.state_file.read_bytes(), folder.config_file.read_bytes()) == before
     assert [p.name for p in folder.checkpoints()] == ["checkpoint-4", "checkpoint-5"]
@@ -205,7 +205,7 @@ def test_a_resume_that_cannot_be_written_puts_the_run_back(tmp_path, monkeypatch
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(resuming, "move_aside", full)
-    with pytest.raises(ConfigError, match="No space left on device.*left as it was"):
+    with pytest.raises(ConfigError, match=r"No space left on device.*left as it was"):
         plan_resume(folder, max_steps=9)
     assert (folder.read_state(), folder.config_file.read_bytes()) == before and folder.status() is Status.STOPPED
 

@@ -113,7 +113,7 @@ def test_problems_lists_everything_at_once():
 def test_unknown_file_key_suggests_the_closest(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("model: m\nrl_num_generation: 8\n")
-    with pytest.raises(ConfigError, match="unknown key 'rl_num_generation'.*Did you mean 'rl_num_generations'"):
+    with pytest.raises(ConfigError, match=r"unknown key 'rl_num_generation'.*Did you mean 'rl_num_generations'"):
         RunConfig.load(path)
     path.write_text("model: m\nzzz_unrelated: 1\n")
     with pytest.raises(ConfigError, match="grpo_args"):

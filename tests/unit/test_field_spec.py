@@ -81,7 +81,7 @@ def test_kinds_of_types_not_in_runconfig_today():
     assert _kind("x", dict[str, float]) == ("weights", False, ())
     assert _kind("x", float | None) == ("float", True, ())
     for unsupported in (list[str], int | str, tuple[int, ...]):
-        with pytest.raises(TypeError, match="RunConfig.x: no field kind"):
+        with pytest.raises(TypeError, match=r"RunConfig.x: no field kind"):
             _kind("x", unsupported)
 
 

@@ -74,7 +74,7 @@ def test_a_resume_whose_config_write_fails_leaves_config_and_state_as_they_were(
     before = (folder.config_file.read_bytes(), folder.state_file.read_bytes())
     plan = ResumePlan("run", Status.STOPPED, 5, CheckpointCheck(folder.checkpoints_dir / "checkpoint-4", 4), 9)
     full_disk(monkeypatch)
-    with pytest.raises(ConfigError, match="No space left on device.*left as it was"):
+    with pytest.raises(ConfigError, match=r"No space left on device.*left as it was"):
         apply_resume(folder, plan, RunConfig(model="m", max_steps=9))
     assert (folder.config_file.read_bytes(), folder.state_file.read_bytes()) == before
     assert leftovers(folder.path) == []
@@ -143,7 +143,7 @@ def test_the_control_folder_may_not_be_a_link_a_file_or_someone_elses(short_tmp,
         os.chown(link, 4242, 4242)
     else:
         monkeypatch.setattr(os, "getuid", lambda: os.geteuid() + 4242)
-    with pytest.raises(HostError, match="belongs to uid .*not to you.*set \\$GRPO_TUI_SSH_DIR"):
+    with pytest.raises(HostError, match=r"belongs to uid .*not to you.*set \$GRPO_TUI_SSH_DIR"):
         control_dir()
 
 

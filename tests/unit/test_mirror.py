@@ -126,7 +126,7 @@ def test_a_mirror_of_an_unreachable_host_says_why_at_once_and_stops(monkeypatch)
     copy = Mirror(Connection(Host("deadbox", ssh="127.0.0.1", ssh_options=(f"Port={port}",))), "run", "/runs/run")
     try:
         started = time.monotonic()
-        with pytest.raises(HostError, match="host deadbox: unreachable .*Connection refused"):
+        with pytest.raises(HostError, match=r"host deadbox: unreachable .*Connection refused"):
             copy.start().wait_ready(60)
         assert time.monotonic() - started < 20
     finally:

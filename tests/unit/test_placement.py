@@ -49,7 +49,7 @@ def test_refusals(kwargs, message):
 
 
 def test_server_needs_a_gpu_left_to_train():
-    with pytest.raises(ConfigError, match="needs 2 GPU.s. for the server and at least 1 to train"):
+    with pytest.raises(ConfigError, match=r"needs 2 GPU.s. for the server and at least 1 to train"):
         plan(SERVER, available=[0, 1])
 
 

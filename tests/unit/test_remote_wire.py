@@ -223,7 +223,7 @@ def test_appends_go_only_where_the_copy_ends(cache):
     with pytest.raises(WireError, match=rf"offset: expected at most {size + 5}, the size of the copy's events.jsonl"):
         copy._apply({"append": "events.jsonl", "offset": size + 6, "data": b64(b"gap\n")})
     copy._apply({"append": "trainer.log", "offset": 1000, "data": b64(b"tail\n")})  # a tail-only file may skip once
-    with pytest.raises(WireError, match="trainer.log"):
+    with pytest.raises(WireError, match=r"trainer.log"):
         copy._apply({"append": "trainer.log", "offset": 5000, "data": b64(b"again\n")})
     assert (copy.folder.path / "trainer.log").stat().st_size == 1005
 

@@ -163,4 +163,4 @@ def config_to_argv(config: RunConfig) -> list[str]:
     return argv
 
 
-__all__ = ["add_run_config_arguments", "config_from_args", "config_to_argv", "ConfigError"]
+__all__ = ["ConfigError", "add_run_config_arguments", "config_from_args", "config_to_argv"]

@@ -140,6 +140,16 @@ def reward_func_problems(funcs):
 def iter_problems(c, world_size: int = 1):
     """Yield a ConfigError for every value that cannot run, in field order."""
     yield from _source_problems(c)
+    yield from _basic_problems(c)
+    yield from _number_problems(c)
+    yield from _combination_problems(c, world_size)
+    yield from _health_problems(c)
+    for message in slurm_problems(c.slurm):
+        yield ConfigError("slurm", message)
+    yield from _grpo_args_problems(c)
+
+
+def _basic_problems(c):
     if not c.model:
         yield ConfigError("model", "model is required: pass --model with a local folder or a Hub model id.")
     if c.trainer not in TRAINERS:
@@ -152,39 +162,49 @@ def iter_problems(c, world_size: int = 1):
         value = getattr(c, name)
         if value not in choices:
             yield ConfigError(name, f"{name} must be one of {', '.join(choices)}; got {value!r}.")
-    ints = {
-        "rl_num_generations": 2, "rl_max_new_tokens": 1, "batch_size": 1, "gradient_accumulation": 1,
-        "lora_r": 1, "lora_alpha": 1, "logging_steps": 1, "save_steps": 1, "vllm_tensor_parallel_size": 1,
-        "vllm_server_gpus": 0, "rl_top_k": 0, "samples_per_step": 0,
-    }
-    for name, low in ints.items():
+
+
+_MIN_INTS = {
+    "rl_num_generations": 2, "rl_max_new_tokens": 1, "batch_size": 1, "gradient_accumulation": 1,
+    "lora_r": 1, "lora_alpha": 1, "logging_steps": 1, "save_steps": 1, "vllm_tensor_parallel_size": 1,
+    "vllm_server_gpus": 0, "rl_top_k": 0, "samples_per_step": 0,
+}
+_INT_FIXES = {"rl_num_generations": "GRPO compares completions within a group; use at least 2 (4-16 is typical)."}
+_RANGES = (
+    ("rl_temperature", lambda v: v > 0, "> 0 (1.0 samples the model's distribution as is)"),
+    ("rl_top_p", lambda v: 0 < v <= 1, "in (0, 1] (1.0 disables nucleus sampling)"),
+    ("vllm_gpu_memory_utilization", lambda v: 0 < v <= 1, "in (0, 1]"),
+    ("rl_kl_coef", lambda v: v >= 0, ">= 0 (0 disables the KL penalty)"),
+    ("rl_clip_range", lambda v: v > 0, "> 0 (0.2 is typical)"),
+    ("lr", lambda v: v > 0, "> 0 (1e-6 to 1e-5 is typical for full fine-tuning)"),
+    ("epochs", lambda v: v > 0, "> 0"),
+    ("lora_dropout", lambda v: 0 <= v < 1, "in [0, 1)"),
+    ("warmup_ratio", lambda v: 0 <= v < 1, "in [0, 1)"),
+)
+
+
+def _positive_int_or_none(value) -> bool:
+    return value is None or (isinstance(value, int) and value >= 1)
+
+
+def _number_problems(c):
+    for name, low in _MIN_INTS.items():
         value = getattr(c, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            fix = {
-                "rl_num_generations": "GRPO compares completions within a group; use at least 2 (4-16 is typical).",
-            }.get(name, f"use an integer >= {low}.")
+            fix = _INT_FIXES.get(name, f"use an integer >= {low}.")
             yield ConfigError(name, f"{name} must be an integer >= {low}, got {value!r}. {fix}")
     if not isinstance(c.max_steps, int) or isinstance(c.max_steps, bool) or (c.max_steps < 1 and c.max_steps != -1):
         yield ConfigError("max_steps", f"max_steps must be a positive integer or -1 (use epochs), got {c.max_steps!r}.")
-    if c.max_prompt_length is not None and (not isinstance(c.max_prompt_length, int) or c.max_prompt_length < 1):
-        yield ConfigError("max_prompt_length", f"max_prompt_length must be a positive integer, got {c.max_prompt_length!r}.")
-    if c.save_total_limit is not None and (not isinstance(c.save_total_limit, int) or c.save_total_limit < 1):
-        yield ConfigError("save_total_limit", f"save_total_limit must be a positive integer, got {c.save_total_limit!r}.")
-    ranges = [
-        ("rl_temperature", lambda v: v > 0, "> 0 (1.0 samples the model's distribution as is)"),
-        ("rl_top_p", lambda v: 0 < v <= 1, "in (0, 1] (1.0 disables nucleus sampling)"),
-        ("vllm_gpu_memory_utilization", lambda v: 0 < v <= 1, "in (0, 1]"),
-        ("rl_kl_coef", lambda v: v >= 0, ">= 0 (0 disables the KL penalty)"),
-        ("rl_clip_range", lambda v: v > 0, "> 0 (0.2 is typical)"),
-        ("lr", lambda v: v > 0, "> 0 (1e-6 to 1e-5 is typical for full fine-tuning)"),
-        ("epochs", lambda v: v > 0, "> 0"),
-        ("lora_dropout", lambda v: 0 <= v < 1, "in [0, 1)"),
-        ("warmup_ratio", lambda v: 0 <= v < 1, "in [0, 1)"),
-    ]
-    for name, ok, rule in ranges:
+    for name in ("max_prompt_length", "save_total_limit"):
+        if not _positive_int_or_none(getattr(c, name)):
+            yield ConfigError(name, f"{name} must be a positive integer, got {getattr(c, name)!r}.")
+    for name, ok, rule in _RANGES:
         value = getattr(c, name)
         if not finite(value) or not ok(value):
             yield ConfigError(name, f"{name} must be {rule}; got {value!r}.")
+
+
+def _combination_problems(c, world_size: int):
     if c.use_vllm and c.vllm_mode == "server" and not c.vllm_server_url and not c.vllm_server_gpus:
         yield ConfigError(
             "vllm_server_url",
@@ -205,22 +225,25 @@ def iter_problems(c, world_size: int = 1):
     if unknown:
         yield ConfigError("report_to", f"report_to must be none or trackers among {', '.join(TRACKERS)} (comma-separated); "
                           f"got {c.report_to!r}.")
-    yield from _health_problems(c)
-    for message in slurm_problems(c.slurm):
-        yield ConfigError("slurm", message)
+
+
+_OWNED_GRPO_ARGS = {
+    "beta": "rl_kl_coef", "epsilon": "rl_clip_range", "max_completion_length": "rl_max_new_tokens",
+    "num_generations": "rl_num_generations", "loss_type": "rl_loss_type", "learning_rate": "lr",
+    "per_device_train_batch_size": "batch_size", "num_train_epochs": "epochs", "output_dir": "the run folder",
+    "temperature": "rl_temperature", "top_p": "rl_top_p", "top_k": "rl_top_k",
+    "reward_weights": "reward_funcs", "project": "project_name",
+}
+
+
+def _grpo_args_problems(c):
     if not isinstance(c.grpo_args, dict):
         yield ConfigError("grpo_args", f"grpo_args must be a mapping of GRPOConfig field: value, got {c.grpo_args!r}.")
-    else:
-        owned = {
-            "beta": "rl_kl_coef", "epsilon": "rl_clip_range", "max_completion_length": "rl_max_new_tokens",
-            "num_generations": "rl_num_generations", "loss_type": "rl_loss_type", "learning_rate": "lr",
-            "per_device_train_batch_size": "batch_size", "num_train_epochs": "epochs", "output_dir": "the run folder",
-            "temperature": "rl_temperature", "top_p": "rl_top_p", "top_k": "rl_top_k",
-            "reward_weights": "reward_funcs", "project": "project_name",
-        }
-        for key in c.grpo_args:
-            if key in owned:
-                yield ConfigError("grpo_args", f"grpo_args sets '{key}', which this tool controls through {owned[key]}; set that instead.")
+        return
+    for key in c.grpo_args:
+        if key in _OWNED_GRPO_ARGS:
+            yield ConfigError("grpo_args", f"grpo_args sets '{key}', which this tool controls through "
+                              f"{_OWNED_GRPO_ARGS[key]}; set that instead.")
 
 
 def _health_problems(c):

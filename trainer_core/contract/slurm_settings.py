@@ -54,7 +54,7 @@ def time_seconds(value) -> int | None:
     days, _, rest = value.rpartition("-")
     parts = [int(p) for p in rest.split(":")]
     if days:
-        hours, minutes, seconds = (parts + [0, 0])[:3]
+        hours, minutes, seconds = [*parts, 0, 0][:3]
     elif len(parts) == 1:
         hours, minutes, seconds = 0, parts[0], 0
     elif len(parts) == 2:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import re
 from collections.abc import Sequence
+from itertools import pairwise
 from statistics import median
 
 from .disk import DISK_ERRNOS, DISK_KINDS, FULL_KINDS, Usage, human
@@ -43,7 +44,7 @@ def stall_warning(step_times: Sequence[float], last_step: int, now: float, proce
     t = thresholds or Thresholds()
     if not process_alive or len(step_times) < 3:
         return None
-    deltas = [b - a for a, b in zip(step_times, step_times[1:]) if b >= a]
+    deltas = [b - a for a, b in pairwise(step_times) if b >= a]
     typical = median(deltas[-20:]) if deltas else 0.0
     limit = max(t.stall_factor * typical, t.stall_min_seconds)
     waited = now - step_times[-1]
