@@ -19,6 +19,10 @@ from textual.theme import Theme
 from trainer_core.contract.config import RunConfig
 from trainer_core.contract.run_folder import RunFolder, resolve_runs_dir
 
+from .executors.base import Executor, ExecutorError, RunAt, RunRef
+from .executors.hosts import Host, load_hosts
+from .executors.registry import ExecutorRegistry
+from .executors.watched_run import WatchedRun
 from .safe_text import clean, clean_line
 from .theming import DEFAULT_THEME, theme_data
 
@@ -32,11 +36,13 @@ class GrpoApp(App):
     ]
 
     def __init__(self, runs_dir: Path, *, theme: str | None = None, watch: Path | None = None,
-                 launch_config: RunConfig | None = None, start: str = "runs", remote=None, hosts=None):
+                 launch_config: RunConfig | None = None, start: str = "runs",
+                 watch_run: tuple[Executor, RunRef] | None = None, hosts: dict[str, Host] | None = None):
         super().__init__()
         self.runs_dir = runs_dir
-        self.remote = remote  # (executor, run) of `watch --host`
+        self.watch_run = watch_run  # (executor, run) of `watch RUN`: the run the app opens on
         self.hosts = hosts if hosts is not None else {}  # executors/hosts.py: the hosts file's hosts
+        self.executors = ExecutorRegistry(runs_dir, self.hosts)  # one executor per host, for every screen
         self.start = start
         self.watch_path = watch
         self.launch_config = launch_config
@@ -48,9 +54,9 @@ class GrpoApp(App):
         self.theme = self.requested_theme
         from .screens.runs import RunsScreen
 
-        self.push_screen(RunsScreen(self.runs_dir, self.hosts))
-        if self.start == "watch" and self.remote is not None:
-            self.open_remote(*self.remote)
+        self.push_screen(RunsScreen(self.runs_dir, self.executors))
+        if self.start == "watch" and self.watch_run is not None:
+            self.open_run(*self.watch_run)
         elif self.start == "watch" and self.watch_path is not None:
             self.open_monitor(self.watch_path)
         elif self.start == "launch":
@@ -78,36 +84,39 @@ class GrpoApp(App):
         self.call_later(target.run_action, action)
 
     def open_monitor(self, path: Path) -> None:
-        from .screens.monitor import MonitorScreen
+        """The monitor of the run folder at ``path``, on this machine."""
+        folder = RunFolder(Path(path))
+        local = self.executors.local
+        run = RunAt(folder.run_id, folder.path)
+        self._push_monitor(WatchedRun(local, run, local.mirror(run)))
 
-        self.push_screen(MonitorScreen(RunFolder(Path(path))))
-
-    def open_remote(self, executor, run) -> None:
-        """The monitor of a run on another host, once its local copy has config and state (a worker waits)."""
+    def open_run(self, executor: Executor, run: RunRef) -> None:
+        """The monitor of ``run`` on ``executor``. A folder of this machine opens at once; another's copy first
+        gets config and state from its host (a worker waits)."""
+        if executor.folders_here:
+            self._push_monitor(WatchedRun(executor, run, executor.mirror(run)))
+            return
         self.notify(f"connecting to {executor.name} for run {run.run_id}…", timeout=3)
-        self._open_remote(executor, run)
+        self._open_copy(executor, run)
 
     @work(thread=True, group="remote", exit_on_error=False)
-    def _open_remote(self, executor, run) -> None:
-        from .executors.hosts import HostError
-        from .executors.remote_run import RemoteRun
-
+    def _open_copy(self, executor: Executor, run: RunRef) -> None:
         try:
-            remote = RemoteRun.open(executor, run)
-        except HostError as exc:
+            watched = WatchedRun.open(executor, run)
+        except ExecutorError as exc:
             self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
             return
-        self.call_from_thread(self._push_remote, remote)
+        self.call_from_thread(self._push_monitor, watched)
 
-    def _push_remote(self, remote) -> None:
+    def _push_monitor(self, watched: WatchedRun) -> None:
         from .screens.monitor import MonitorScreen
 
-        self.push_screen(MonitorScreen(remote.mirror.folder, remote=remote))
+        self.push_screen(MonitorScreen(watched))
 
     def open_launch(self, config: RunConfig | None = None) -> None:
         from .screens.launch import LaunchScreen
 
-        self.push_screen(LaunchScreen(self.runs_dir, config, hosts=self.hosts))
+        self.push_screen(LaunchScreen(self.runs_dir, config, executors=self.executors))
 
     def action_show_runs(self) -> None:
         from .screens.runs import RunsScreen
@@ -115,18 +124,19 @@ class GrpoApp(App):
         while len(self.screen_stack) > 2:
             self.pop_screen()
         if not isinstance(self.screen, RunsScreen):
-            self.push_screen(RunsScreen(self.runs_dir, self.hosts))
+            self.push_screen(RunsScreen(self.runs_dir, self.executors))
 
     def action_new_run(self) -> None:
         self.open_launch()
 
 
 def make_app(runs_dir=None, *, theme: str | None = None, watch: Path | None = None,
-             launch_config: RunConfig | None = None, start: str = "runs", remote=None, hosts=None) -> GrpoApp:
+             launch_config: RunConfig | None = None, start: str = "runs",
+             watch_run: tuple[Executor, RunRef] | None = None, hosts: dict[str, Host] | None = None) -> GrpoApp:
     """The app as the CLI starts it; ``runs_dir`` follows --runs-dir, $GRPO_TUI_RUNS_DIR, ./runs. ``hosts``:
-    the hosts whose runs it lists too (default: the hosts file's; a bad hosts file raises HostError)."""
-    from .executors.hosts import load_hosts
+    the hosts whose runs it lists too (default: the hosts file's; a bad hosts file raises HostError).
+    ``watch_run``: (executor, run) to open the monitor of, with ``start="watch"``."""
 
     return GrpoApp(resolve_runs_dir(runs_dir).resolve(), theme=theme or os.environ.get("GRPO_TUI_THEME"), watch=watch,
-                   launch_config=launch_config, start=start, remote=remote,
+                   launch_config=launch_config, start=start, watch_run=watch_run,
                    hosts=load_hosts() if hosts is None else hosts)

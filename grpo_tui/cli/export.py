@@ -74,9 +74,9 @@ def run(args) -> int:
 def _remote_text(args) -> tuple[int, str]:
     """The host's own ``export`` output (its notes shown here); ``--output`` stays this machine's."""
     from ..executors.hosts import HostError
-    from .remote import executor, remote_words
+    from .remote import remote_words, ssh_executor
 
-    ex = executor(args)
+    ex = ssh_executor(args)
     try:
         ex.info()
         words, _ = remote_words(args, ex)

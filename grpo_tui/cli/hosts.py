@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
+from ..executors.base import ExecutorError
 from ..executors.hosts import HostError, find_host, hosts_file, load_hosts
-from ..executors.ssh import SshExecutor
+from ..executors.registry import ExecutorRegistry
 from .common import BadInput, interactive
 
 
@@ -20,17 +21,17 @@ def register(sub) -> None:
     parser.set_defaults(handler=run)
 
 
-def check(name: str, hosts: dict, prompt: bool) -> dict:
-    host = find_host(name, hosts)
+def check(name: str, executors: ExecutorRegistry) -> dict:
+    host = find_host(name, executors.hosts)
     row = {"name": host.name, "ssh": host.destination, "reachable": False, "version": None, "run_format": None,
            "gpus": None, "runs_dir": None, "error": None}
     try:
-        info = SshExecutor(host, interactive=prompt).info()
-    except HostError as exc:
+        info = executors.get(host.name).info()
+    except ExecutorError as exc:
         row["error"] = str(exc)
         return row
-    row.update(reachable=True, version=info.get("version"), run_format=info.get("run_format"),
-               gpus=len(info.get("gpus") or []), runs_dir=info.get("runs_dir"))
+    row.update(reachable=True, version=info.version, run_format=info.run_format, gpus=len(info.gpus),
+               runs_dir=info.runs_dir)
     return row
 
 
@@ -44,11 +45,12 @@ def run(args) -> int:
         print(f"no hosts: add them to {hosts_file()} (see docs/hosts.md), or pass --host user@machine")
         return 0
     prompt = interactive() and not args.json
+    executors = ExecutorRegistry(hosts=hosts, interactive=prompt)
     if prompt:  # one prompt at a time on the terminal
-        rows = [check(name, hosts, prompt) for name in names]
+        rows = [check(name, executors) for name in names]
     else:
         with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
-            rows = list(pool.map(lambda name: check(name, hosts, prompt), names))
+            rows = list(pool.map(lambda name: check(name, executors), names))
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

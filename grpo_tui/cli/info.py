@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import json
-import socket
-import sys
-from dataclasses import asdict
 
-from trainer_core.contract.run_folder import FORMAT_VERSION, resolve_runs_dir
-
-from .. import __version__
+from ..executors.local import LocalExecutor
 from ..safe_text import clean, clean_line
-from ..services.gpus import list_gpus
 from .common import add_runs_dir
 
 
@@ -23,9 +17,8 @@ def register(sub) -> None:
 
 
 def describe(runs_dir=None) -> dict:
-    return {"version": __version__, "run_format": FORMAT_VERSION, "hostname": socket.gethostname(),
-            "runs_dir": str(resolve_runs_dir(runs_dir).expanduser().absolute()),
-            "python": sys.version.split()[0], "gpus": [asdict(g) for g in list_gpus()]}
+    """What a remote caller parses into ``remote_wire.HostInfo``: this machine's executor's ``info()``."""
+    return LocalExecutor(runs_dir).info().to_dict()
 
 
 def run(args) -> int:

@@ -55,10 +55,13 @@ def run(args) -> int:
         return launch_remote(args)
     if args.dry_run:
         return dry_run(args)
-    config = None if args.resume else with_slurm(config_of(args), args)
-    if config is not None and config.slurm:
-        return launch_slurm(config, args)
-    folder, placement = resume(args) if args.resume else create(config, args)
+    if args.resume:
+        folder, placement = resume(args)
+    else:
+        config = with_slurm(config_of(args), args)
+        if config.slurm:
+            return launch_slurm(config, args)
+        folder, placement = create(config, args)
     proc = start_root(folder, placement, options(args))
     if args.json:
         print(json.dumps({"run_id": folder.run_id, "path": str(folder.path.resolve()), "pid": proc.pid}))
@@ -148,16 +151,17 @@ def dry_run(args) -> int:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
         if not problems:
-            print("ok: the run can start here" + "".join(f"\n  note: {n}" for n in placement.notes))
+            notes = placement.notes if placement else []
+            print("ok: the run can start here" + "".join(f"\n  note: {n}" for n in notes))
     return 2 if problems else 0
 
 
 def launch_remote(args) -> int:
     """Launch on ``--host`` through its ``launch --json``; say how to reach the run from here."""
     from ..executors.hosts import HostError
-    from .remote import executor, remote_words
+    from .remote import remote_words, ssh_executor
 
-    ex = executor(args)
+    ex = ssh_executor(args)
     try:
         ex.info()
         words, data = remote_words(args, ex)

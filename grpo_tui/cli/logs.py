@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..services.live_view import follow_log
+from ..executors.base import RunAt
 from .common import add_host, add_run_ref, resolve
 
 
@@ -18,5 +18,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    follow_log(resolve(args), follow=args.follow, raw=args.raw)
-    return 0
+    from .remote import executors
+
+    folder = resolve(args)  # a run here: with --host the command line was handed to that host (cli/remote.forward)
+    return executors(args).local.logs(RunAt(folder.run_id, folder.path), follow=args.follow, raw=args.raw)

@@ -6,19 +6,21 @@ resolves run references and checks paths itself. A ``--config FILE`` here travel
 ``--config -``: the file is this machine's, the paths in it are the host's. What a host answers is checked
 where it is parsed (``executors/ssh.py``); rows it sent that break the format are left out, and the one line
 that says so is printed on stderr here, once per command and host.
+
+Commands that do more than hand the words over (``runs``, ``watch``, ``stop`` here) take the executor of
+``--host`` from ``executors(args)``, the registry (this machine's without ``--host``), and call it as the app does.
 """
 
 from __future__ import annotations
 
-import codecs
 import subprocess
 import sys
-import threading
 
-from ..executors.hosts import LOCAL, HostError, find_host
+from ..executors.base import Executor
+from ..executors.hosts import LOCAL, HostError
+from ..executors.registry import ExecutorRegistry
 from ..executors.ssh import SshExecutor
-from ..executors.ssh_connection import check_remote
-from ..safe_text import clean, clean_json
+from ..executors.ssh_connection import check_remote, relay
 from .common import BadInput, interactive
 
 ROOT_OPTIONS = ("--runs-dir", "--theme")
@@ -34,48 +36,29 @@ def say_problem(line: str) -> None:
     print(f"error: {line}", file=sys.stderr, flush=True)
 
 
-def executor(args, name: str | None = None) -> SshExecutor:
-    """The executor of ``--host`` (or ``name``), its runs dir from --runs-dir when given."""
+def executors(args) -> ExecutorRegistry:
+    """The executors of this command: this machine's runs dir is --runs-dir, a host's is --runs-dir given with
+    ``--host`` (or before the command); ssh may prompt on a terminal; rows a host left out are said on stderr."""
+    host_runs_dir = getattr(args, "runs_dir", None) or getattr(args, "root_runs_dir", None)
+    return ExecutorRegistry(getattr(args, "runs_dir", None), host_runs_dir=host_runs_dir, interactive=interactive(),
+                            on_problem=say_problem)
+
+
+def executor(args, name: str | None = None) -> Executor:
+    """The executor of ``--host`` (or ``name``; without either, this machine's)."""
     try:
-        host = find_host(name or args.host)
+        return executors(args).get(name or getattr(args, "host", None))
     except HostError as exc:
         raise BadInput(str(exc)) from None
-    runs_dir = getattr(args, "runs_dir", None) or getattr(args, "root_runs_dir", None)
-    return SshExecutor(host, runs_dir=runs_dir, interactive=interactive(), on_problem=say_problem)
 
 
-def relay(argv: list[str], data: bytes | None, json_out: bool) -> int:
-    """Run ``argv`` with its output copied here through ``safe_text``: a host is not trusted, so no control
-    character it sends reaches this terminal (JSON stays the same JSON)."""
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else None, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    copy = clean_json if json_out else clean
-    threads = [threading.Thread(target=_copy, args=(proc, proc.stdout, sys.stdout, copy), daemon=True),
-               threading.Thread(target=_copy, args=(proc, proc.stderr, sys.stderr, clean), daemon=True)]
-    for thread in threads:
-        thread.start()
-    if data is not None and proc.stdin is not None:
-        try:
-            proc.stdin.write(data)
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-    code = proc.wait()
-    for thread in threads:
-        thread.join()
-    return code
-
-
-def _copy(proc: subprocess.Popen, src, dst, convert) -> None:
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    try:
-        while chunk := src.read1(1 << 16):
-            dst.write(convert(decoder.decode(chunk)))
-            dst.flush()
-        dst.write(convert(decoder.decode(b"", final=True)))
-        dst.flush()
-    except BrokenPipeError:  # piped into `head`: the rest is not wanted, and the host must not block on it
-        proc.terminate()
+def ssh_executor(args) -> SshExecutor:
+    """The executor of ``--host`` for a command handed to the host's own grpo-tui as it was typed."""
+    ex = executor(args)
+    if not isinstance(ex, SshExecutor):
+        raise BadInput(f"--host {args.host}: `grpo-tui {args.command}` is handed to a host's own grpo-tui over SSH, "
+                       f"and {ex.where} is not reached that way")
+    return ex
 
 
 def sub_argv(argv: list[str], command: str) -> list[str]:
@@ -134,7 +117,7 @@ def remote_words(args, ex: SshExecutor) -> tuple[list[str], bytes | None]:
 
 def forward(args) -> int:
     """Run the command on the host with this terminal's output; its exit code is ours."""
-    ex = executor(args)
+    ex = ssh_executor(args)
     try:
         ex.info()
         words, data = remote_words(args, ex)

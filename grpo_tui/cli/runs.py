@@ -16,11 +16,12 @@ from rich.text import Text
 
 from trainer_core.contract.run_folder import RUNS_DIR_ENV
 
+from ..executors.base import ExecutorError
 from ..executors.hosts import LOCAL, HostError, load_hosts
 from ..formatting import format_duration, format_steps, format_time, short_model
 from ..palette import plain_palette
 from ..safe_text import clean_line, json_bytes
-from ..services.catalog import RunInfo, UnknownRunError, list_runs, resolve_run, run_info
+from ..services.catalog import RunInfo
 from .common import BadInput, add_runs_dir
 
 
@@ -36,11 +37,11 @@ def register(sub) -> None:
 
 
 def local_runs(args) -> list[RunInfo]:
-    if not args.refs:
-        return list_runs(args.runs_dir)
+    from .remote import executor
+
     try:
-        return [run_info(resolve_run(args.runs_dir, ref)) for ref in args.refs]
-    except UnknownRunError as exc:
+        return executor(args, LOCAL).list_runs(args.refs or None).runs
+    except ExecutorError as exc:
         raise BadInput(str(exc)) from None
 
 
@@ -56,12 +57,15 @@ def host_names(args) -> list[str]:
 
 def gather(args, names: list[str]) -> tuple[list[RunInfo], list[str]]:
     """The runs of every host (in order), and an error line per host that could not be listed."""
-    from .remote import executor
+    from .remote import executors, say_problem
+
+    registry = executors(args)
 
     def one(name: str) -> list[RunInfo]:
-        if name == LOCAL:
-            return local_runs(args)
-        return executor(args, name).list_runs(args.refs)
+        listed = registry.get(name).list_runs(args.refs or None)
+        if listed.error:  # rows the host sent that were left out: said, and the others listed
+            say_problem(listed.error)
+        return listed.runs
 
     runs, errors = [], []
     with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
@@ -69,7 +73,7 @@ def gather(args, names: list[str]) -> tuple[list[RunInfo], list[str]]:
         for future in futures:
             try:
                 runs += future.result()
-            except (HostError, BadInput) as exc:
+            except ExecutorError as exc:
                 errors.append(str(exc))
     return runs, errors
 

@@ -2,7 +2,8 @@
 
 Exit code 1 when a process is left after KILL, or when something on record was refused (a process that
 does not carry the run's marker, a malformed Slurm job id): the run may still be running and the user
-should look. With ``--json`` the refusal is also said on stderr, which is what a remote caller shows.
+should look (``executors.base.judge_stop``, the judgement the app's stops get too). With ``--json`` the
+refusal is also said on stderr, which is what a remote caller shows; the JSON is ``remote_wire.StopReply``.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 import json
 import sys
 
+from ..executors.base import RunAt, judge_stop
 from ..safe_text import clean
-from ..services.supervisor import stop_run
 from .common import add_host, add_run_ref, resolve
 
 
@@ -27,18 +28,19 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from .remote import executors
+
     folder = resolve(args)
-    if args.json:
-        report = stop_run(folder, force=args.force, timeout=args.timeout)
-        print(json.dumps({"run_id": report.run_id, "was_running": report.was_running, "graceful": report.graceful,
-                          "forced": report.forced, "left": report.left, "refused": report.refused,
-                          "status": report.status.value if report.status else None, "message": report.describe()}))
-        if report.refused:
-            print(f"error: {clean(report.describe())}", file=sys.stderr)
-        return 1 if report.failed else 0
-    if not args.force:
+    run = RunAt(folder.run_id, folder.path)
+    if not args.json and not args.force:
         print(f"stopping run {clean(folder.run_id)}: finishing the current step and saving a checkpoint "
               f"(up to {args.timeout:.0f}s, then forced) ...", flush=True)
-    report = stop_run(folder, force=args.force, timeout=args.timeout)
-    print(clean(report.describe()))
-    return 1 if report.failed else 0
+    # a run here: with --host the command line was handed to that host's own grpo-tui (cli/remote.forward)
+    outcome = executors(args).local.stop(run, force=args.force, timeout=args.timeout)
+    if args.json:
+        print(json.dumps(outcome.to_wire()))  # what a remote caller parses (remote_wire.parse_stop_reply)
+        if outcome.refused:
+            print(f"error: {clean(outcome.message)}", file=sys.stderr)
+    else:
+        print(clean(outcome.message))
+    return 1 if judge_stop(outcome).failed else 0

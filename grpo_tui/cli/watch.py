@@ -1,12 +1,13 @@
 """``grpo-tui watch``: the monitor in a terminal, a plain live view when piped or with ``--once``.
 
 With ``--host`` the run is watched through a local copy of its folder that one stream from the host keeps
-current (``executors/mirror.py``); a dropped connection is picked up again where the copy ends.
+current (``executors/mirror.py``); a dropped connection is picked up again where the copy ends. Either way the
+run is found and its folder given by its executor (a run here is watched in its own folder).
 """
 
 from __future__ import annotations
 
-from .common import BadInput, add_host, add_run_ref, add_theme, interactive, resolve, run_app
+from .common import BadInput, add_host, add_run_ref, add_theme, interactive, run_app
 
 
 def register(sub) -> None:
@@ -19,46 +20,30 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from .remote import is_remote
-
-    if is_remote(args):
-        return watch_remote(args)
-    folder = resolve(args)
-    if interactive() and not args.once:
-        return run_app(args.runs_dir, args.theme, watch=folder.path, start="watch")
-    from ..services.live_view import watch
-
-    try:
-        watch(folder, once=args.once)
-    except KeyboardInterrupt:
-        pass
-    return 0
-
-
-def watch_remote(args) -> int:
-    from ..executors.hosts import HostError
+    from ..executors.base import ExecutorError
+    from ..executors.watched_run import wait_ready
     from ..services.live_view import watch
     from .remote import executor
 
-    ex = executor(args)
+    ex = executor(args)  # this machine's without --host
     try:
         run = ex.find(args.run)
         if interactive() and not args.once:
-            return run_app(args.runs_dir, args.theme, start="watch", remote=(ex, run))
-        mirror = ex.mirror(run)
-        if args.once:
-            mirror.sync()
-            watch(mirror.folder, once=True)
-            return 0
-        mirror.start()
+            return run_app(args.runs_dir, args.theme, start="watch", watch_run=(ex, run))
+        copy = ex.mirror(run)  # a run here: its own folder
         try:
-            if not mirror.wait_ready(120):
-                raise HostError(f"host {ex.name}: run {run.run_id} sent nothing within 120s")
-            watch(mirror.folder)
+            if args.once:
+                copy.sync()
+                watch(copy.folder, once=True)
+                return 0
+            copy.start()
+            try:
+                wait_ready(copy, ex, run)
+                watch(copy.folder)
+            finally:
+                copy.stop()
         except KeyboardInterrupt:
             pass
-        finally:
-            mirror.stop()
-    except HostError as exc:
+    except ExecutorError as exc:
         raise BadInput(str(exc)) from None
     return 0

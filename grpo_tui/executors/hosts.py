@@ -21,13 +21,15 @@ from pathlib import Path
 
 import yaml
 
+from .base import ExecutorError
+
 HOSTS_ENV = "GRPO_TUI_HOSTS"
 LOCAL = "local"  # the name of this machine in lists and pickers
-KEYS = ("ssh", "ssh_config", "ssh_options", "command", "runs_dir", "env")
+KEYS = ("ssh", "ssh_config", "ssh_options", "command", "runs_dir", "env", "executor")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-class HostError(Exception):
+class HostError(ExecutorError):
     """A host that cannot be used: one line naming the host and the fix."""
 
 
@@ -42,6 +44,9 @@ class Host:
     command: str = "grpo-tui"  # grpo-tui on the host
     runs_dir: str | None = None  # the runs folder there (default: the host's own default)
     env: tuple[tuple[str, str], ...] = field(default=())  # variables set for every remote command
+    # how the host is driven: an executor kind of ``registry.EXECUTORS``. Not in the repr, which names the SSH
+    # connection (its ControlMaster socket): a setting that does not change how ssh connects stays out of it.
+    executor: str = field(default="ssh", repr=False)
 
     @property
     def destination(self) -> str:
@@ -110,7 +115,7 @@ def _host(name: str, settings, path: Path) -> Host:
             close = difflib.get_close_matches(str(key), KEYS, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(KEYS)}"
             raise HostError(f"{where}: unknown key {key!r}{hint}")
-    for key in ("ssh", "ssh_config", "command", "runs_dir"):
+    for key in ("ssh", "ssh_config", "command", "runs_dir", "executor"):
         value = settings.get(key)
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise HostError(f"{where}: {key} must be a non-empty string, got {value!r}")
@@ -131,6 +136,7 @@ def _host(name: str, settings, path: Path) -> Host:
         ssh_config=os.path.expanduser(settings["ssh_config"]) if settings.get("ssh_config") else None,
         ssh_options=tuple(options), command=settings.get("command") or "grpo-tui", runs_dir=settings.get("runs_dir"),
         env=tuple((k, "" if v is None else str(v)) for k, v in env.items()),
+        executor=settings.get("executor") or "ssh",
     )
 
 

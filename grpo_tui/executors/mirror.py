@@ -44,6 +44,7 @@ from trainer_core.contract.remote_wire import (
 from trainer_core.contract.run_folder import FORMAT_VERSION, RunFolder, write_bytes_atomic
 from trainer_core.contract.run_summary import warning_record
 
+from ..services.gpus import GPU
 from ..services.run_export import TAIL_LIMITS
 from ..services.run_status import REMOTE_FILE
 from .hosts import HostError
@@ -84,7 +85,8 @@ def _private(path: Path) -> Path:
 
 
 class Mirror:
-    """Keeps ``folder`` (the local copy) in step with the run at ``remote_path`` on the connection's host.
+    """Keeps ``folder`` (the local copy) in step with the run at ``remote_path`` on the connection's host: the
+    ``RunCopy`` (``base.py``) of a remote run.
 
     ``start()`` runs the stream in a thread that reconnects with backoff until the run has ended (or
     ``stop()``); ``sync()`` copies once, in the calling thread. ``ready`` is set once config and state
@@ -137,6 +139,10 @@ class Mirror:
                 return False
         return True
 
+    def gpus(self) -> list[GPU]:
+        """The host's GPUs, as its stream last reported them."""
+        return [GPU(**g) for g in self._remote.get("gpus") or []]
+
     def sync(self) -> None:
         """Copy what the host has now, once (no follow)."""
         self._stream(follow=False)
@@ -178,8 +184,10 @@ class Mirror:
         try:
             with tempfile.TemporaryFile() as err:
                 self._proc = proc = self.conn.popen(args, stdout=subprocess.PIPE, stderr=err)
+                out = proc.stdout
+                assert out is not None  # stdout=PIPE
                 try:
-                    while line := proc.stdout.readline(MAX_LINE + 1):
+                    while line := out.readline(MAX_LINE + 1):
                         if not line.endswith(b"\n"):
                             if len(line) > MAX_LINE:
                                 raise WireError(f"a line longer than {MAX_LINE} bytes")
@@ -196,7 +204,7 @@ class Mirror:
                     self.error = (f"host {self.host}: run {self.run_id}: cannot write its copy in {self.folder.path}: "
                                   f"{exc.strerror or exc}")
                     return got
-                proc.stdout.close()
+                out.close()
                 code = proc.wait()
                 err.seek(0)
                 stderr = err.read().decode(errors="replace")
@@ -216,7 +224,8 @@ class Mirror:
     def _kill(proc: subprocess.Popen) -> None:
         proc.kill()
         proc.wait()
-        proc.stdout.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
     def _reject(self, exc: WireError) -> None:
         """The host broke the format: the copy of this run stops, with one error that names the host."""

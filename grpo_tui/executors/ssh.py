@@ -1,25 +1,30 @@
 """A remote host, driven through its own ``grpo-tui`` over one SSH connection.
 
 Nothing of a run is re-implemented here: listing is the host's ``runs --json``, stopping its ``stop --json``,
-launching its ``launch --json`` (the config travels on stdin, so a path in it is a path there), and
-watching a local copy of the run folder fed by its ``events --mirror`` (``mirror.py``).
+launching its ``launch --dry-run --json`` then ``launch --json`` (the config as flags, or a file on stdin: a
+path in it is a path there), and watching a local copy of the run folder fed by its ``events --mirror`` (``mirror.py``).
+It is an ``Executor`` (``base.py``): what it returns is what ``LocalExecutor`` returns for a run here.
 
 What the host prints is parsed by ``trainer_core.contract.remote_wire`` before anything here uses it: a
 reply that breaks the format is one ``HostError`` naming the host, and a ``runs --json`` row that does is
-dropped with one such line (``HostRuns.error``) while the host's other rows are listed.
+dropped with one such line (``RunListing.error``) while the host's other rows are listed.
 """
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from orjson import loads
 
+from trainer_core.contract.cli_args import config_to_argv
+from trainer_core.contract.config import RunConfig
 from trainer_core.contract.remote_wire import (
+    HostInfo,
     LaunchCheck,
     RunRow,
     WireError,
@@ -32,9 +37,12 @@ from trainer_core.contract.remote_wire import (
 from trainer_core.contract.run_folder import FORMAT_VERSION
 
 from ..services.catalog import RunInfo
+from ..services.gpus import GPU
+from ..services.launching import LaunchError
+from .base import Launched, RunListing, RunRef, StopOutcome
 from .hosts import Host, HostError
 from .mirror import Mirror
-from .ssh_connection import Connection
+from .ssh_connection import Connection, check_remote, relay
 
 _connections: dict[Host, Connection] = {}
 _lock = threading.Lock()
@@ -65,14 +73,6 @@ class RemoteError(HostError):
     """A grpo-tui command on the host refused or failed: its own error line, prefixed with the host."""
 
 
-@dataclass(frozen=True)
-class HostRuns:
-    """A host's ``runs --json``: the valid rows, and one line naming the host for the rows that were dropped."""
-
-    runs: list[RunInfo]
-    error: str | None = None
-
-
 def run_info(row: RunRow, host: str) -> RunInfo:
     return RunInfo(
         run_id=row.run_id, path=Path(row.path), project=row.project, model=row.model, status=row.status,
@@ -81,11 +81,22 @@ def run_info(row: RunRow, host: str) -> RunInfo:
         alerts=list(row.alerts), host=host, queue_reason=row.queue_reason)
 
 
+def launch_words(config: RunConfig, gpus: list[int] | None, num_processes: int | None) -> list[str]:
+    """``launch``'s words for a run of ``config`` on these GPUs (None: the host's default)."""
+    words = config_to_argv(config)
+    if gpus is not None:
+        words += ["--gpus", ",".join(map(str, gpus))]
+    if num_processes is not None:
+        words += ["--num-processes", str(num_processes)]
+    return words
+
+
 class SshExecutor:
     """Runs on ``host``. ``runs_dir``: the runs folder there (default: the host's setting, else its default).
-    ``on_problem``: told the line for rows ``list_runs`` dropped (the CLI prints it; the app uses ``read_runs``)."""
+    ``on_problem``: told the line for rows ``find`` dropped (the CLI prints it)."""
 
     kind = "ssh"
+    folders_here = False
 
     def __init__(self, host: Host, runs_dir: str | None = None, interactive: bool = False,
                  on_problem: Callable[[str], None] | None = None):
@@ -94,10 +105,21 @@ class SshExecutor:
         self.runs_dir = runs_dir or host.runs_dir
         self.conn = connection(host, interactive)
         self.on_problem = on_problem
-        self._info: dict | None = None
+        self._info: HostInfo | None = None
+
+    @property
+    def host_name(self) -> str:
+        return self.name
+
+    @property
+    def where(self) -> str:
+        return f"host {self.name}"
 
     def runs_args(self) -> list[str]:
         return ["--runs-dir", self.runs_dir] if self.runs_dir else []
+
+    def command_args(self) -> list[str]:
+        return [*self.runs_args(), "--host", self.name]
 
     def call(self, args: list[str], input: bytes | None = None, timeout: float = 120) -> bytes:
         """``grpo-tui ARGS`` there; its stdout, or RemoteError with its error line."""
@@ -121,9 +143,10 @@ class SshExecutor:
         except WireError as exc:
             raise RemoteError(f"host {self.name}: `grpo-tui {what}` sent a bad reply: {exc}") from None
 
-    def info(self) -> dict:
+    def info(self) -> HostInfo:
         """The host's version, run format, runs folder and GPUs; checks that both sides speak one run format."""
-        if self._info is None:
+        info = self._info
+        if info is None:
             try:
                 out = self.call(["info", "--json", *self.runs_args()], timeout=60)
             except RemoteError as exc:
@@ -138,10 +161,13 @@ class SshExecutor:
                 raise HostError(f"host {self.name}: its grpo-tui {str(data.get('version'))[:40]} writes run format "
                                 f"{str(data.get('run_format'))[:40]}, this one reads {FORMAT_VERSION}; install the same "
                                 "grpo-tui version on both machines")
-            self._info = self._reply("info --json", out, parse_info).to_dict()
-        return self._info
+            info = self._info = self._parsed("info --json", data, parse_info)
+        return info
 
-    def read_runs(self, refs: list[str] | None = None) -> HostRuns:
+    def gpus(self) -> list[GPU]:
+        return [GPU(**asdict(g)) for g in self.info().gpus]
+
+    def list_runs(self, refs: list[str] | None = None) -> RunListing:
         """The host's runs (``refs``: only these); a row that breaks the format is left out and named in ``error``."""
         self.info()
         out = self.call(["runs", "--json", *self.runs_args(), *(refs or [])], timeout=120)
@@ -151,18 +177,11 @@ class SshExecutor:
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
             error = (f"host {self.name}: left out {len(problems)} of the {len(rows) + len(problems)} runs it listed, "
                      f"their rows are not valid: {problems[0]}{more}")
-        return HostRuns([run_info(row, self.name) for row in rows], error)
-
-    def list_runs(self, refs: list[str] | None = None) -> list[RunInfo]:
-        """The host's valid runs; the line for rows left out goes to ``on_problem``."""
-        found = self.read_runs(refs)
-        if found.error and self.on_problem is not None:
-            self.on_problem(found.error)
-        return found.runs
+        return RunListing([run_info(row, self.name) for row in rows], error)
 
     def find(self, ref: str) -> RunInfo:
         """The run ``ref`` (id, prefix, ``latest``) names on the host."""
-        found = self.read_runs([ref])
+        found = self.list_runs([ref])
         if len(found.runs) != 1:
             raise RemoteError(found.error if found.error and not found.runs else
                               f"host {self.name}: {ref!r} names {len(found.runs)} runs")
@@ -170,25 +189,36 @@ class SshExecutor:
             self.on_problem(found.error)
         return found.runs[0]
 
-    def mirror(self, run: RunInfo) -> Mirror:
+    def mirror(self, run: RunRef) -> Mirror:
         return Mirror(self.conn, run.run_id, str(run.path))
 
-    def stop(self, run: RunInfo, force: bool = False, timeout: float = 300) -> dict:
+    def stop(self, run: RunRef, force: bool = False, timeout: float = 300) -> StopOutcome:
         args = ["stop", str(run.path), "--json", "--timeout", str(timeout), *(["--force"] if force else [])]
-        return self._reply("stop --json", self.call(args, timeout=timeout + 120), parse_stop_reply).to_dict()
+        return self._reply("stop --json", self.call(args, timeout=timeout + 120), parse_stop_reply)
 
-    def resume(self, run: RunInfo) -> dict:
+    def resume(self, run: RunRef) -> Launched:
         out = self.call(["launch", "--resume", str(run.path), "--json", *self.runs_args()], timeout=300)
-        return self._launched(out)
+        return self._reply("launch --json", out, parse_launch_reply)
 
-    def launch(self, argv: list[str], config_text: bytes | None = None) -> dict:
-        """``launch ARGV --json`` there; ``config_text``: a config file's bytes, read there as ``--config -``."""
-        self.info()
-        return self._launched(self.call(self._launch_args(argv, config_text), input=config_text, timeout=300))
-
-    def _launched(self, out: bytes) -> dict:
-        reply = self._reply("launch --json", out, parse_launch_reply)
-        return {"run_id": reply.run_id, "path": reply.path, "pid": reply.pid, "slurm_job_id": reply.slurm_job_id}
+    def launch(self, config: RunConfig, gpus: list[int] | None = None,
+               num_processes: int | None = None) -> Launched:
+        """The host checks the config (``launch --dry-run``: the files it names, its GPUs, its disk), then starts
+        it. Raises LaunchError, with the field a problem concerns. Blocks: a worker's."""
+        words = launch_words(config, gpus, num_processes)
+        try:
+            verdict = self.check_launch(words)
+        except RemoteError as exc:
+            raise LaunchError(f"cannot launch on {self.name}", str(exc)) from None
+        except HostError as exc:
+            raise LaunchError(f"cannot reach {self.name}", str(exc)) from None
+        if not verdict.ok:  # the reply is checked: a refusal names at least one problem
+            first = verdict.problems[0]
+            raise LaunchError(f"cannot launch on {self.name}", first.message, first.field)
+        try:
+            return self._reply("launch --json", self.call(self._launch_args(words, None), timeout=300),
+                               parse_launch_reply)
+        except HostError as exc:
+            raise LaunchError(f"launch on {self.name} failed", str(exc)) from None
 
     def check_launch(self, argv: list[str], config_text: bytes | None = None) -> LaunchCheck:
         """``launch ARGV --dry-run --json`` there: can the run start, and if not, each problem with its field."""
@@ -203,3 +233,11 @@ class SshExecutor:
 
     def _launch_args(self, argv: list[str], config_text: bytes | None) -> list[str]:
         return ["launch", *argv, *(["--config", "-"] if config_text is not None else []), *self.runs_args(), "--json"]
+
+    def logs(self, run: RunRef, follow: bool = False, raw: bool = False) -> int:
+        """The host's ``logs`` of the run, its output shown here (``raw``: the bytes as they are)."""
+        self.info()
+        argv = self.conn.command_argv(["logs", str(run.path), *(["-f"] if follow else []), *(["--raw"] if raw else [])])
+        code = subprocess.run(argv).returncode if raw else relay(argv, None, json_out=False)
+        check_remote(self.conn, code, "not found" if code == 127 else "")
+        return code

@@ -16,15 +16,18 @@ after checking it. The remote command is one string for the remote shell: it is 
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import shlex
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
 
+from ..safe_text import clean, clean_json
 from .hosts import Host, HostError, hosts_file
 
 CONTROL_PERSIST = 600  # seconds a master stays up with no session
@@ -209,3 +212,37 @@ def check_remote(conn: Connection, code: int, stderr: str) -> None:
         raise HostError(f"host {name}: grpo-tui is not installed there as `{conn.host.command}` ({stderr.strip()}); "
                         f"install it on the host (docs/hosts.md) or set its full path as `command:` for {name} in "
                         f"{hosts_file()}")
+
+
+def relay(argv: list[str], data: bytes | None, json_out: bool) -> int:
+    """Run ``argv`` (a remote command) with its output copied here through ``safe_text``: a host is not
+    trusted, so no control character it sends reaches this terminal (JSON stays the same JSON)."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else None, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    copy = clean_json if json_out else clean
+    threads = [threading.Thread(target=_copy, args=(proc, proc.stdout, sys.stdout, copy), daemon=True),
+               threading.Thread(target=_copy, args=(proc, proc.stderr, sys.stderr, clean), daemon=True)]
+    for thread in threads:
+        thread.start()
+    if data is not None and proc.stdin is not None:
+        try:
+            proc.stdin.write(data)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+    code = proc.wait()
+    for thread in threads:
+        thread.join()
+    return code
+
+
+def _copy(proc: subprocess.Popen, src, dst, convert) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    try:
+        while chunk := src.read1(1 << 16):
+            dst.write(convert(decoder.decode(chunk)))
+            dst.flush()
+        dst.write(convert(decoder.decode(b"", final=True)))
+        dst.flush()
+    except BrokenPipeError:  # piped into `head`: the rest is not wanted, and the host must not block on it
+        proc.terminate()

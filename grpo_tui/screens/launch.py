@@ -11,14 +11,16 @@ reward-inspection gate; the blocking start runs in a named worker (``services.la
 back through ``Launched`` / ``LaunchFailed`` messages.
 
 With hosts configured, a host picker chooses where the run runs: the GPUs shown are then the host's, and
-Launch has the host's grpo-tui check the config (a path in it is a path there) before it starts the run
-there and opens its monitor (``executors/remote_launch.py``). The reward-inspection gate runs on this
-machine only, so a remote launch goes without it, and says so.
+Launch goes through that host's executor, which has the host's grpo-tui check the config (a path in it is a
+path there) before it starts the run there; its monitor then opens (``executors/ssh.py``). The
+reward-inspection gate runs on this machine only, so a launch whose run's folder is not here goes without
+it, and says so.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from textual import work
 from textual.app import ComposeResult
@@ -31,11 +33,13 @@ from textual.widgets import Button, Footer, Label
 from trainer_core.contract.config import ConfigError, RunConfig
 from trainer_core.contract.placement import Placement
 
+from ..executors.base import Executor, RunRef
 from ..executors.hosts import LOCAL
+from ..executors.registry import ExecutorRegistry
 from ..presets import PRESETS, preset_values
 from ..safe_text import literal
 from ..services.gpus import GPU, list_gpus, visible_indices
-from ..services.launching import SKIPPED, LaunchError, gate_inspection, launch_from_app
+from ..services.launching import SKIPPED, LaunchError, gate_inspection
 from ..widgets.command_preview import CommandPreview, launch_command
 from ..widgets.config_actions import ConfigFileBar, PresetBar
 from ..widgets.config_form import ConfigForm
@@ -45,7 +49,10 @@ from ..widgets.status_line import StatusLine
 from .confirm import ConfirmScreen
 from .inspect import InspectScreen
 
-__all__ = ["LaunchScreen", "NO_GPU_TEXT", "gpu_label"]
+if TYPE_CHECKING:
+    from ..app import GrpoApp
+
+__all__ = ["NO_GPU_TEXT", "LaunchScreen", "gpu_label"]
 
 
 class LaunchScreen(Screen):
@@ -68,11 +75,11 @@ class LaunchScreen(Screen):
     """
 
     class Launched(Message):
-        """The run started: open its monitor."""
+        """The run started on ``executor``: open its monitor."""
 
-        def __init__(self, path: Path):
+        def __init__(self, executor: Executor, run: RunRef):
             super().__init__()
-            self.path = path
+            self.executor, self.run = executor, run
 
     class LaunchFailed(Message):
         """The run could not be created or started; ``field`` is the config field it concerns, if any."""
@@ -81,10 +88,11 @@ class LaunchScreen(Screen):
             super().__init__()
             self.title, self.message, self.field = title, message, field
 
-    def __init__(self, runs_dir, config: RunConfig | None = None, hosts: dict | None = None):
+    def __init__(self, runs_dir, config: RunConfig | None = None, executors: ExecutorRegistry | None = None):
         super().__init__()
         self.runs_dir = Path(runs_dir)
-        self.hosts = dict(hosts or {})
+        self.executors = executors if executors is not None else ExecutorRegistry(self.runs_dir, {})
+        self.hosts = self.executors.hosts
         self.initial = config
         self.gpus: list[GPU] = []
         self.available: list[int] = []
@@ -102,6 +110,15 @@ class LaunchScreen(Screen):
     @property
     def host(self) -> str:
         return self.query_one(HostPicker).host if self.hosts else LOCAL
+
+    @property
+    def executor(self) -> Executor:
+        """Where the run will run: the chosen host's executor, this machine's by default."""
+        return self.executors.get(self.host)
+
+    @property
+    def grpo(self) -> GrpoApp:
+        return cast("GrpoApp", self.app)
 
     @property
     def files(self) -> ConfigFileBar:
@@ -126,7 +143,7 @@ class LaunchScreen(Screen):
             yield ConfigForm(self.initial, id="form")
             if self.hosts:
                 yield Label("host", classes="section-title")
-                yield HostPicker(self.hosts, id="host")
+                yield HostPicker(self.executors, id="host")
             yield Label("placement", classes="section-title")
             with Vertical(id="placement-box"):
                 yield PlacementPicker(self.gpus)
@@ -152,10 +169,7 @@ class LaunchScreen(Screen):
         ConfigError when the form cannot say."""
         config = self.form.config() if config is None else config
         argv = launch_command(config, self.runs_dir, *self.placement_request())
-        if self.host == LOCAL:
-            return argv
-        # the host's runs dir, not this machine's
-        return [*argv[:-2], *self.query_one(HostPicker).executor().runs_args(), "--host", self.host]
+        return [*argv[:-2], *self.executor.command_args()]  # where it runs: this runs dir, or the host's
 
     async def on_host_picker_chosen(self, message: HostPicker.Chosen) -> None:
         """Another host: its GPUs in the picker, its name in the title and the command."""
@@ -165,7 +179,8 @@ class LaunchScreen(Screen):
         box = self.query_one("#placement-box", Vertical)
         await box.remove_children()
         await box.mount(PlacementPicker(self.gpus))
-        where = f"in {self.runs_dir}" if message.host == LOCAL else f"on {message.host}"
+        host = self.executors.get(message.host).host_name
+        where = f"on {host}" if host else f"in {self.runs_dir}"
         self.query_one("#title", Label).update(literal(f"new run {where}"))
         self.refresh_preview()
         if message.error:
@@ -247,8 +262,12 @@ class LaunchScreen(Screen):
             self.form.focus_field(exc.field)
             return
         if path.exists():
+            def confirmed(ok: bool | None) -> None:
+                if ok:
+                    self._write(config, path)
+
             self.app.push_screen(ConfirmScreen(f"Overwrite {path}?", "The file is replaced by the settings shown."),
-                                 lambda ok: ok and self._write(config, path))
+                                 confirmed)
         else:
             self._write(config, path)
 
@@ -297,18 +316,23 @@ class LaunchScreen(Screen):
             self._refuse(problems)
             return
         gpus, num_processes = self.placement_request()
+        executor = self.executor
         self._set_launching(True)
-        if self.host != LOCAL:
+        if not executor.folders_here:
             config.inspection = SKIPPED
-            self._launch_status.show(f"checking the config on {self.host}, then starting it there (the reward "
-                                     f"inspection gate runs here only: `grpo-tui inspect --host {self.host}`)", "-info")
-            self.start_remote(self.query_one(HostPicker).executor(), config, gpus, num_processes)
+            self._launch_status.show(f"checking the config on {executor.name}, then starting it there (the reward "
+                                     f"inspection gate runs here only: `grpo-tui inspect --host {executor.name}`)", "-info")
+            self.start_run(executor, config, gpus, num_processes)
             return
         self._launch_status.show("reward inspection first: read the scored samples, then launch", "-info")
-        self.app.push_screen(InspectScreen(config, self.runs_dir),
-                             lambda result: self._after_gate(result, config, gpus, num_processes))
 
-    def _after_gate(self, result, config: RunConfig, gpus: list[int] | None, num_processes: int | None) -> None:
+        def after_gate(result) -> None:
+            self._after_gate(result, executor, config, gpus, num_processes)
+
+        self.app.push_screen(InspectScreen(config, self.runs_dir), after_gate)
+
+    def _after_gate(self, result, executor: Executor, config: RunConfig, gpus: list[int] | None,
+                    num_processes: int | None) -> None:
         """The inspection gate answered: launch with its id, launch recorded as skipped, or back to the form."""
         if result is None:
             self._set_launching(False)
@@ -316,7 +340,7 @@ class LaunchScreen(Screen):
             return
         config.inspection = gate_inspection(result)
         self._launch_status.show("starting the run…", "-info")
-        self.start_run(config, gpus, num_processes)
+        self.start_run(executor, config, gpus, num_processes)
 
     def _refuse(self, problems: list[ConfigError]) -> None:
         if not problems:
@@ -331,39 +355,22 @@ class LaunchScreen(Screen):
         self.query_one("#launch", Button).disabled = launching
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="launch")
-    def start_run(self, config: RunConfig, gpus: list[int] | None, num_processes: int | None) -> None:
-        """Create and start the run (blocking), then say how it went through a message."""
+    def start_run(self, executor: Executor, config: RunConfig, gpus: list[int] | None, num_processes: int | None) -> None:
+        """Create and start the run there (blocking), then say how it went through a message."""
         try:
-            folder = launch_from_app(config, self.runs_dir, gpus, num_processes)
+            launched = executor.launch(config, gpus, num_processes)
         except LaunchError as exc:
             self.post_message(self.LaunchFailed(exc.title, exc.message, exc.field))
             return
-        if not self.post_message(self.Launched(folder.path)):
+        if not self.post_message(self.Launched(executor, launched)):
             # this screen was closed while the run started; the run is running all the same, so show it
-            self.app.call_from_thread(self.app.open_monitor, folder.path)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="launch")
-    def start_remote(self, executor, config: RunConfig, gpus: list[int] | None, num_processes: int | None) -> None:
-        from ..executors.remote_launch import launch_remote
-
-        try:
-            run = launch_remote(executor, config, gpus, num_processes)
-        except LaunchError as exc:
-            self.post_message(self.LaunchFailed(exc.title, exc.message, exc.field))
-            return
-        self.app.call_from_thread(self._remote_started, executor, run)
-
-    def _remote_started(self, executor, run) -> None:
-        self.launching = False
-        if self.is_current:
-            self.dismiss()
-        self.app.open_remote(executor, run)
+            self.app.call_from_thread(self.grpo.open_run, executor, launched)
 
     def on_launch_screen_launched(self, message: Launched) -> None:
         self.launching = False
         if self.is_current:
             self.dismiss()
-        self.app.open_monitor(message.path)
+        self.grpo.open_run(message.executor, message.run)
 
     def on_launch_screen_launch_failed(self, message: LaunchFailed) -> None:
         self._set_launching(False)

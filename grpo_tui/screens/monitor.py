@@ -7,6 +7,10 @@ UI is looping over. The charts say what they want (widths, window of steps) and 
 frozen ``ChartRequest`` on a queue the reader waits on; the reader then answers it again each time steps
 arrive, so the charts redraw with the data. A finished run is read once; the reader then hands over the
 stream, which nothing changes any more, to short ``charts`` workers for later requests.
+
+The run is a ``WatchedRun`` (``executors/watched_run.py``): its folder here (the run's own, or a remote run's
+mirror), the GPUs of its machine, and its executor, which stops it; a run here and one on a host are handled
+alike, and a stop is reported as ``executors.base.judge_stop`` says.
 """
 
 from __future__ import annotations
@@ -24,15 +28,15 @@ from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from trainer_core.contract.events import HealthWarning
-from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 
-from ..executors.remote_run import RemoteRun
+from ..executors.base import ExecutorError, judge_stop
+from ..executors.watched_run import WatchedRun
 from ..safe_text import clean_line
 from ..services import run_reader
 from ..services.backlog import Backlog
-from ..services.gpus import list_gpus
+from ..services.gpus import GPU
 from ..services.run_reader import Post
 from ..services.run_status import run_duration, run_total
 from ..services.run_stream import ChartData, ChartRequest, RunStream, StreamView
@@ -82,11 +86,11 @@ class MonitorScreen(Screen):
             super().__init__()
             self.charts = charts
 
-    def __init__(self, folder: RunFolder, remote: RemoteRun | None = None):
+    def __init__(self, watched: WatchedRun):
         super().__init__()
-        self.folder = folder
-        self.remote = remote  # a run on another host: ``folder`` is its local copy, kept current by remote.mirror
-        self.gpus_shown = None
+        folder = watched.folder  # for a run on another host: its copy here, kept current
+        self.watched, self.folder = watched, folder
+        self.gpus_shown: list[GPU] | None = None
         self.config = folder.read_config()
         self.status = Status.STARTING
         # the UI's own copies of what the reader posted
@@ -124,32 +128,33 @@ class MonitorScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        if self.remote is None:
-            self.query_one("#gpus", GpuPanel).show(list_gpus())
-        else:
-            self.sub_title = clean_line(f"on {self.remote.host}")
-            self._show_remote_gpus()
+        host = self.watched.executor.host_name
+        if host:
+            self.sub_title = clean_line(f"on {host}")
+        self._show_gpus()
         self.follow()
         self.grid.want()  # so the reader has the charts' widths before its first read ends
 
     def on_unmount(self) -> None:
         self._backlog.close()
-        if self.remote is not None:
-            self.remote.mirror.stop()
+        self.watched.close()
 
-    def _show_remote_gpus(self) -> None:
-        gpus = self.remote.gpus()
+    def _show_gpus(self) -> None:
+        gpus = self.watched.gpus()
         if gpus != self.gpus_shown:
             self.gpus_shown = gpus
-            self.query_one("#gpus", GpuPanel).show(gpus, where=f"host {self.remote.host}")
+            self.query_one("#gpus", GpuPanel).show(gpus, where=self.watched.executor.where)
 
     # -- the reader (a worker thread) -------------------------------------------------------------------
 
     @work(thread=True, exclusive=True, group="tail", exit_on_error=False)
     def follow(self) -> None:
         worker = get_current_worker()
-        run_reader.follow(self.folder, self.config, self._requests, lambda post: self.post_message(self.Updated(post)),
-                          lambda: worker.is_cancelled, self._backlog)
+
+        def post(post: Post) -> None:
+            self.post_message(self.Updated(post))
+
+        run_reader.follow(self.folder, self.config, self._requests, post, lambda: worker.is_cancelled, self._backlog)
 
     @work(thread=True, exclusive=True, group="charts", exit_on_error=False)
     def answer_charts(self, stream: RunStream, request: ChartRequest) -> None:
@@ -170,8 +175,7 @@ class MonitorScreen(Screen):
                 self.query_one("#samples", CompletionsTable).set_samples(list(slow.samples))
             if slow.log_text:
                 self.query_one("#log-view", LogView).add(slow.log_text)
-            if self.remote is not None:
-                self._show_remote_gpus()
+            self._show_gpus()
         grid = self.grid
         if view.keys != self.view.keys:
             grid.set_keys(view.keys)
@@ -245,8 +249,8 @@ class MonitorScreen(Screen):
         view, state = self.view, self.state
         last_time = view.last.time if view.last is not None else None
         self.query_one("#header", RunHeader).show(
-            self.folder.run_id, self.config.get("model"), self.status, view.step, run_total(state, self.config),
-            run_duration(state, self.status, last_event_time=last_time), view.steps_per_s, view.tokens_per_s,
+            self.folder.run_id, self.config.get("model"), self.status, view.step, run_total(dict(state), self.config),
+            run_duration(dict(state), self.status, last_event_time=last_time), view.steps_per_s, view.tokens_per_s,
         )
 
     def action_next_metric(self) -> None:
@@ -274,16 +278,19 @@ class MonitorScreen(Screen):
             return
         self.app.push_screen(
             ConfirmScreen(f"Stop run {self.folder.run_id}?", "It finishes the current step, saves a checkpoint and ends as "
-                          "'stopped'. Press f (force) if it does not stop."),
-            lambda ok: ok and self._stop(force=False),
-        )
+                          "'stopped'. Press f (force) if it does not stop."), self._confirmed(force=False))
 
     def action_force_stop(self) -> None:
         self.app.push_screen(
             ConfirmScreen(f"Force-stop run {self.folder.run_id}?", "Every process of the run gets TERM, then KILL. "
-                          "Progress since the last checkpoint is lost."),
-            lambda ok: ok and self._stop(force=True),
-        )
+                          "Progress since the last checkpoint is lost."), self._confirmed(force=True))
+
+    def _confirmed(self, force: bool):
+        def answer(ok: bool | None) -> None:
+            if ok:
+                self._stop(force)
+
+        return answer
 
     def _stop(self, force: bool) -> None:
         self.stop_requested = True
@@ -292,17 +299,10 @@ class MonitorScreen(Screen):
 
     @work(thread=True, exclusive=True, group="stop", exit_on_error=False)
     def run_stop(self, force: bool) -> None:
-        if self.remote is not None:
-            from ..executors.hosts import HostError
-
-            try:
-                outcome = self.remote.stop(force)
-            except HostError as exc:
-                self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
-                return
-            self.app.call_from_thread(self.notify, outcome["message"], severity="error" if outcome["left"] else "information")
+        try:
+            outcome = self.watched.stop(force)
+        except ExecutorError as exc:
+            self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
             return
-        from ..services.supervisor import stop_run
-
-        report = stop_run(self.folder, force=force, timeout=300)
-        self.app.call_from_thread(self.notify, report.describe(), severity="error" if report.left else "information")
+        verdict = judge_stop(outcome)
+        self.app.call_from_thread(self.notify, verdict.message, severity=verdict.severity)

@@ -1,9 +1,10 @@
 """Every run in the runs dir: status, step, last reward, warnings; open, stop, compare, start a new one.
 
 Runs of the hosts in the hosts file are listed with them (a host column): each host is asked by its own
-worker through its ``runs --json`` (``executors/ssh.py``), so a slow or unreachable host delays nothing
-else and shows its error in the hosts line. A remote run opens in the monitor through a local copy of its
-folder (``executors/mirror.py``).
+worker through its executor (``executors/``, one per host, held by the app), so a slow or unreachable host
+delays nothing else and shows its error in the hosts line. Opening, stopping and resuming a run go through
+the executor of its host, whichever it is: a remote run opens in the monitor through a local copy of its
+folder (``executors/mirror.py``), and every stop is reported as ``executors.base.judge_stop`` says.
 
 A runs dir may hold thousands of runs, so nothing here rebuilds the list: the worker's ``RunList`` re-reads
 only runs whose files changed and posts only when something did (or the user asked), and the table
@@ -14,6 +15,7 @@ as they are read, so the first paint does not wait for the oldest.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING, cast
 
 from textual import work
 from textual.app import ComposeResult
@@ -24,11 +26,16 @@ from textual.widgets import DataTable, Footer, Label
 
 from trainer_core.contract.status import Status
 
+from ..executors.base import Executor, ExecutorError, judge_stop
+from ..executors.registry import ExecutorRegistry
 from ..safe_text import clean_line, literal
 from ..services.catalog import RunInfo
 from ..services.run_list import RunList
 from ..widgets.runs_table import FIRST_ROWS, RunsTable
 from .confirm import ConfirmScreen
+
+if TYPE_CHECKING:
+    from ..app import GrpoApp
 
 REFRESH_SECONDS = 2.0
 HOST_REFRESH_SECONDS = 5.0  # a remote list costs the host a grpo-tui start: less often
@@ -68,20 +75,20 @@ class RunsScreen(Screen):
             self.host, self.runs, self.error = host, runs, error
 
     class Done(Message):
-        """A stop or resume worker finished: what to tell the user, and the run to open, if any."""
+        """A stop or resume worker finished: what to tell the user, the run it was of, and whether to open it."""
 
-        def __init__(self, text: str, error: bool = False, open_path=None):
+        def __init__(self, text: str, run: RunInfo, error: bool = False, open_run: bool = False):
             super().__init__()
-            self.text, self.error, self.open_path = text, error, open_path
+            self.text, self.run, self.error, self.open_run = text, run, error, open_run
 
-    def __init__(self, runs_dir, hosts: dict | None = None):
+    def __init__(self, runs_dir, executors: ExecutorRegistry | None = None):
         super().__init__()
         self.runs_dir = runs_dir
-        self.hosts = dict(hosts or {})
+        self.executors = executors if executors is not None else ExecutorRegistry(runs_dir, {})
+        self.hosts = self.executors.hosts
         self.local_runs: list[RunInfo] = []
         self.host_runs: dict[str, list[RunInfo]] = {}
         self.host_errors: dict[str, str] = {}
-        self._executors: dict = {}
         self._polling: set[str] = set()  # hosts whose list is being read
         self.runs: list[RunInfo] = []
         self.marked: list[str] = []
@@ -124,27 +131,29 @@ class RunsScreen(Screen):
             self.load()
             self.poll_hosts()
 
-    def executor(self, name: str):
-        from ..executors.ssh import SshExecutor
+    @property
+    def grpo(self) -> GrpoApp:
+        return cast("GrpoApp", self.app)
 
-        if name not in self._executors:
-            self._executors[name] = SshExecutor(self.hosts[name])
-        return self._executors[name]
+    def executor(self, run: RunInfo) -> Executor:
+        """The executor of the host ``run`` is on (this machine's for a local run)."""
+        return self.executors.get(run.host)
 
     def poll_hosts(self) -> None:
         for name in self.hosts:
-            if name not in self._polling:
-                self._polling.add(name)
-                self.read_host(name)
+            self.poll_host(name)
+
+    def poll_host(self, name: str) -> None:
+        if name not in self._polling:
+            self._polling.add(name)
+            self.read_host(name)
 
     @work(thread=True, exit_on_error=False)
     def read_host(self, name: str) -> None:
-        from ..executors.hosts import HostError
-
         try:
-            listed = self.executor(name).read_runs()  # error: the rows it sent that were left out
+            listed = self.executors.get(name).list_runs()  # error: the rows it sent that were left out
             runs, error = listed.runs, listed.error
-        except HostError as exc:
+        except ExecutorError as exc:
             runs, error = None, str(exc)
         except Exception as exc:  # a host that answers nonsense must not take the screen down
             runs, error = None, f"host {name}: {exc}"
@@ -208,9 +217,12 @@ class RunsScreen(Screen):
 
     def on_runs_screen_done(self, message: Done) -> None:
         self.notify(message.text, severity="error" if message.error else "information", timeout=10 if message.error else 5)
-        if message.open_path is not None:
-            self.app.open_monitor(message.open_path)
+        run = message.run
+        if message.open_run:
+            self.grpo.open_run(self.executor(run), run)
         self.load(force=True)
+        if run.host in self.hosts:  # the list the run is in, read again now
+            self.poll_host(run.host)
 
     def _current(self) -> RunInfo | None:
         return self.query_one(RunsTable).selected()
@@ -220,28 +232,26 @@ class RunsScreen(Screen):
 
     def action_open(self) -> None:
         run = self._current()
-        if run and run.host is not None:
-            self.app.open_remote(self.executor(run.host), run)
-        elif run:
-            self.app.open_monitor(run.path)
+        if run is not None:
+            self.grpo.open_run(self.executor(run), run)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_open()
 
     def action_new_run(self) -> None:
-        self.app.open_launch()
+        self.grpo.open_launch()
 
     def action_mark(self) -> None:
         run = self._current()
         if run is None:
             return
-        if run.host is not None:
+        if not self.executor(run).folders_here:
             self.notify("Compare works on runs of this machine; open a remote run to see its charts.")
             return
         if run.run_id in self.marked:
             self.marked.remove(run.run_id)
         else:
-            self.marked = (self.marked + [run.run_id])[-2:]
+            self.marked = [*self.marked, run.run_id][-2:]
         self.query_one(RunsTable).set_marked(self.marked)
 
     def action_compare(self) -> None:
@@ -250,7 +260,7 @@ class RunsScreen(Screen):
             return
         from .compare import CompareScreen
 
-        paths = [r.path for r in self.runs if r.host is None and r.run_id in self.marked]
+        paths = [r.path for r in self.runs if r.run_id in self.marked and self.executor(r).folders_here]
         self.app.push_screen(CompareScreen(paths))
 
     def action_stop(self) -> None:
@@ -258,8 +268,12 @@ class RunsScreen(Screen):
         if run is None or not run.status.is_live:
             self.notify("The selected run is not running.")
             return
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self._stop(run)
+
         self.app.push_screen(ConfirmScreen(f"Stop run {run.run_id}?", "It finishes the current step and saves a checkpoint."),
-                             lambda ok: ok and self._stop(run))
+                             confirmed)
 
     def action_resume(self) -> None:
         run = self._current()
@@ -270,54 +284,30 @@ class RunsScreen(Screen):
             self.notify(f"Run {run.run_id} is completed; to train it further, give the new total of steps: "
                         f"grpo-tui launch --resume {run.run_id} --max-steps N", timeout=10)
             return
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self._resume(run)
+
         self.app.push_screen(ConfirmScreen(f"Resume run {run.run_id}?", "It continues from its newest checkpoint in the "
-                                           "same folder; steps and events carry on."),
-                             lambda ok: ok and self._resume(run))
+                                           "same folder; steps and events carry on."), confirmed)
 
     @work(thread=True, group="resume", exit_on_error=False)
     def _resume(self, run: RunInfo) -> None:
-        from trainer_core.contract.config import ConfigError
-        from trainer_core.contract.run_folder import RunFolder
-
-        from ..executors.hosts import HostError
-        from ..services.supervisor import prepare_resume, start_root
-
-        if run.host is not None:
-            try:
-                self.executor(run.host).resume(run)
-            except HostError as exc:
-                self.post_message(self.Done(str(exc), error=True))
-                return
-            self.post_message(self.Done(f"resumed run {run.run_id} on {run.host}"))
-            self.poll_hosts()
-            return
-
-        folder = RunFolder(run.path)
+        executor = self.executor(run)
         try:
-            placement = prepare_resume(folder)
-        except ConfigError as exc:
-            self.post_message(self.Done(str(exc), error=True))
+            executor.resume(run)
+        except ExecutorError as exc:
+            self.post_message(self.Done(str(exc), run, error=True))
             return
-        start_root(folder, placement)
-        self.post_message(self.Done(f"resumed run {run.run_id}", open_path=run.path))
+        on = f" on {executor.host_name}" if executor.host_name else ""
+        self.post_message(self.Done(f"resumed run {run.run_id}{on}", run, open_run=True))
 
     @work(thread=True, group="stop", exit_on_error=False)
     def _stop(self, run: RunInfo) -> None:
-        from trainer_core.contract.run_folder import RunFolder
-
-        from ..executors.hosts import HostError
-        from ..services.supervisor import stop_run
-
-        if run.host is not None:
-            try:
-                outcome = self.executor(run.host).stop(run)
-            except HostError as exc:
-                self.post_message(self.Done(str(exc), error=True))
-                return
-            self.post_message(self.Done(outcome["message"], error=bool(outcome["left"])))
+        try:
+            outcome = self.executor(run).stop(run)
+        except ExecutorError as exc:
+            self.post_message(self.Done(str(exc), run, error=True))
             return
-
-        report = stop_run(RunFolder(run.path))
-        self.post_message(self.Done(report.describe()))
-
-
+        verdict = judge_stop(outcome)
+        self.post_message(self.Done(verdict.message, run, error=verdict.failed))

@@ -22,13 +22,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 
-from orjson import dumps, loads
+from orjson import loads
 
 from trainer_core.contract.remote_wire import (
     APPENDED,
     WHOLE,
     Append,
     End,
+    EventLine,
     GpuRecord,
     GpuReport,
     Heartbeat,
@@ -39,6 +40,7 @@ from trainer_core.contract.remote_wire import (
     WholeFile,
 )
 from trainer_core.contract.run_folder import FORMAT_VERSION, RunFolder
+from trainer_core.contract.status import Status
 
 from .gpus import list_gpus
 from .run_health import watcher_warnings
@@ -68,7 +70,7 @@ def event_lines(folder: RunFolder, start: int = 0, follow: bool = False, sleep: 
                 continue
             if isinstance(record, dict):
                 sent = True
-                yield dumps({"offset": begin, "end": offset, "event": record})
+                yield EventLine(begin, offset, record).encode()
         if not live:
             return
         if not sent:
@@ -151,6 +153,7 @@ def mirror_lines(folder: RunFolder, offsets: dict[str, int], follow: bool = Fals
     slow_at = alert_at = float("-inf")
     sent_at = time.monotonic()
     alerts: tuple = ()
+    status = Status.STARTING  # read on the first pass, which is always a slow one
     while True:
         now = time.monotonic()
         slow = now - slow_at >= SLOW_SECONDS

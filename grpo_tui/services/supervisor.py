@@ -36,6 +36,7 @@ from trainer_core.contract.process import (
     spawn_logged,
     terminate,
 )
+from trainer_core.contract.remote_wire import StopReply
 from trainer_core.contract.run_folder import RunFolder, resolve_runs_dir
 from trainer_core.contract.slurm_job import SlurmJobError
 from trainer_core.contract.status import Status
@@ -143,6 +144,11 @@ class StopReport:
     def describe(self) -> str:
         return " ".join(dict.fromkeys([self._sentence(), *self.refused]))  # a refusal may be the sentence itself
 
+    def outcome(self) -> StopReply:
+        """The stop as every executor reports one (and ``stop --json`` prints it): the record a host sends back."""
+        return StopReply(self.run_id, self.was_running, self.graceful, tuple(self.forced), tuple(self.left),
+                         self.status, self.describe(), tuple(self.refused))
+
     def _sentence(self) -> str:
         if self.message:
             return self.message
@@ -240,4 +246,6 @@ def plan_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[i
 def prepare_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[int] | None = None,
                    num_processes: int | None = None) -> Placement:
     """``plan_resume`` for callers that need only the placement."""
-    return plan_resume(folder, max_steps=max_steps, gpus=gpus, num_processes=num_processes).placement
+    placement = plan_resume(folder, max_steps=max_steps, gpus=gpus, num_processes=num_processes).placement
+    assert placement is not None  # plan_resume has placed it
+    return placement

@@ -114,9 +114,9 @@ def test_every_hostile_stream_line_through_ssh_stops_that_copy_alone(hostile, mo
     assert not (remote_hosts.dir / "x").exists() and not (remote_hosts.dir / "cache" / "x").exists()
 
     ex = SshExecutor(hosts["hostile"])
-    listed = ex.read_runs()
+    listed = ex.list_runs()
     assert [r.run_id for r in listed.runs] == ["good-run"] and listed.error.startswith("host hostile: left out 8")
     with pytest.raises(RemoteError, match=r"^host hostile: `grpo-tui stop --json` sent a bad reply: left: expected"):
         ex.stop(listed.runs[0])
-    gpubox = SshExecutor(hosts["gpubox"]).read_runs()  # the other host goes on
+    gpubox = SshExecutor(hosts["gpubox"]).list_runs()  # the other host goes on
     assert [r.run_id for r in gpubox.runs] == [GOOD_ON_GPUBOX] and gpubox.error is None

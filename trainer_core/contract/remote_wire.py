@@ -6,8 +6,10 @@ A host is driven through its own grpo-tui (``grpo_tui/executors/ssh.py``): the r
 from it, and a broken or compromised host may send anything. A run id becomes a local folder name, an offset
 a seek in a local file, a number a chart's value; so each message kind is a frozen dataclass with a
 ``parse_…`` function that returns one or raises ``WireError`` naming the field, the value and what was
-expected. Code past the parsers trusts the types. The sender builds its mirror messages from the same
-classes (``encode``), so the two sides cannot drift apart; the JSON itself is documented in docs/hosts.md.
+expected. Code past the parsers trusts the types. The sender builds its mirror messages, its event lines
+and its ``stop --json`` reply from the same classes (``encode``, ``to_wire``), so the two sides cannot drift
+apart; the JSON itself is documented in docs/hosts.md. ``LaunchReply`` and ``StopReply`` are also what an
+executor returns for a run of this machine (``grpo_tui/executors/base.py``): one record, wherever the run is.
 """
 
 from __future__ import annotations
@@ -299,32 +301,97 @@ def parse_launch_check(data: Any) -> LaunchCheck:
 
 @dataclass(frozen=True)
 class StopReply:
-    """``stop --json``: how the stop went on the host; ``left``: processes still alive after KILL."""
+    """``stop --json``: how a stop went, on the host or here (``grpo_tui/cli/stop.py`` prints ``to_wire()``).
+
+    ``forced``: the processes signalled after the graceful stage; ``left``: those still alive after KILL;
+    ``refused``: why a process on record (or a Slurm job id) was not signalled. A Slurm run's processes are on a
+    node no one here can see, so its stop says ``0`` for "the job" in ``forced`` and ``left``."""
 
     run_id: str | None
     was_running: bool
     graceful: bool
-    forced: bool
+    forced: tuple[int, ...]
     left: tuple[int, ...]
     status: Status | None
     message: str
+    refused: tuple[str, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        """Something is left, or was refused: the run may still be running, and the user should look."""
+        return bool(self.left or self.refused)
+
+    def to_wire(self) -> dict:
+        return {"run_id": self.run_id, "was_running": self.was_running, "graceful": self.graceful,
+                "forced": list(self.forced), "left": list(self.left), "refused": list(self.refused),
+                "status": self.status.value if self.status else None, "message": self.message}
 
     def to_dict(self) -> dict:
-        return {"run_id": self.run_id, "was_running": self.was_running, "graceful": self.graceful,
-                "forced": self.forced, "left": list(self.left), "status": self.status.value if self.status else None,
-                "message": self.message}
+        return self.to_wire()
+
+
+def _pids(f: _Fields, key: str) -> tuple[int, ...]:
+    pids = []
+    for i, pid in enumerate(f.items(key)):
+        if isinstance(pid, bool) or not isinstance(pid, int) or not 0 <= pid < 1 << 31:
+            _fail(f"{key}[{i}]", pid, "a process id (0: a Slurm job)")
+        pids.append(pid)
+    return tuple(pids)
 
 
 def parse_stop_reply(data: Any) -> StopReply:
     f = _Fields(data)
-    left = []
-    for i, pid in enumerate(f.items("left")):
-        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-            _fail(f"left[{i}]", pid, "a process id")
-        left.append(pid)
+    left, forced = _pids(f, "left"), _pids(f, "forced")
+    refused = []
+    for i, why in enumerate(f.items("refused")):
+        if not isinstance(why, str) or len(why) > MAX_TEXT:
+            _fail(f"refused[{i}]", why, f"a string of at most {MAX_TEXT} characters")
+        refused.append(why)
     status = f.get("status")
-    return StopReply(f.text("run_id"), f.flag("was_running"), f.flag("graceful"), f.flag("forced"), tuple(left),
-                     None if status is None else _status(status, "status"), f.text("message", optional=False))
+    return StopReply(f.text("run_id"), f.flag("was_running"), f.flag("graceful"), forced, left,
+                     None if status is None else _status(status, "status"), f.text("message", optional=False),
+                     tuple(refused))
+
+
+# -- the events stream (``grpo-tui events`` without --mirror) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class EventLine:
+    """``{"offset": O, "end": E, "event": {...}}``: one event and where it lies in events.jsonl.
+
+    Both numbers are byte offsets: the event's line starts at ``offset``, the next one at ``next_offset`` (what
+    ``events --from`` takes to continue). On the wire that is ``end``, which in the mirror stream (``End``) is a
+    status: in code each has its own name."""
+
+    offset: int
+    next_offset: int
+    event: dict
+
+    def to_wire(self) -> dict:
+        return {"offset": self.offset, "end": self.next_offset, "event": self.event}
+
+    def encode(self) -> bytes:
+        return dumps(self.to_wire())
+
+
+def parse_event_line(line: bytes) -> EventLine:
+    """One line of ``grpo-tui events`` (with or without its newline)."""
+    if len(line) > MAX_LINE:
+        _fail("", f"a line of {len(line)} bytes", f"a line of at most {MAX_LINE} bytes")
+    try:
+        data = loads(line)
+    except ValueError:
+        _fail("", line[:60], "a JSON line")
+    f = _Fields(data)
+    offset = f.whole("offset")
+    next_offset = f.whole("end")
+    if next_offset <= offset:
+        _fail("end", next_offset, f"a byte offset past offset {offset}")
+    event = f.get("event")
+    if not isinstance(event, dict):
+        _fail("event", event, "a JSON object")
+    return EventLine(offset, next_offset, event)
 
 
 # -- the mirror stream: one JSON object per line ----------------------------------------------------------
@@ -411,7 +478,10 @@ class Reset(_Message):
 
 @dataclass(frozen=True)
 class End(_Message):
-    """``{"end": STATUS}``: the last line; the run's status when the stream ended."""
+    """``{"end": STATUS}``: the last line; ``status``: the run's status when the stream ended.
+
+    The key stays ``end`` on the wire, as every host and viewer of this stream sends and expects it; in code the
+    field is ``status``, since in the events stream (``EventLine``) ``end`` is a byte offset."""
 
     status: Status
 

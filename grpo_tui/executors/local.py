@@ -1,0 +1,126 @@
+"""This machine as an executor: run folders read in place, processes started and stopped here.
+
+Nothing is implemented here that the app and the CLI did not already do for a local run: the catalog lists
+and resolves (``services/catalog.py``), ``services/launching.py`` creates and starts (or submits to Slurm),
+the supervisor stops (a Slurm run's stop asks the queue: ``services/slurm_stop.py``) and resumes, the GPU probe
+lists GPUs. This module only gives them the ``Executor`` shape (``base.py``), so that a screen or a command
+treats a run here and one on a host alike. A local run's "mirror" is its own folder.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+from dataclasses import asdict
+from pathlib import Path
+
+from trainer_core.contract.config import ConfigError, RunConfig
+from trainer_core.contract.remote_wire import GpuRecord, HostInfo
+from trainer_core.contract.run_folder import FORMAT_VERSION, RunFolder, resolve_runs_dir
+
+from .. import __version__
+from ..services.catalog import RunInfo, UnknownRunError, list_runs, resolve_run, run_info
+from ..services.gpus import GPU, list_gpus, visible_indices
+from ..services.launching import launch_from_app
+from ..services.live_view import follow_log
+from ..services.supervisor import DEFAULT_STOP_TIMEOUT, prepare_resume, start_root, stop_run
+from .base import ExecutorError, Launched, RunListing, RunRef, StopOutcome
+from .hosts import LOCAL
+
+
+class LocalCopy:
+    """A local run's folder is its own copy: there is nothing to fetch, and it is ready at once.
+
+    ``gpus()`` probes this machine once and keeps the answer: the monitor asks on every slow read, and this
+    machine's panel has always shown the GPUs as they were when it opened."""
+
+    def __init__(self, folder: RunFolder):
+        self.folder = folder
+        self.ready = threading.Event()
+        self.ready.set()
+        self._gpus: list[GPU] | None = None
+
+    def start(self) -> LocalCopy:
+        return self
+
+    def stop(self) -> None:
+        pass
+
+    def sync(self) -> None:
+        pass
+
+    def wait_ready(self, timeout: float) -> bool:
+        return True
+
+    def gpus(self) -> list[GPU]:
+        if self._gpus is None:
+            self._gpus = list_gpus()
+        return self._gpus
+
+
+class LocalExecutor:
+    """Runs in ``runs_dir`` (None: ``--runs-dir``'s default, $GRPO_TUI_RUNS_DIR, else ./runs) on this machine."""
+
+    kind = "local"
+    name = LOCAL
+    host_name = None
+    where = "this machine"
+    folders_here = True
+
+    def __init__(self, runs_dir: str | Path | None = None):
+        self.runs_dir = runs_dir
+
+    def command_args(self) -> list[str]:
+        return ["--runs-dir", str(self.runs_dir)] if self.runs_dir is not None else []
+
+    def info(self) -> HostInfo:
+        """What ``grpo-tui info --json`` prints here, and what a remote caller parses into the same record."""
+        return HostInfo(__version__, FORMAT_VERSION, socket.gethostname(),
+                        str(resolve_runs_dir(self.runs_dir).expanduser().absolute()), sys.version.split()[0],
+                        tuple(GpuRecord(**asdict(g)) for g in list_gpus()))
+
+    def gpus(self) -> list[GPU]:
+        visible = visible_indices()
+        return [g for g in list_gpus() if g.index in visible]
+
+    def _folder(self, ref: str) -> RunFolder:
+        try:
+            return resolve_run(self.runs_dir, ref)
+        except UnknownRunError as exc:
+            raise ExecutorError(str(exc)) from None
+
+    def list_runs(self, refs: list[str] | None = None) -> RunListing:
+        if not refs:
+            return RunListing(list_runs(self.runs_dir))
+        return RunListing([run_info(self._folder(ref)) for ref in refs])
+
+    def find(self, ref: str) -> RunInfo:
+        return run_info(self._folder(ref))
+
+    def mirror(self, run: RunRef) -> LocalCopy:
+        return LocalCopy(RunFolder(Path(run.path)))
+
+    def launch(self, config: RunConfig, gpus: list[int] | None = None,
+               num_processes: int | None = None) -> Launched:
+        """Create and start (or submit) the run; its ``inspection`` is already set by the gate. Raises LaunchError."""
+        runs_dir = self.runs_dir if self.runs_dir is not None else resolve_runs_dir(None)
+        folder = launch_from_app(config, runs_dir, gpus, num_processes)
+        state = folder.read_state()
+        return Launched(folder.run_id, str(folder.path), state.get("root_pid"), state.get("slurm_job_id"))
+
+    def stop(self, run: RunRef, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT) -> StopOutcome:
+        return stop_run(RunFolder(Path(run.path)), force=force, timeout=timeout).outcome()
+
+    def resume(self, run: RunRef) -> Launched:
+        folder = RunFolder(Path(run.path))
+        try:
+            placement = prepare_resume(folder)
+        except ConfigError as exc:
+            raise ExecutorError(str(exc)) from None
+        proc = start_root(folder, placement)
+        return Launched(folder.run_id, str(folder.path), proc.pid)
+
+    def logs(self, run: RunRef, follow: bool = False, raw: bool = False) -> int:
+        follow_log(RunFolder(Path(run.path)), follow=follow, raw=raw)
+        return 0

@@ -1,0 +1,79 @@
+"""One interface, two places: the same run folder asked through this machine's executor and through a host's
+(a real sshd on 127.0.0.1, tests/sshd.py, whose "remote" runs folder is on this disk) gives the same answers,
+as the same types."""
+
+from __future__ import annotations
+
+import pytest
+
+from grpo_tui.executors.base import ExecutorError, judge_stop
+from grpo_tui.executors.hosts import load_hosts
+from grpo_tui.executors.local import LocalExecutor
+from grpo_tui.executors.registry import ExecutorRegistry
+from grpo_tui.executors.ssh import SshExecutor, close_all
+from grpo_tui.executors.watched_run import WatchedRun
+from grpo_tui.services.gpus import GPU
+from tests.remote_hosts import remote, sshd  # noqa: F401
+from tests.run_fixtures import make_finished_run
+from trainer_core.contract.status import Status
+
+pytestmark = pytest.mark.slow
+
+RUN_ID = "20260101-000000-execs0"
+
+
+@pytest.fixture
+def both(remote, monkeypatch):  # noqa: F811
+    for key, value in remote.env.items():
+        monkeypatch.setenv(key, value)
+    runs = remote.runs / "gpubox"
+    if not (runs / RUN_ID).exists():
+        make_finished_run(runs, run_id=RUN_ID, steps=5, status=Status.STOPPED)
+    registry = ExecutorRegistry(runs, load_hosts(remote.hosts_file))
+    yield registry.local, registry.get("gpubox")
+    close_all()
+
+
+def test_a_run_reads_the_same_through_either_executor(both):
+    local, host = both
+    assert isinstance(local, LocalExecutor) and isinstance(host, SshExecutor)
+    here, there = local.find(RUN_ID), host.find(RUN_ID)
+    assert (here.host, there.host) == (None, "gpubox") and here.path == there.path
+    assert {**here.to_dict(), "host": None} == {**there.to_dict(), "host": None}
+    assert RUN_ID in [r.run_id for r in host.list_runs().runs] and host.list_runs().error is None
+    assert local.info().run_format == host.info().run_format and host.info().runs_dir == str(here.path.parent)
+    assert all(isinstance(g, GPU) for g in [*local.gpus(), *host.gpus()])
+    with pytest.raises(ExecutorError, match=r"^host gpubox: "):
+        host.find("nothing-like-it")
+
+
+def test_stopping_an_ended_run_is_the_same_outcome_and_verdict_from_here_and_from_the_host(both):
+    local, host = both
+    run = local.find(RUN_ID)
+    here, there = local.stop(run, timeout=5), host.stop(host.find(RUN_ID), timeout=5)
+    assert here == there and not here.was_running and here.status is Status.STOPPED
+    assert judge_stop(here) == judge_stop(there) and not judge_stop(there).failed
+
+
+def test_the_monitors_copy_of_a_remote_run_holds_its_events_and_the_hosts_gpus(both):
+    local, host = both
+    watched = WatchedRun.open(host, host.find(RUN_ID), timeout=60)
+    try:
+        original = local.mirror(local.find(RUN_ID)).folder
+        assert watched.host == "gpubox" and watched.folder.path != original.path
+        copy_events = (watched.folder.path / "events.jsonl").read_bytes()
+        assert copy_events and copy_events == (original.path / "events.jsonl").read_bytes()
+        assert watched.gpus() == [] or all(isinstance(g, GPU) for g in watched.gpus())
+    finally:
+        watched.close()
+    here = WatchedRun.open(local, local.find(RUN_ID))
+    assert here.folder.path == original.path and here.host == "local"
+
+
+def test_logs_print_the_same_through_either_executor(both, capfd):
+    local, host = both
+    assert local.logs(local.find(RUN_ID)) == 0
+    mine = capfd.readouterr().out
+    assert host.logs(host.find(RUN_ID)) == 0
+    theirs = capfd.readouterr().out
+    assert mine and mine == theirs
