@@ -7,7 +7,6 @@ own processes, and everything here reads run folders and sends signals.
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import sys
 
@@ -36,6 +35,14 @@ COMMANDS = (train, launch, inspect, runs, stop, logs, watch, events, merge, expo
             job_start)
 
 
+class _Parser(argparse.ArgumentParser):
+    """A command's parser: no abbreviated flags either."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grpo-tui", description="Configure, launch, watch and stop GRPO fine-tuning runs. "
@@ -43,8 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs-dir", dest="root_runs_dir", metavar="DIR", default=None, help=runs_dir_help())
     add_theme(parser, dest="root_theme")
     # no abbreviated flags: `--host` must be spelled out to be kept off the command a host runs (cli/remote.py)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
-                                parser_class=functools.partial(argparse.ArgumentParser, allow_abbrev=False))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for command in COMMANDS:
         command.register(sub)
     return parser

@@ -44,7 +44,7 @@ def demo_config(model_dir: Path, max_steps: int | None = None, pathology: str | 
     config.rl_env_module = str(demo_env_file())
     if max_steps is not None:
         config.max_steps = max_steps
-    for name, value in PATHOLOGIES.get(pathology, {}).items():
+    for name, value in PATHOLOGIES.get(pathology or "", {}).items():
         setattr(config, name, value)
     return config
 

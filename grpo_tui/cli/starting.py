@@ -65,6 +65,7 @@ def resume(args) -> tuple[RunFolder, Placement]:
     except ConfigError as exc:
         raise BadInput(str(exc)) from None
     print(plan.message, file=sys.stderr, flush=True)  # stderr: `launch --json` keeps stdout for its JSON
+    assert plan.placement is not None, "plan_resume fills in the placement it applied"
     return folder, plan.placement
 
 
