@@ -50,14 +50,31 @@ from trainer_core.contract.status import Status  # noqa: E402
 BENCHES = ("load", "latency", "cpu", "rss", "coldstart")
 # (key, scale): what TRL logs for a GRPO step with one reward function, in realistic magnitudes.
 METRICS = (
-    ("loss", 1e-3), ("grad_norm", 2.0), ("learning_rate", 1e-5), ("num_tokens", None),
-    ("completions/mean_length", 500.0), ("completions/min_length", 100.0), ("completions/max_length", 1000.0),
-    ("completions/clipped_ratio", 1.0), ("completions/mean_terminated_length", 500.0),
-    ("completions/min_terminated_length", 100.0), ("completions/max_terminated_length", 1000.0),
-    ("rewards/score_episode/mean", 1.0), ("rewards/score_episode/std", 0.5), ("reward", 1.0), ("reward_std", 0.5),
-    ("frac_reward_zero_std", 1.0), ("kl", 1e-2), ("entropy", 2.0), ("clip_ratio/low_mean", 1e-3),
-    ("clip_ratio/low_min", 1e-3), ("clip_ratio/high_mean", 1e-3), ("clip_ratio/high_max", 1e-3),
-    ("clip_ratio/region_mean", 1e-3), ("step_time", 10.0), ("epoch", None),
+    ("loss", 1e-3),
+    ("grad_norm", 2.0),
+    ("learning_rate", 1e-5),
+    ("num_tokens", None),
+    ("completions/mean_length", 500.0),
+    ("completions/min_length", 100.0),
+    ("completions/max_length", 1000.0),
+    ("completions/clipped_ratio", 1.0),
+    ("completions/mean_terminated_length", 500.0),
+    ("completions/min_terminated_length", 100.0),
+    ("completions/max_terminated_length", 1000.0),
+    ("rewards/score_episode/mean", 1.0),
+    ("rewards/score_episode/std", 0.5),
+    ("reward", 1.0),
+    ("reward_std", 0.5),
+    ("frac_reward_zero_std", 1.0),
+    ("kl", 1e-2),
+    ("entropy", 2.0),
+    ("clip_ratio/low_mean", 1e-3),
+    ("clip_ratio/low_min", 1e-3),
+    ("clip_ratio/high_mean", 1e-3),
+    ("clip_ratio/high_max", 1e-3),
+    ("clip_ratio/region_mean", 1e-3),
+    ("step_time", 10.0),
+    ("epoch", None),
 )
 LOAD_STEPS = 100_000
 RSS_STEPS = 1_000_000
@@ -104,11 +121,26 @@ def cached_run(work: Path, name: str, steps: int, keys: int = len(METRICS)) -> R
     start = time.time() - steps * 10.0
     # the lines EventWriter writes (the same typed events and encoder), batched: a million flushes would be slow
     with open(folder.events_file, "w", encoding="utf-8") as fh:
-        fh.write(dumps(RunStarted(time=round(start, 3), run_id=folder.run_id, pid=1, host="bench", world_size=1,
-                                  project_name="bench", model="m", max_steps=steps).to_record()) + "\n")
+        fh.write(
+            dumps(
+                RunStarted(
+                    time=round(start, 3),
+                    run_id=folder.run_id,
+                    pid=1,
+                    host="bench",
+                    world_size=1,
+                    project_name="bench",
+                    model="m",
+                    max_steps=steps,
+                ).to_record()
+            )
+            + "\n"
+        )
         lines = []
         for step in range(1, steps + 1):
-            event = Metrics(time=round(start + step * 10.0, 3), step=step, values=metric_values(step, steps, rand, keys))
+            event = Metrics(
+                time=round(start + step * 10.0, 3), step=step, values=metric_values(step, steps, rand, keys)
+            )
             lines.append(dumps(event.to_record()))
             if len(lines) == 10_000:
                 fh.write("\n".join(lines) + "\n")
@@ -116,11 +148,23 @@ def cached_run(work: Path, name: str, steps: int, keys: int = len(METRICS)) -> R
         if lines:
             fh.write("\n".join(lines) + "\n")
         end = round(start + steps * 10.0 + 1, 3)
-        fh.write(dumps(RunFinished(time=end, status=Status.COMPLETED, reason="max_steps reached",
-                                   step=steps).to_record()) + "\n")
-    folder.write_state(format_version=1, run_id=folder.run_id, status=Status.COMPLETED, pid=1, pid_start_time=0.0,
-                       host="bench", started=round(start, 3), ended=end, max_steps=steps, last_step=steps,
-                       exit_reason=None)
+        fh.write(
+            dumps(RunFinished(time=end, status=Status.COMPLETED, reason="max_steps reached", step=steps).to_record())
+            + "\n"
+        )
+    folder.write_state(
+        format_version=1,
+        run_id=folder.run_id,
+        status=Status.COMPLETED,
+        pid=1,
+        pid_start_time=0.0,
+        host="bench",
+        started=round(start, 3),
+        ended=end,
+        max_steps=steps,
+        last_step=steps,
+        exit_reason=None,
+    )
     done.write_text(json.dumps(spec))
     size = folder.events_file.stat().st_size
     print(f"  {size / 1e6:.0f} MB in {time.perf_counter() - t:.1f} s", flush=True)
@@ -151,12 +195,18 @@ def child_cmd(kind: str, *args) -> list[str]:
 
 def run_child(kind: str, *args, timeout: float = 900, show_stderr: bool = False) -> dict:
     """Run one measurement in a fresh process (its own memory and imports); returns its RESULT line."""
-    proc = subprocess.run(child_cmd(kind, *args), stdout=subprocess.PIPE,
-                          stderr=None if show_stderr else subprocess.PIPE, text=True, timeout=timeout, env=child_env(),
-                          cwd=ROOT)
+    proc = subprocess.run(
+        child_cmd(kind, *args),
+        stdout=subprocess.PIPE,
+        stderr=None if show_stderr else subprocess.PIPE,
+        text=True,
+        timeout=timeout,
+        env=child_env(),
+        cwd=ROOT,
+    )
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(RESULT_PREFIX):
-            return json.loads(line[len(RESULT_PREFIX):])
+            return json.loads(line[len(RESULT_PREFIX) :])
     output = proc.stdout[-3000:] + "\n" + (proc.stderr or "")[-3000:]
     raise RuntimeError(f"child {kind} exited with {proc.returncode}:\n{output}")
 
@@ -270,7 +320,10 @@ def child_app_load(runs_dir: str, path: str, points: str, timeout: str = "600") 
                 "read": _since(t0, Marks.first(marks.reads, points_wanted)),
                 "plotted": _since(t0, Marks.first(marks.plotted, points_wanted)),
                 "painted": _since(t0, Marks.first(marks.painted, points_wanted)),
-                "rss_mb": rss, "peak_rss_mb": peak_rss_mb(), "cpu": time.process_time(), **children_usage(),
+                "rss_mb": rss,
+                "peak_rss_mb": peak_rss_mb(),
+                "cpu": time.process_time(),
+                **children_usage(),
             }
 
     report(asyncio.run(main()))
@@ -288,8 +341,17 @@ def child_writer(path: str, steps: str, rate: str) -> None:
     folder.write_state(status=Status.RUNNING, max_steps=steps_n)
     rand = random.Random(1).random
     with EventWriter(folder.events_file) as events:
-        events.emit(RunStarted(run_id=folder.run_id, pid=os.getpid(), host="bench", world_size=1,
-                               project_name="bench", model="m", max_steps=steps_n))
+        events.emit(
+            RunStarted(
+                run_id=folder.run_id,
+                pid=os.getpid(),
+                host="bench",
+                world_size=1,
+                project_name="bench",
+                model="m",
+                max_steps=steps_n,
+            )
+        )
         print("ready", flush=True)
         sys.stdin.readline()
         t0 = time.time()
@@ -301,8 +363,14 @@ def child_writer(path: str, steps: str, rate: str) -> None:
 
 
 def start_writer(folder: RunFolder, steps: int) -> subprocess.Popen:
-    writer = subprocess.Popen(child_cmd("writer", folder.path, steps, RATE), stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=child_env(), cwd=ROOT)
+    writer = subprocess.Popen(
+        child_cmd("writer", folder.path, steps, RATE),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+        cwd=ROOT,
+    )
     if writer.stdout.readline().strip() != "ready":
         writer.kill()
         raise RuntimeError("the writer did not start")
@@ -343,8 +411,11 @@ def child_app_latency(path: str, steps: str) -> None:
         written = {e.step: e.time for e in read_events(folder.events_file) if isinstance(e, Metrics)}
         out = {"steps": steps_n}
         for name, entries in (("read", marks.reads), ("plotted", marks.plotted), ("painted", marks.painted)):
-            delays = [t - written[s] for s in range(1, steps_n + 1)
-                      if s in written and (t := Marks.first(entries, step=s)) is not None]
+            delays = [
+                t - written[s]
+                for s in range(1, steps_n + 1)
+                if s in written and (t := Marks.first(entries, step=s)) is not None
+            ]
             out[name] = delays
         return out
 
@@ -390,8 +461,13 @@ def child_import(*modules: str) -> None:
 
 
 CHILDREN = {
-    "stream": child_stream, "app-load": child_app_load, "writer": child_writer, "app-latency": child_app_latency,
-    "tb-write": child_tb_write, "tb-load": child_tb_load, "import": child_import,
+    "stream": child_stream,
+    "app-load": child_app_load,
+    "writer": child_writer,
+    "app-latency": child_app_latency,
+    "tb-write": child_tb_write,
+    "tb-load": child_tb_load,
+    "import": child_import,
 }
 
 
@@ -407,8 +483,13 @@ class Tmux:
         self.conf.write_text("set -g status off\nset -g default-terminal tmux-256color\n")
 
     def tmux(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["tmux", "-S", str(self.socket), "-f", str(self.conf), *args], capture_output=True,
-                              text=True, env=child_env(), cwd=ROOT)
+        return subprocess.run(
+            ["tmux", "-S", str(self.socket), "-f", str(self.conf), *args],
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            cwd=ROOT,
+        )
 
     def start(self, argv: list[str]) -> int:
         """Starts ``argv`` as the pane's process; returns its pid."""
@@ -457,8 +538,15 @@ class Table:
     def __init__(self):
         self.rows: list[tuple[str, str, str, str]] = []
 
-    def add(self, name: str, value: float | None, unit: str = "s", target: float | None = None, fmt: str = "{:.3f}",
-            note: str = "") -> None:
+    def add(
+        self,
+        name: str,
+        value: float | None,
+        unit: str = "s",
+        target: float | None = None,
+        fmt: str = "{:.3f}",
+        note: str = "",
+    ) -> None:
         shown = "-" if value is None else fmt.format(value) + (f" {unit}" if unit else "")
         if note:
             shown += f"  ({note})"
@@ -506,9 +594,13 @@ def bench_load(work: Path, table: Table, args) -> None:
     app = run_child("app-load", folder.path.parent, folder.path, LOAD_STEPS)
     table.add("app: run_test started (pilot ready)", app["app_ready"])
     table.add("app: worker has every point", app["read"])
-    table.add("app: reward chart painted all points", app["painted"], target=TARGETS["load"],
-              note=f"{app['points']:,} points; process CPU {app['cpu']:.2f} s incl. start, "
-                   f"backlog child {app['children_cpu']:.2f} s")
+    table.add(
+        "app: reward chart painted all points",
+        app["painted"],
+        target=TARGETS["load"],
+        note=f"{app['points']:,} points; process CPU {app['cpu']:.2f} s incl. start, "
+        f"backlog child {app['children_cpu']:.2f} s",
+    )
     if args.skip_tensorboard:
         return
     try:
@@ -529,12 +621,18 @@ def bench_load(work: Path, table: Table, args) -> None:
     tb = run_child("tb-load", logdir)
     scale = LOAD_STEPS / tb_steps
     note = f"{tb['points']:,} points; CPU {tb['cpu'] * scale:.1f} s" + (
-        f"; measured on {tb_steps:,} steps, x{scale:g}" if scale != 1 else "")
+        f"; measured on {tb_steps:,} steps, x{scale:g}" if scale != 1 else ""
+    )
     tb_seconds = tb["seconds"] * scale
     tb_mb = json.loads(done.read_text())["bytes"] * scale / 1e6
     table.add(f"TensorBoard EventAccumulator.Reload() ({tb_mb:.0f} MB)", tb_seconds, note=note)
-    table.add("ratio TensorBoard / RunStream.poll", tb_seconds / stream["seconds"], unit="", fmt="{:.1f}x",
-              note=f"CPU time ratio {tb['cpu'] * scale / stream['cpu']:.1f}x")
+    table.add(
+        "ratio TensorBoard / RunStream.poll",
+        tb_seconds / stream["seconds"],
+        unit="",
+        fmt="{:.1f}x",
+        note=f"CPU time ratio {tb['cpu'] * scale / stream['cpu']:.1f}x",
+    )
     if app["painted"]:
         table.add("ratio TensorBoard / app painted", tb_seconds / app["painted"], unit="", fmt="{:.1f}x")
 
@@ -543,23 +641,37 @@ def bench_latency(work: Path, table: Table, args) -> None:
     table.section(f"latency: writer at {RATE:g} steps/s, {LATENCY_STEPS} steps, app under run_test {SIZE[0]}x{SIZE[1]}")
     folder = fresh_live_run(work, "latency")
     result = run_child("app-latency", folder.path, LATENCY_STEPS, timeout=LATENCY_STEPS / RATE + 120)
-    labels = {"read": "monitor worker read it", "plotted": "charts given it (UI thread)",
-              "painted": "reward chart painted it"}
+    labels = {
+        "read": "monitor worker read it",
+        "plotted": "charts given it (UI thread)",
+        "painted": "reward chart painted it",
+    }
     for name, label in labels.items():
         delays = [d * 1000 for d in result[name]]
-        table.add(f"write -> {label}: p50", percentile(delays, 0.5), unit="ms", fmt="{:.0f}",
-                  note=f"{len(delays)}/{result['steps']} steps")
+        table.add(
+            f"write -> {label}: p50",
+            percentile(delays, 0.5),
+            unit="ms",
+            fmt="{:.0f}",
+            note=f"{len(delays)}/{result['steps']} steps",
+        )
         # the target is the reward chart painting the step
-        table.add(f"write -> {label}: p95", percentile(delays, 0.95), unit="ms", fmt="{:.0f}",
-                  target=TARGETS["latency_p95"] * 1000 if name == "painted" else None)
+        table.add(
+            f"write -> {label}: p95",
+            percentile(delays, 0.95),
+            unit="ms",
+            fmt="{:.0f}",
+            target=TARGETS["latency_p95"] * 1000 if name == "painted" else None,
+        )
         table.add(f"write -> {label}: max", max(delays) if delays else None, unit="ms", fmt="{:.0f}")
 
 
 def bench_cpu(work: Path, table: Table, args) -> None:
     import psutil
 
-    table.section(f"cpu: `grpo-tui watch RUN` in tmux {SIZE[0]}x{SIZE[1]}, run logging {RATE:g} steps/s, "
-                  f"{CPU_SECONDS:g} s window")
+    table.section(
+        f"cpu: `grpo-tui watch RUN` in tmux {SIZE[0]}x{SIZE[1]}, run logging {RATE:g} steps/s, {CPU_SECONDS:g} s window"
+    )
     folder = fresh_live_run(work, "cpu")
     warmup = 3.0
     writer = start_writer(folder, int(RATE * (warmup + CPU_SECONDS + 30)))
@@ -581,11 +693,13 @@ def bench_cpu(work: Path, table: Table, args) -> None:
         tmux.close(pane)
         stop_process(writer)
     step_line = next((line.strip() for line in screen.splitlines() if "step " in line), "?")
-    table.add("app process CPU (share of one core)", app_share * 100, unit="%", fmt="{:.1f}",
-              target=TARGETS["cpu"] * 100)
+    table.add(
+        "app process CPU (share of one core)", app_share * 100, unit="%", fmt="{:.1f}", target=TARGETS["cpu"] * 100
+    )
     table.add("tmux server CPU (drawing the pane)", server_share * 100, unit="%", fmt="{:.1f}")
-    table.add(f"app CPU, same live run before it logs a step ({IDLE_SECONDS:g} s)", idle_app * 100, unit="%",
-              fmt="{:.1f}")
+    table.add(
+        f"app CPU, same live run before it logs a step ({IDLE_SECONDS:g} s)", idle_app * 100, unit="%", fmt="{:.1f}"
+    )
     table.text("pane header at the end", step_line[:70])
 
 
@@ -603,11 +717,17 @@ def bench_rss(work: Path, table: Table, args) -> None:
     size = folder.events_file.stat().st_size
     table.section(f"rss: {RSS_STEPS:,} steps x {keys} keys, events.jsonl {size / 1e6:.0f} MB, app under run_test")
     app = run_child("app-load", folder.path.parent, folder.path, RSS_STEPS, 1200, timeout=1500)
-    table.add("peak RSS while loading (ru_maxrss)", app["peak_rss_mb"], unit="MB", fmt="{:.0f}",
-              target=TARGETS["rss_mb"])
+    table.add(
+        "peak RSS while loading (ru_maxrss)", app["peak_rss_mb"], unit="MB", fmt="{:.0f}", target=TARGETS["rss_mb"]
+    )
     table.add("peak RSS of the backlog child reading it", app["children_peak_rss_mb"], unit="MB", fmt="{:.0f}")
     table.add("RSS once painted", app["rss_mb"], unit="MB", fmt="{:.0f}")
-    table.add("every key at 16 B/point (what a naive store would hold)", (keys + 1) * 16 * RSS_STEPS / 2**20, unit="MB", fmt="{:.0f}")
+    table.add(
+        "every key at 16 B/point (what a naive store would hold)",
+        (keys + 1) * 16 * RSS_STEPS / 2**20,
+        unit="MB",
+        fmt="{:.0f}",
+    )
     table.add("time until the reward chart painted all points", app["painted"], note=f"{app['points']:,} points")
 
 
@@ -615,8 +735,12 @@ def bench_coldstart(work: Path, table: Table, args) -> None:
     small = cached_run(work, "small", SMALL_STEPS)
     table.section(f"coldstart: `python -m grpo_tui watch RUN` in tmux {SIZE[0]}x{SIZE[1]} until the run id shows")
     times = [cold_start(work, small) for _ in range(args.repeat)]
-    table.add(f"{SMALL_STEPS}-step run: median of {len(times)}", _median(times), target=TARGETS["coldstart"],
-              note="runs: " + ", ".join("-" if t is None else f"{t:.2f}" for t in times))
+    table.add(
+        f"{SMALL_STEPS}-step run: median of {len(times)}",
+        _median(times),
+        target=TARGETS["coldstart"],
+        note="runs: " + ", ".join("-" if t is None else f"{t:.2f}" for t in times),
+    )
     big = cached_run(work, "load100k", LOAD_STEPS)
     table.add(f"{LOAD_STEPS:,}-step run (the header shows before the charts)", cold_start(work, big))
     for modules in (["grpo_tui.app"], WATCH_MODULES):
@@ -653,10 +777,20 @@ def main() -> int:
     parser.add_argument("--work-dir", type=Path, default=None, help="cache generated runs here (default: a temp dir)")
     parser.add_argument("--only", choices=BENCHES, action="append", help="run only this benchmark (repeatable)")
     parser.add_argument("--skip-tensorboard", action="store_true", help="skip the TensorBoard side of 'load'")
-    parser.add_argument("--tb-steps", type=int, default=LOAD_STEPS,
-                        help="steps of the TensorBoard file; fewer are measured and scaled to 100k")
-    parser.add_argument("--rss-keys", type=int, default=len(METRICS), choices=range(1, len(METRICS) + 1),
-                        metavar=f"1..{len(METRICS)}", help="metric keys per step of the 1M-step run")
+    parser.add_argument(
+        "--tb-steps",
+        type=int,
+        default=LOAD_STEPS,
+        help="steps of the TensorBoard file; fewer are measured and scaled to 100k",
+    )
+    parser.add_argument(
+        "--rss-keys",
+        type=int,
+        default=len(METRICS),
+        choices=range(1, len(METRICS) + 1),
+        metavar=f"1..{len(METRICS)}",
+        help="metric keys per step of the 1M-step run",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="cold starts (and import timings) to take the median of")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of RunStream.poll on the 100k run")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)

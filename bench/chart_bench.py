@@ -158,8 +158,10 @@ def main() -> int:
     parser.add_argument("--redraws", type=int, default=40)
     args = parser.parse_args()
     values = array("f", series_values(args.steps))
-    print(f"one chart {SIZE[0]}x{SIZE[1]}, {args.steps:,} steps, {args.redraws} redraws each (one step appended "
-          "before each)\n")
+    print(
+        f"one chart {SIZE[0]}x{SIZE[1]}, {args.steps:,} steps, {args.redraws} redraws each (one step appended "
+        "before each)\n"
+    )
     rows, base = [], None
     for candidate in candidates():
         result = measure(candidate, list(values), args.redraws)

@@ -44,7 +44,9 @@ def main() -> None:
     parser.add_argument("model_dir")
     parser.add_argument("steps", type=int)
     parser.add_argument("times_file", type=Path)
-    parser.add_argument("--output-dir", type=Path, default=None, help="trainer output_dir (default: next to TIMES_FILE)")
+    parser.add_argument(
+        "--output-dir", type=Path, default=None, help="trainer output_dir (default: next to TIMES_FILE)"
+    )
     args = parser.parse_args()
 
     env = load_pattern_env()
@@ -85,8 +87,12 @@ def main() -> None:
         settings.pop("activation_checkpointing")  # transformers before the rename
     config = GRPOConfig(**settings)
     trainer = GRPOTrainer(
-        model=args.model_dir, reward_funcs=[reward], args=config, train_dataset=env.build_dataset(tokenizer),
-        processing_class=tokenizer, callbacks=[StepTimes(args.times_file)],
+        model=args.model_dir,
+        reward_funcs=[reward],
+        args=config,
+        train_dataset=env.build_dataset(tokenizer),
+        processing_class=tokenizer,
+        callbacks=[StepTimes(args.times_file)],
     )
     trainer.train()
 

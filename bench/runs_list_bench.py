@@ -63,12 +63,18 @@ MODELS = ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-1.5B-Instruct", "meta-llam
 IDLE_SECONDS = 20.0
 WARMUP = 5.0  # after the title counts every run, the table still adds rows in batches for a few seconds
 FAILURES = (  # (error kind, message, what trainer.log ends with)
-    ("exception", "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
-     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"),
+    (
+        "exception",
+        "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    ),
     ("environment", "score_episode raised KeyError: 'answer'", "KeyError: 'answer'"),
     ("trainer_exit", "the trainer was killed by SIGKILL before it could record its end", ""),
-    ("exception", "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
-     "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0"),
+    (
+        "exception",
+        "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+        "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+    ),
 )
 
 
@@ -86,14 +92,27 @@ def run_plan(i: int) -> tuple[Status, int, int]:
 
 def metrics_at(step: int, t: float, seed: int) -> Metrics:
     x = (step * 7919 + seed * 104729) % 1000 / 1000
-    return Metrics(time=t, step=step, values={
-        "loss": round(0.05 * x, 6), "grad_norm": round(0.8 + 0.3 * x, 6), "learning_rate": 1e-5,
-        "num_tokens": float(step * 2048), "completions/mean_length": round(40 + 20 * x, 3),
-        "completions/clipped_ratio": round(0.1 * x, 4), "rewards/score_episode/mean": round(x, 6),
-        "rewards/score_episode/std": round(0.3 * x, 6), "reward": round(x, 6), "reward_std": round(0.3 * x, 6),
-        "frac_reward_zero_std": round(x / 2, 4), "kl": round(0.01 * step, 6), "entropy": round(2 - x, 6),
-        "step_time": 10.0, "epoch": round(step / 60, 4),
-    })
+    return Metrics(
+        time=t,
+        step=step,
+        values={
+            "loss": round(0.05 * x, 6),
+            "grad_norm": round(0.8 + 0.3 * x, 6),
+            "learning_rate": 1e-5,
+            "num_tokens": float(step * 2048),
+            "completions/mean_length": round(40 + 20 * x, 3),
+            "completions/clipped_ratio": round(0.1 * x, 4),
+            "rewards/score_episode/mean": round(x, 6),
+            "rewards/score_episode/std": round(0.3 * x, 6),
+            "reward": round(x, 6),
+            "reward_std": round(0.3 * x, 6),
+            "frac_reward_zero_std": round(x / 2, 4),
+            "kl": round(0.01 * step, 6),
+            "entropy": round(2 - x, 6),
+            "step_time": 10.0,
+            "epoch": round(step / 60, 4),
+        },
+    )
 
 
 def config_texts(work: Path) -> dict[tuple[str, str, int], str]:
@@ -103,8 +122,9 @@ def config_texts(work: Path) -> dict[tuple[str, str, int], str]:
     for project in PROJECTS:
         for model in MODELS:
             for max_steps in range(30, 61):
-                RunConfig(model=model, project_name=project, rl_env_module="env.py", rl_env_class="Env",
-                          max_steps=max_steps).save(tmp)
+                RunConfig(
+                    model=model, project_name=project, rl_env_module="env.py", rl_env_class="Env", max_steps=max_steps
+                ).save(tmp)
                 texts[(project, model, max_steps)] = tmp.read_text()
     tmp.unlink()
     return texts
@@ -119,15 +139,34 @@ def write_run(runs: Path, legacy: Path, i: int, configs: dict) -> None:
     folder = RunFolder.create(runs, run_id)
     config = configs[(project, model, max_steps)]
     folder.config_file.write_text(config)
-    events = [RunStarted(time=started, run_id=run_id, pid=4_000_000 + i, host="bench", world_size=1,
-                         project_name=project, model=model, max_steps=max_steps)]
+    events = [
+        RunStarted(
+            time=started,
+            run_id=run_id,
+            pid=4_000_000 + i,
+            host="bench",
+            world_size=1,
+            project_name=project,
+            model=model,
+            max_steps=max_steps,
+        )
+    ]
     warn_at = steps - 2 if i % 4 == 0 else None
     for step in range(1, steps + 1):
         t = started + 10.0 * step
         events.append(metrics_at(step, t, i))
         if step == warn_at:
-            events.append(HealthWarning("reward_flat", Severity.WARN, step, "Reward has not moved for 20 steps.",
-                                        "Raise --lr.", {"window": 20}, time=t + 0.1))
+            events.append(
+                HealthWarning(
+                    "reward_flat",
+                    Severity.WARN,
+                    step,
+                    "Reward has not moved for 20 steps.",
+                    "Raise --lr.",
+                    {"window": 20},
+                    time=t + 0.1,
+                )
+            )
         if step % 20 == 0:
             events.append(Checkpoint(time=t + 0.2, step=step, path=f"checkpoints/checkpoint-{step}"))
     ended = started + 10.0 * steps + 2.0
@@ -141,18 +180,35 @@ def write_run(runs: Path, legacy: Path, i: int, configs: dict) -> None:
         events.append(Checkpoint(time=ended - 1, step=steps, path=f"checkpoints/checkpoint-{steps}"))
     else:
         kind, reason, last_line = FAILURES[(i // 10) % len(FAILURES)]
-        events.append(Error(time=ended - 1, kind=kind, message=reason, step=steps,
-                            traceback=f"Traceback (most recent call last):\n{last_line}\n" if last_line else None))
+        events.append(
+            Error(
+                time=ended - 1,
+                kind=kind,
+                message=reason,
+                step=steps,
+                traceback=f"Traceback (most recent call last):\n{last_line}\n" if last_line else None,
+            )
+        )
         log += ["Traceback (most recent call last):", '  File "trainer_core/runner.py", line 183', last_line]
     events.append(RunFinished(time=ended, status=status, reason=reason, step=steps))
     folder.events_file.write_text("".join(dumps(e.to_record()) + "\n" for e in events))
     folder.log_file.write_text("\n".join(log) + "\n")
     state = {
-        "format_version": FORMAT_VERSION, "run_id": run_id, "status": status.value, "pid": 4_000_000 + i,
-        "pid_start_time": started - 1.0, "root_pid": 4_100_000 + i, "root_start_time": started - 2.0,
+        "format_version": FORMAT_VERSION,
+        "run_id": run_id,
+        "status": status.value,
+        "pid": 4_000_000 + i,
+        "pid_start_time": started - 1.0,
+        "root_pid": 4_100_000 + i,
+        "root_start_time": started - 2.0,
         "command": ["python", "-m", "trainer_core", "worker", str(folder.path)],
-        "placement": {"train_gpus": [0], "server_gpus": [], "num_processes": 1}, "host": "bench",
-        "started": started, "ended": ended, "updated": ended, "max_steps": max_steps, "last_step": steps,
+        "placement": {"train_gpus": [0], "server_gpus": [], "num_processes": 1},
+        "host": "bench",
+        "started": started,
+        "ended": ended,
+        "updated": ended,
+        "max_steps": max_steps,
+        "last_step": steps,
         "exit_reason": reason,
     }
     # the same run as it was before summaries existed: the same files, and a state without one
@@ -200,8 +256,14 @@ def newest_id(runs: Path) -> str:
 def runs_json(runs: Path) -> tuple[float, int]:
     """Wall seconds of one `grpo-tui runs --json`, and how many rows it printed."""
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "grpo_tui", "runs", "--json", "--runs-dir", str(runs)],
-                          capture_output=True, text=True, env=child_env(), cwd=ROOT, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "grpo_tui", "runs", "--json", "--runs-dir", str(runs)],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        cwd=ROOT,
+        timeout=600,
+    )
     seconds = time.perf_counter() - t
     if proc.returncode != 0:
         raise RuntimeError(f"grpo-tui runs --json failed:\n{proc.stderr[-3000:]}")
@@ -213,15 +275,22 @@ def bench_cli(work: Path, runs: Path, legacy: Path, table: Table, args) -> None:
     runs_json(runs)  # warms the page cache
     results = [runs_json(runs) for _ in range(args.repeat)]
     times = [t for t, _ in results]
-    table.add(f"with summaries: median of {len(times)}", statistics.median(times), target=TARGETS["cli"],
-              note=f"{results[0][1]:,} rows; runs: " + ", ".join(f"{t:.2f}" for t in times))
+    table.add(
+        f"with summaries: median of {len(times)}",
+        statistics.median(times),
+        target=TARGETS["cli"],
+        note=f"{results[0][1]:,} rows; runs: " + ", ".join(f"{t:.2f}" for t in times),
+    )
     if args.skip_legacy:
         return
     runs_json(legacy)
     old = [runs_json(legacy) for _ in range(args.legacy_repeat)]
     old_times = [t for t, _ in old]
-    table.add(f"without summaries (runs that ended before them): median of {len(old)}", statistics.median(old_times),
-              note=f"{old[0][1]:,} rows")
+    table.add(
+        f"without summaries (runs that ended before them): median of {len(old)}",
+        statistics.median(old_times),
+        note=f"{old[0][1]:,} rows",
+    )
     table.add("ratio without / with", statistics.median(old_times) / statistics.median(times), unit="", fmt="{:.1f}x")
     base = Path(tempfile.mkdtemp(prefix="empty-runs-", dir=work))
     empty = [runs_json(base)[0] for _ in range(args.repeat)]
@@ -254,8 +323,12 @@ def bench_paint(work: Path, runs: Path, legacy: Path, table: Table, args) -> Non
     wanted = newest_id(runs)
     times = [first_paint(work, runs, wanted) for _ in range(args.repeat)]
     known = [t for t in times if t is not None]
-    table.add(f"first paint: median of {len(times)}", statistics.median(known) if len(known) == len(times) else None,
-              target=TARGETS["paint"], note="runs: " + ", ".join("-" if t is None else f"{t:.2f}" for t in times))
+    table.add(
+        f"first paint: median of {len(times)}",
+        statistics.median(known) if len(known) == len(times) else None,
+        target=TARGETS["paint"],
+        note="runs: " + ", ".join("-" if t is None else f"{t:.2f}" for t in times),
+    )
 
 
 def idle_cpu(work: Path, runs: Path, count: int) -> tuple[float | None, float, float, str]:
@@ -304,19 +377,27 @@ def bench_idle(work: Path, runs: Path, legacy: Path, table: Table, args) -> None
     table.text("title at the end", title[:70])
     with live_run(runs):
         _, live_share, _, _ = idle_cpu(work, runs, args.runs + 1)
-    table.add("the same with one live run among them (its row ticks every refresh)", live_share * 100, unit="%",
-              fmt="{:.1f}")
+    table.add(
+        "the same with one live run among them (its row ticks every refresh)", live_share * 100, unit="%", fmt="{:.1f}"
+    )
     if args.skip_legacy:
         return
     painted, old_share, _, _ = idle_cpu(work, legacy, args.runs)
     table.add("without summaries: first paint", painted)
-    table.add("without summaries: app CPU while idle", old_share * 100, unit="%", fmt="{:.1f}",
-              note="only the first load reads the files; later refreshes stat them")
+    table.add(
+        "without summaries: app CPU while idle",
+        old_share * 100,
+        unit="%",
+        fmt="{:.1f}",
+        note="only the first load reads the files; later refreshes stat them",
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--work-dir", type=Path, default=None, help="cache the generated runs here (default: a temp dir)")
+    parser.add_argument(
+        "--work-dir", type=Path, default=None, help="cache the generated runs here (default: a temp dir)"
+    )
     parser.add_argument("--runs", type=int, default=10_000, help="finished runs to generate")
     parser.add_argument("--only", choices=BENCHES, action="append", help="run only this benchmark (repeatable)")
     parser.add_argument("--repeat", type=int, default=3, help="measurements to take the median of")

@@ -69,12 +69,16 @@ def run_child(cmd: list[str], log: Path) -> tuple[float, float | None]:
     """
     start, busy, own = time.perf_counter(), machine_busy_seconds(), children_cpu_seconds()
     with open(log, "w", encoding="utf-8") as out:
-        code = subprocess.call(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=child_env(), cwd=ROOT)
+        code = subprocess.call(
+            cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=child_env(), cwd=ROOT
+        )
     if code != 0:
         tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
         sys.exit(f"{cmd[1:4]} exited with {code}; last lines of {log}:\n" + "\n".join(tail))
     wall, busy_after = time.perf_counter() - start, machine_busy_seconds()
-    others = None if busy is None or busy_after is None else max(0.0, busy_after - busy - (children_cpu_seconds() - own))
+    others = (
+        None if busy is None or busy_after is None else max(0.0, busy_after - busy - (children_cpu_seconds() - own))
+    )
     return wall, others
 
 
@@ -90,10 +94,32 @@ def run_grpo_tui(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[flo
     runs = work / f"{tag}-runs"
     wall, others = run_child(
         [
-            sys.executable, "-m", "grpo_tui", "train", "--model", str(model_dir),
-            "--rl-env-module", str(ROOT / "examples" / "pattern_env.py"), "--rl-env-class", "PatternEnv",
-            "--rl-num-generations", "4", "--batch-size", "8", "--rl-max-new-tokens", "16", "--lr", "0.002",
-            "--max-steps", str(steps), "--save-steps", "1000000", "--mixed-precision", "no", "--runs-dir", str(runs),
+            sys.executable,
+            "-m",
+            "grpo_tui",
+            "train",
+            "--model",
+            str(model_dir),
+            "--rl-env-module",
+            str(ROOT / "examples" / "pattern_env.py"),
+            "--rl-env-class",
+            "PatternEnv",
+            "--rl-num-generations",
+            "4",
+            "--batch-size",
+            "8",
+            "--rl-max-new-tokens",
+            "16",
+            "--lr",
+            "0.002",
+            "--max-steps",
+            str(steps),
+            "--save-steps",
+            "1000000",
+            "--mixed-precision",
+            "no",
+            "--runs-dir",
+            str(runs),
         ],
         work / f"{tag}.log",
     )
@@ -107,8 +133,15 @@ def run_grpo_tui(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[flo
 def run_plain(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[float, float, float | None]:
     times = work / f"{tag}-times.jsonl"
     wall, others = run_child(
-        [sys.executable, str(ROOT / "bench" / "plain_trl_grpo.py"), str(model_dir), str(steps), str(times),
-         "--output-dir", str(work / f"{tag}-output")],
+        [
+            sys.executable,
+            str(ROOT / "bench" / "plain_trl_grpo.py"),
+            str(model_dir),
+            str(steps),
+            str(times),
+            "--output-dir",
+            str(work / f"{tag}-output"),
+        ],
         work / f"{tag}.log",
     )
     return steps_per_second([(p["step"], p["time"]) for p in read_records(times)]), wall, others
@@ -117,7 +150,10 @@ def run_plain(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[float,
 def bench(model_dir: Path, steps: int, rounds: int, work: Path) -> None:
     build_tiny_model(model_dir)
     threads = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ}
-    print(f"{rounds} rounds x {steps} steps, {os.cpu_count()} CPUs, threads env {threads or 'unset'}; logs in {work}", flush=True)
+    print(
+        f"{rounds} rounds x {steps} steps, {os.cpu_count()} CPUs, threads env {threads or 'unset'}; logs in {work}",
+        flush=True,
+    )
     print(f"{'round':>5}  {'side':<8}  {'steps/s':>8}  {'wall s':>7}  {'other CPU s':>13}", flush=True)
     results: dict[str, list[float]] = {"grpo-tui": [], "plain": []}
     disturbed = 0
@@ -136,8 +172,10 @@ def bench(model_dir: Path, steps: int, rounds: int, work: Path) -> None:
     for side, rates in results.items():
         print(f"{side:<8}  {medians[side]:>8.3f}  " + "  ".join(f"{v:.3f}" for v in rates))
     if disturbed:
-        print(f"note: {disturbed} run(s) marked ! shared the CPUs with other work; their rates say little. "
-              "Rerun on a quiet machine.")
+        print(
+            f"note: {disturbed} run(s) marked ! shared the CPUs with other work; their rates say little. "
+            "Rerun on a quiet machine."
+        )
     print(f"ratio grpo-tui/plain: {medians['grpo-tui'] / medians['plain']:.3f} (target >= {TARGET})")
 
 
@@ -145,8 +183,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200, help="optimizer steps per training run (default: 200)")
     parser.add_argument("--rounds", type=int, default=3, help="grpo-tui/plain pairs to run (default: 3)")
-    parser.add_argument("--model-dir", type=Path, default=None, help="tiny model folder, built if missing (default: in the work dir)")
-    parser.add_argument("--work-dir", type=Path, default=None, help="keep run folders and logs in a new folder under DIR (default: a temporary folder)")
+    parser.add_argument(
+        "--model-dir", type=Path, default=None, help="tiny model folder, built if missing (default: in the work dir)"
+    )
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="keep run folders and logs in a new folder under DIR (default: a temporary folder)",
+    )
     args = parser.parse_args()
     if args.steps < 2 or args.rounds < 1:
         parser.error("--steps must be >= 2 and --rounds >= 1")

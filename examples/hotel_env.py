@@ -161,11 +161,7 @@ class HotelEnv:
             if self.difficulty == "hard":
                 roomy = [h for h in CATALOG if h["city"] == city and h["max_guests"] >= guests]
                 max_price = rng.choice(roomy)["price"] + rng.choice((0, 5, 20))
-            valid = [
-                h["hotel_id"]
-                for h in self.search_hotels(city, max_price)
-                if h["max_guests"] >= guests
-            ]
+            valid = [h["hotel_id"] for h in self.search_hotels(city, max_price) if h["max_guests"] >= guests]
             extra = ""
             if self.difficulty != "easy":
                 extra += f" for {guests} guests"
@@ -224,7 +220,7 @@ class HotelEnv:
                 max_new_tokens=self.max_new_tokens,
                 pad_token_id=pad_id,
             )
-        return tokenizer.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+        return tokenizer.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
 
     def _score(self, calls: list[dict], row: dict) -> float:
         known = [c for c in calls if c["name"] in ("search_hotels", "book_hotel")]
@@ -233,8 +229,7 @@ class HotelEnv:
         score = CREDIT_FORMAT
         city = str(row["city"]).lower()
         if any(
-            c["name"] == "search_hotels" and str(c["arguments"].get("city", "")).strip().lower() == city
-            for c in known
+            c["name"] == "search_hotels" and str(c["arguments"].get("city", "")).strip().lower() == city for c in known
         ):
             score += CREDIT_SEARCH
         booking = next((c["arguments"] for c in known if c["name"] == "book_hotel"), None)

@@ -60,10 +60,18 @@ class RunHandle:
             time.sleep(poll)
 
 
-def launch(config: RunConfig, runs_dir=None, *, gpus: list[int] | None = None, num_processes: int | None = None,
-           options: LaunchOptions | None = None) -> RunHandle:
+def launch(
+    config: RunConfig,
+    runs_dir=None,
+    *,
+    gpus: list[int] | None = None,
+    num_processes: int | None = None,
+    options: LaunchOptions | None = None,
+) -> RunHandle:
     """Validate, create the run folder and start the run detached; return at once."""
     options = options or LaunchOptions()
-    folder, placement = create_run(config, runs_dir, gpus=gpus, num_processes=num_processes, vllm_port=options.vllm_port)
+    folder, placement = create_run(
+        config, runs_dir, gpus=gpus, num_processes=num_processes, vllm_port=options.vllm_port
+    )
     start_root(folder, placement, options)
     return RunHandle(folder)

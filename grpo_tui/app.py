@@ -35,9 +35,17 @@ class GrpoApp(App):
         Binding("N", "new_run", "New run"),
     ]
 
-    def __init__(self, runs_dir: Path, *, theme: str | None = None, watch: Path | None = None,
-                 launch_config: RunConfig | None = None, start: str = "runs",
-                 watch_run: tuple[Executor, RunRef] | None = None, hosts: dict[str, Host] | None = None):
+    def __init__(
+        self,
+        runs_dir: Path,
+        *,
+        theme: str | None = None,
+        watch: Path | None = None,
+        launch_config: RunConfig | None = None,
+        start: str = "runs",
+        watch_run: tuple[Executor, RunRef] | None = None,
+        hosts: dict[str, Host] | None = None,
+    ):
         super().__init__()
         self.runs_dir = runs_dir
         self.watch_run = watch_run  # (executor, run) of `watch RUN`: the run the app opens on
@@ -62,8 +70,15 @@ class GrpoApp(App):
         elif self.start == "launch":
             self.open_launch(self.launch_config)
 
-    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
-               markup: bool = True) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity="information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
         """Every notification is literal text: what it says may come from a run, a dataset or a host."""
         super().notify(clean(message), title=clean_line(title), severity=severity, timeout=timeout, markup=False)
 
@@ -77,8 +92,11 @@ class GrpoApp(App):
             seen.add(binding.action)
             target = self if binding.action.startswith("app.") or binding in self.BINDINGS else screen
             action = binding.action.removeprefix("app.")
-            yield SystemCommand(binding.description, f"{binding.description} (key: {binding.key})",
-                                partial(self._run_palette_action, target, action))
+            yield SystemCommand(
+                binding.description,
+                f"{binding.description} (key: {binding.key})",
+                partial(self._run_palette_action, target, action),
+            )
 
     def _run_palette_action(self, target, action: str) -> None:
         self.call_later(target.run_action, action)
@@ -130,13 +148,26 @@ class GrpoApp(App):
         self.open_launch()
 
 
-def make_app(runs_dir=None, *, theme: str | None = None, watch: Path | None = None,
-             launch_config: RunConfig | None = None, start: str = "runs",
-             watch_run: tuple[Executor, RunRef] | None = None, hosts: dict[str, Host] | None = None) -> GrpoApp:
+def make_app(
+    runs_dir=None,
+    *,
+    theme: str | None = None,
+    watch: Path | None = None,
+    launch_config: RunConfig | None = None,
+    start: str = "runs",
+    watch_run: tuple[Executor, RunRef] | None = None,
+    hosts: dict[str, Host] | None = None,
+) -> GrpoApp:
     """The app as the CLI starts it; ``runs_dir`` follows --runs-dir, $GRPO_TUI_RUNS_DIR, ./runs. ``hosts``:
     the hosts whose runs it lists too (default: the hosts file's; a bad hosts file raises HostError).
     ``watch_run``: (executor, run) to open the monitor of, with ``start="watch"``."""
 
-    return GrpoApp(resolve_runs_dir(runs_dir).resolve(), theme=theme or os.environ.get("GRPO_TUI_THEME"), watch=watch,
-                   launch_config=launch_config, start=start, watch_run=watch_run,
-                   hosts=load_hosts() if hosts is None else hosts)
+    return GrpoApp(
+        resolve_runs_dir(runs_dir).resolve(),
+        theme=theme or os.environ.get("GRPO_TUI_THEME"),
+        watch=watch,
+        launch_config=launch_config,
+        start=start,
+        watch_run=watch_run,
+        hosts=load_hosts() if hosts is None else hosts,
+    )

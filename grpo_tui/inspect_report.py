@@ -21,7 +21,10 @@ def flags_text(summary: dict, palette: Palette) -> Text:
         return text
     flags = summary.get("flags", [])
     if not flags:
-        text.append("No problems found: scores vary within groups and the model sometimes succeeds.\n", style=palette.role("success"))
+        text.append(
+            "No problems found: scores vary within groups and the model sometimes succeeds.\n",
+            style=palette.role("success"),
+        )
     for f in flags:
         text.append(clean(f"{f['severity'].upper():8} {f['flag']}: "), style=palette.severity(f["severity"]))
         text.append(clean(f["message"]) + "\n")
@@ -38,7 +41,10 @@ def numbers_table(summary: dict) -> Table:
 
     zero, groups = summary.get("zero_spread_groups", 0), summary.get("groups", 0)
     rows = [
-        ("completions", f"{summary.get('scored', 0)} scored of {summary.get('samples', 0)} ({summary.get('errors', 0)} errors)"),
+        (
+            "completions",
+            f"{summary.get('scored', 0)} scored of {summary.get('samples', 0)} ({summary.get('errors', 0)} errors)",
+        ),
         ("mean ± std", f"{fmt(summary.get('mean'))} ± {fmt(summary.get('std'))}"),
         ("min / max", f"{fmt(summary.get('min'))} / {fmt(summary.get('max'))}"),
         ("success rate (score > 0)", fmt(summary.get("success_rate"), "{:.0%}")),
@@ -64,15 +70,22 @@ def histogram(summary: dict, width: int = 30) -> Table:
 def samples_table(records: list[dict], palette: Palette, limit: int = 20, width: int = 50) -> Table:
     table = Table(title=f"samples (first {min(limit, len(records))} of {len(records)})", title_justify="left")
     for name in ("#", "score", "prompt", "completion", "columns"):
-        table.add_column(name, overflow="ellipsis", no_wrap=name != "completion", min_width=24 if name == "completion" else None,
-                         max_width=30 if name in ("prompt", "columns") else None)
+        table.add_column(
+            name,
+            overflow="ellipsis",
+            no_wrap=name != "completion",
+            min_width=24 if name == "completion" else None,
+            max_width=30 if name in ("prompt", "columns") else None,
+        )
     for r in records[:limit]:
         score = r.get("score")
         shown = literal(str(r.get("error", "?"))[:60], style=palette.role("error")) if score is None else f"{score:.3f}"
         prompt = " ".join(str(r.get("prompt", "")).split())[-width:]
         columns = ", ".join(f"{k}={v}" for k, v in (r.get("columns") or {}).items())
-        completion = " ".join(str(r.get("completion", "")).split())[:width * 2]
-        table.add_row(literal(r.get("prompt_index")), shown, literal(prompt), literal(completion), literal(columns[:60]))
+        completion = " ".join(str(r.get("completion", "")).split())[: width * 2]
+        table.add_row(
+            literal(r.get("prompt_index")), shown, literal(prompt), literal(completion), literal(columns[:60])
+        )
     return table
 
 

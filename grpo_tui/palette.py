@@ -15,8 +15,14 @@ from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 
 STATUS_ROLES = {
-    Status.QUEUED: "secondary", Status.STARTING: "success", Status.RUNNING: "success", Status.STOPPING: "warning", Status.COMPLETED: "primary",
-    Status.STOPPED: "warning", Status.FAILED: "error", Status.LOST: "accent",
+    Status.QUEUED: "secondary",
+    Status.STARTING: "success",
+    Status.RUNNING: "success",
+    Status.STOPPING: "warning",
+    Status.COMPLETED: "primary",
+    Status.STOPPED: "warning",
+    Status.FAILED: "error",
+    Status.LOST: "accent",
 }
 SEVERITY_ROLES = {Severity.INFO: "primary", Severity.WARN: "warning", Severity.CRITICAL: "error"}
 BOLD_STATUSES = (Status.RUNNING, Status.FAILED)
@@ -54,5 +60,9 @@ def plain_palette(theme: str | None = None) -> Palette:
 def app_palette(app) -> Palette:
     """The palette of a running app's current theme."""
     theme = app.current_theme
-    return Palette({role: getattr(theme, role, None) or "" for role in ("primary", "secondary", "accent", "warning",
-                                                                         "error", "success", "foreground")})
+    return Palette(
+        {
+            role: getattr(theme, role, None) or ""
+            for role in ("primary", "secondary", "accent", "warning", "error", "success", "foreground")
+        }
+    )

@@ -46,14 +46,26 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "small GPU (memory saving)",
             "LoRA r=16, gradient checkpointing, small batches and short completions, vLLM capped at 20% memory.",
-            {"peft": True, "lora_r": 16, "gradient_checkpointing": True, "batch_size": 4, "rl_num_generations": 4,
-             "vllm_gpu_memory_utilization": 0.2, "rl_max_new_tokens": 256},
+            {
+                "peft": True,
+                "lora_r": 16,
+                "gradient_checkpointing": True,
+                "batch_size": 4,
+                "rl_num_generations": 4,
+                "vllm_gpu_memory_utilization": 0.2,
+                "rl_max_new_tokens": 256,
+            },
         ),
         Preset(
             "large GPU",
             "Groups of 16, batch 16 with 2 accumulation steps, 1024-token completions through vLLM.",
-            {"rl_num_generations": 16, "batch_size": 16, "use_vllm": True, "rl_max_new_tokens": 1024,
-             "gradient_accumulation": 2},
+            {
+                "rl_num_generations": 16,
+                "batch_size": 16,
+                "use_vllm": True,
+                "rl_max_new_tokens": 1024,
+                "gradient_accumulation": 2,
+            },
         ),
         Preset(
             "CPU demo",

@@ -98,6 +98,10 @@ def from_ansi(text: str) -> Text:
     starts = sorted({0, len(plain), *(s.start for s in spans), *(s.end for s in spans)})
     for a, b in pairwise(starts):
         styles = [s.style for s in spans if s.start <= a and b <= s.end]
-        out.append(clean(plain[a:b]), style=Style.combine(
-            [st if isinstance(st, Style) else Style.parse(st) for st in styles]) if styles else None)
+        out.append(
+            clean(plain[a:b]),
+            style=Style.combine([st if isinstance(st, Style) else Style.parse(st) for st in styles])
+            if styles
+            else None,
+        )
     return out

@@ -26,15 +26,39 @@ __all__ = ["ENVS", "EXAMPLES", "ROOT", "cli", "events_of", "free_port", "only_ru
 def cli(*args: str, **kwargs) -> subprocess.CompletedProcess:
     """Run ``grpo-tui ARGS`` in a child process and capture its output."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **kwargs.pop("env", {})}
-    return subprocess.run([sys.executable, "-m", "grpo_tui", *args], capture_output=True, text=True, env=env,
-                          cwd=kwargs.pop("cwd", ROOT), timeout=kwargs.pop("timeout", 300), **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "grpo_tui", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=kwargs.pop("cwd", ROOT),
+        timeout=kwargs.pop("timeout", 300),
+        **kwargs,
+    )
 
 
 def pattern_args(model: str, runs_dir: Path, *extra: str) -> list[str]:
     """Flags for a quick, learnable run of the pattern environment."""
-    return ["train", "--model", model, "--rl-env-module", str(EXAMPLES / "pattern_env.py"), "--rl-env-class",
-            "PatternEnv", "--rl-num-generations", "4", "--batch-size", "8", "--rl-max-new-tokens", "12",
-            "--lr", "0.002", "--runs-dir", str(runs_dir), *extra]
+    return [
+        "train",
+        "--model",
+        model,
+        "--rl-env-module",
+        str(EXAMPLES / "pattern_env.py"),
+        "--rl-env-class",
+        "PatternEnv",
+        "--rl-num-generations",
+        "4",
+        "--batch-size",
+        "8",
+        "--rl-max-new-tokens",
+        "12",
+        "--lr",
+        "0.002",
+        "--runs-dir",
+        str(runs_dir),
+        *extra,
+    ]
 
 
 def only_run(runs_dir: Path) -> Path:

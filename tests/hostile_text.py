@@ -12,17 +12,49 @@ from hypothesis import strategies as st
 from grpo_tui.safe_text import has_control
 
 FRAGMENTS = (
-    "[", "]", "[/]", "[/INST]", "[INST] hi [/INST]", "<s>[INST]", "[link=https://evil.example]x[/link]",
-    "[bold red]loud", "[@click=app.quit]q[/]", "[red", "\\[", "]]", "[[x]]", "\\",
-    "\x1b[31mred\x1b[0m", "\x1b]52;c;aGVsbG8=\x07", "\x1b]52;c;aGVsbG8=\x1b\\", "\x1b]8;;https://evil\x1b\\link\x1b]8;;\x1b\\",
-    "\x1b[2J\x1b[H", "\x1b[?1049h", "\x1bP+q\x1b\\", "\x9b31m", "\x9d52;c;eA==\x9c", "\x00", "\x07", "\x08", "\r",
-    "\x7f", "\x1b", "\t", "\n", "\u202e", "é", "😀", "ｗｉｄｅ",
+    "[",
+    "]",
+    "[/]",
+    "[/INST]",
+    "[INST] hi [/INST]",
+    "<s>[INST]",
+    "[link=https://evil.example]x[/link]",
+    "[bold red]loud",
+    "[@click=app.quit]q[/]",
+    "[red",
+    "\\[",
+    "]]",
+    "[[x]]",
+    "\\",
+    "\x1b[31mred\x1b[0m",
+    "\x1b]52;c;aGVsbG8=\x07",
+    "\x1b]52;c;aGVsbG8=\x1b\\",
+    "\x1b]8;;https://evil\x1b\\link\x1b]8;;\x1b\\",
+    "\x1b[2J\x1b[H",
+    "\x1b[?1049h",
+    "\x1bP+q\x1b\\",
+    "\x9b31m",
+    "\x9d52;c;eA==\x9c",
+    "\x00",
+    "\x07",
+    "\x08",
+    "\r",
+    "\x7f",
+    "\x1b",
+    "\t",
+    "\n",
+    "\u202e",
+    "é",
+    "😀",
+    "ｗｉｄｅ",
 )
 
 hostile = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=8)), max_size=8).map("".join)
 # a name that can be a file or folder name too (run ids, project names)
 hostile_name = hostile.map(lambda s: s.replace("/", "[").replace("\x00", "␀").strip() or "x").filter(
-    lambda s: s not in (".", "..") and len(s.encode()) < 200)
+    lambda s: s not in (".", "..") and len(s.encode()) < 200
+)
+
 
 # a control character the terminal would act on, as one placeholder-free test: ESC, C1, and C0 but \t \n
 def assert_no_control(shown: str, where: str) -> None:

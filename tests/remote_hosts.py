@@ -21,8 +21,20 @@ import pytest
 from tests.helpers import EXAMPLES, cli
 from tests.sshd import SshServer, sshd  # noqa: F401  (the fixture, re-exported for test modules)
 
-TRAIN_FLAGS = ("--rl-env-module", str(EXAMPLES / "pattern_env.py"), "--rl-env-class", "PatternEnv",
-               "--rl-num-generations", "4", "--batch-size", "8", "--rl-max-new-tokens", "12", "--lr", "0.002")
+TRAIN_FLAGS = (
+    "--rl-env-module",
+    str(EXAMPLES / "pattern_env.py"),
+    "--rl-env-class",
+    "PatternEnv",
+    "--rl-num-generations",
+    "4",
+    "--batch-size",
+    "8",
+    "--rl-max-new-tokens",
+    "12",
+    "--lr",
+    "0.002",
+)
 
 
 class RemoteHosts:
@@ -33,11 +45,18 @@ class RemoteHosts:
         self.runs = self.dir / "remote"
         self.local_runs = self.dir / "local"
         command = str(Path(sys.executable).with_name("grpo-tui"))
-        self.hosts_file = server.write_hosts_file(self.dir / "hosts.yaml", command, str(self.runs),
-                                                  env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                                                       **(remote_env or {})})
-        self.env = {"GRPO_TUI_HOSTS": str(self.hosts_file), "GRPO_TUI_SSH_DIR": str(self.dir / "ssh"),
-                    "XDG_CACHE_HOME": str(self.dir / "cache"), "GRPO_TUI_RUNS_DIR": str(self.local_runs)}
+        self.hosts_file = server.write_hosts_file(
+            self.dir / "hosts.yaml",
+            command,
+            str(self.runs),
+            env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **(remote_env or {})},
+        )
+        self.env = {
+            "GRPO_TUI_HOSTS": str(self.hosts_file),
+            "GRPO_TUI_SSH_DIR": str(self.dir / "ssh"),
+            "XDG_CACHE_HOME": str(self.dir / "cache"),
+            "GRPO_TUI_RUNS_DIR": str(self.local_runs),
+        }
 
     def cli(self, *args: str, **kwargs):
         return cli(*args, env={**self.env, **kwargs.pop("env", {})}, **kwargs)
@@ -59,8 +78,11 @@ class RemoteHosts:
         return found
 
     def close(self) -> None:
-        leftovers = [p for p in psutil.process_iter(["cmdline"])
-                     if any(str(self.dir) in part for part in (p.info["cmdline"] or []))]
+        leftovers = [
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if any(str(self.dir) in part for part in (p.info["cmdline"] or []))
+        ]
         for proc in leftovers:  # runs still going, SSH masters
             with contextlib.suppress(psutil.Error):
                 proc.kill()

@@ -91,21 +91,32 @@ def _warnings(steps: int, kl_coef: float) -> list[HealthWarning]:
     if kl_coef:
         step = next((s for s in range(1, steps + 1) if kl_at(s, steps) > 0.5), steps)
         kls = [kl_at(s, steps) for s in range(max(1, step - 2), step + 1)]
-        out.append(HealthWarning(
-            "kl_explosion", Severity.WARN, step,
-            f"KL to the reference model is {kls[-1]:.3g} (above 0.5 in 1 of the last 3 steps): "
-            "the policy is drifting fast.",
-            ADVICE["kl_explosion"], {"kl_last_steps": kls, "threshold": 0.5}, time=step_time(step),
-        ))
+        out.append(
+            HealthWarning(
+                "kl_explosion",
+                Severity.WARN,
+                step,
+                f"KL to the reference model is {kls[-1]:.3g} (above 0.5 in 1 of the last 3 steps): "
+                "the policy is drifting fast.",
+                ADVICE["kl_explosion"],
+                {"kl_last_steps": kls, "threshold": 0.5},
+                time=step_time(step),
+            )
+        )
     step = max(1, steps - 2)
     m = metrics_at(step, steps, steps, kl_coef)
-    out.append(HealthWarning(
-        "mode_collapse", Severity.CRITICAL, step,
-        f"Completions have become alike: reward_std {m.get('reward_std'):.3g} and entropy {m.get('entropy'):.3g} "
-        f"(from 2.8) over the last 5 steps. GRPO gets no signal from groups whose completions score the same.",
-        ADVICE["mode_collapse"], {"reward_std": [m.get("reward_std")], "entropy": [m.get("entropy")]},
-        time=step_time(step),
-    ))
+    out.append(
+        HealthWarning(
+            "mode_collapse",
+            Severity.CRITICAL,
+            step,
+            f"Completions have become alike: reward_std {m.get('reward_std'):.3g} and entropy {m.get('entropy'):.3g} "
+            f"(from 2.8) over the last 5 steps. GRPO gets no signal from groups whose completions score the same.",
+            ADVICE["mode_collapse"],
+            {"reward_std": [m.get("reward_std")], "entropy": [m.get("entropy")]},
+            time=step_time(step),
+        )
+    )
     return out
 
 
@@ -120,10 +131,19 @@ def _write_events(path: Path, events: list[Event]) -> None:
     _write_lines(path, [e.to_record() for e in events])
 
 
-def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: int = 40, kl_coef: float = 0.1,
-                      with_warnings: bool = True, status: Status | str = Status.COMPLETED, *,
-                      max_steps: int | None = None, project: str = "grpo-run", model: str = MODEL,
-                      reward_spikes: dict[int, float] | None = None) -> Path:
+def make_finished_run(
+    runs_dir,
+    run_id: str = "20260101-000000-abcdef",
+    steps: int = 40,
+    kl_coef: float = 0.1,
+    with_warnings: bool = True,
+    status: Status | str = Status.COMPLETED,
+    *,
+    max_steps: int | None = None,
+    project: str = "grpo-run",
+    model: str = MODEL,
+    reward_spikes: dict[int, float] | None = None,
+) -> Path:
     """Write a finished run (``completed``, ``stopped`` or ``failed``) that logged ``steps`` steps; return its path.
 
     ``max_steps`` (default ``steps``) is the configured length: a stopped or failed run usually ended before it.
@@ -138,17 +158,35 @@ def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: i
     folder = RunFolder.create(Path(runs_dir), run_id)
     path = folder.path
 
-    RunConfig(model=model, project_name=project, rl_env_module="examples/pattern_env.py", rl_env_class="PatternEnv",
-              rl_kl_coef=kl_coef, rl_num_generations=4, batch_size=8, rl_max_new_tokens=12, lr=2e-3,
-              max_steps=max_steps, save_steps=SAVE_STEPS).save(folder.config_file)
+    RunConfig(
+        model=model,
+        project_name=project,
+        rl_env_module="examples/pattern_env.py",
+        rl_env_class="PatternEnv",
+        rl_kl_coef=kl_coef,
+        rl_num_generations=4,
+        batch_size=8,
+        rl_max_new_tokens=12,
+        lr=2e-3,
+        max_steps=max_steps,
+        save_steps=SAVE_STEPS,
+    ).save(folder.config_file)
     folder.config_file.chmod(0o600)
 
     end_step = steps
     ended = step_time(end_step) + 2.0
-    events: list[Event] = [RunStarted(
-        time=BASE_TIME, run_id=run_id, pid=999001, host="fixture-host", world_size=1, project_name=project,
-        model=model, max_steps=max_steps,
-    )]
+    events: list[Event] = [
+        RunStarted(
+            time=BASE_TIME,
+            run_id=run_id,
+            pid=999001,
+            host="fixture-host",
+            world_size=1,
+            project_name=project,
+            model=model,
+            max_steps=max_steps,
+        )
+    ]
     warnings = _warnings(steps, kl_coef) if with_warnings else []
     for step in range(1, steps + 1):
         metrics = metrics_at(step, steps, max_steps, kl_coef)
@@ -160,8 +198,9 @@ def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: i
             events.append(Checkpoint(time=step_time(step) + 0.1, step=step, path=f"checkpoints/checkpoint-{step}"))
     checkpoints = [s for s in range(SAVE_STEPS, steps + 1, SAVE_STEPS)]
     if status is Status.COMPLETED:
-        events.append(Summary(time=ended - 1.5, step=end_step,
-                              values={"train_runtime": ended - BASE_TIME, "train_loss": 0.0123}))
+        events.append(
+            Summary(time=ended - 1.5, step=end_step, values={"train_runtime": ended - BASE_TIME, "train_loss": 0.0123})
+        )
         events.append(Checkpoint(time=ended - 1.0, step=end_step, path="final", final=True))
     elif status is Status.STOPPED:
         events.append(StopRequested(time=ended - 1.8, reason=EXIT_REASONS[status], step=end_step))
@@ -169,19 +208,31 @@ def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: i
             checkpoints.append(end_step)
             events.append(Checkpoint(time=ended - 1.0, step=end_step, path=f"checkpoints/checkpoint-{end_step}"))
     else:
-        events.append(Error(time=ended - 1.0, kind="exception", message=EXIT_REASONS[status],
-                            traceback="Traceback (most recent call last):\n  File \"trainer_core/runner.py\", line 183, "
-                                      f"in _train\n    trainer.train()\ntorch.{EXIT_REASONS[status]}\n",
-                            step=end_step))
+        events.append(
+            Error(
+                time=ended - 1.0,
+                kind="exception",
+                message=EXIT_REASONS[status],
+                traceback='Traceback (most recent call last):\n  File "trainer_core/runner.py", line 183, '
+                f"in _train\n    trainer.train()\ntorch.{EXIT_REASONS[status]}\n",
+                step=end_step,
+            )
+        )
     events.append(RunFinished(time=ended, status=status, reason=EXIT_REASONS[status], step=end_step))
     _write_events(folder.events_file, events)
 
     samples = []
     for step in range(max(1, steps - 1), steps + 1):
         for i in range(2):
-            samples.append({"step": step, "prompt": f"Continue the pattern: {' '.join('ab' * (i + 2))}",
-                            "completion": "a b a b a b" if i == 0 else "b a b a", "reward": _r(0.9 - 0.4 * i),
-                            "columns": {"pattern": "ab", "length": i + 2}})
+            samples.append(
+                {
+                    "step": step,
+                    "prompt": f"Continue the pattern: {' '.join('ab' * (i + 2))}",
+                    "completion": "a b a b a b" if i == 0 else "b a b a",
+                    "reward": _r(0.9 - 0.4 * i),
+                    "columns": {"pattern": "ab", "length": i + 2},
+                }
+            )
     _write_lines(folder.samples_file, samples)
 
     log = [f"[grpo-tui] run {run_id}: loading {model}", "[grpo-tui] training: 1 process(es) on cpu"]
@@ -189,8 +240,12 @@ def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: i
         if step == 1 or step % 10 == 0 or step == steps:
             log.append(format_metrics_line(step, max_steps, metrics_at(step, steps, max_steps, kl_coef).values))
     if status is Status.FAILED:
-        log += ["Traceback (most recent call last):", '  File "trainer_core/runner.py", line 183, in _train',
-                "    trainer.train()", f"torch.{EXIT_REASONS['failed']}"]
+        log += [
+            "Traceback (most recent call last):",
+            '  File "trainer_core/runner.py", line 183, in _train',
+            "    trainer.train()",
+            f"torch.{EXIT_REASONS['failed']}",
+        ]
     log.append(f"[grpo-tui] run {status}" + (f": {EXIT_REASONS[status]}" if EXIT_REASONS[status] else ""))
     folder.log_file.write_text("\n".join(log) + "\n")
     folder.log_file.chmod(0o600)
@@ -201,13 +256,23 @@ def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: i
         (path / "final").mkdir(exist_ok=True)
 
     state = {
-        "format_version": FORMAT_VERSION, "run_id": run_id, "status": status.value,
+        "format_version": FORMAT_VERSION,
+        "run_id": run_id,
+        "status": status.value,
         # pids no live process can be: the recorded start times are fixed in the past
-        "pid": 999001, "pid_start_time": BASE_TIME - 1.0, "root_pid": 999000, "root_start_time": BASE_TIME - 2.0,
+        "pid": 999001,
+        "pid_start_time": BASE_TIME - 1.0,
+        "root_pid": 999000,
+        "root_start_time": BASE_TIME - 2.0,
         "command": ["python", "-m", "trainer_core", "worker", str(path)],
         "placement": {"train_gpus": [], "server_gpus": [], "num_processes": 1},
-        "host": "fixture-host", "started": BASE_TIME, "ended": ended, "updated": ended,
-        "max_steps": max_steps, "last_step": end_step, "exit_reason": EXIT_REASONS[status],
+        "host": "fixture-host",
+        "started": BASE_TIME,
+        "ended": ended,
+        "updated": ended,
+        "max_steps": max_steps,
+        "last_step": end_step,
+        "exit_reason": EXIT_REASONS[status],
     }
     folder.state_file.write_text(json.dumps(state, indent=2) + "\n")
     folder.state_file.chmod(0o600)
@@ -217,9 +282,23 @@ def make_finished_run(runs_dir, run_id: str = "20260101-000000-abcdef", steps: i
 def make_three_runs(runs_dir) -> list[Path]:
     """A completed, a stopped and a failed run, newest first as the runs list sorts them."""
     return [
-        make_finished_run(runs_dir, "20260103-000000-cdef01", steps=12, status=Status.FAILED, max_steps=40,
-                          with_warnings=False, project="oom-test"),
-        make_finished_run(runs_dir, "20260102-000000-bcdef0", steps=25, status=Status.STOPPED, max_steps=40,
-                          kl_coef=0.0, project="no-kl"),
+        make_finished_run(
+            runs_dir,
+            "20260103-000000-cdef01",
+            steps=12,
+            status=Status.FAILED,
+            max_steps=40,
+            with_warnings=False,
+            project="oom-test",
+        ),
+        make_finished_run(
+            runs_dir,
+            "20260102-000000-bcdef0",
+            steps=25,
+            status=Status.STOPPED,
+            max_steps=40,
+            kl_coef=0.0,
+            project="no-kl",
+        ),
         make_finished_run(runs_dir, "20260101-000000-abcdef", steps=40, status=Status.COMPLETED),
     ]

@@ -27,8 +27,17 @@ from trainer_core.contract.ports import free_port
 MUNGED = "/usr/sbin/munged"
 SLURMCTLD = "/usr/sbin/slurmctld"
 SLURMD = "/usr/sbin/slurmd"
-BINARIES = (MUNGED, SLURMCTLD, SLURMD, "/usr/sbin/slurmstepd", "/usr/bin/sbatch", "/usr/bin/squeue",
-            "/usr/bin/scancel", "/usr/bin/scontrol", "/usr/bin/sinfo")
+BINARIES = (
+    MUNGED,
+    SLURMCTLD,
+    SLURMD,
+    "/usr/sbin/slurmstepd",
+    "/usr/bin/sbatch",
+    "/usr/bin/squeue",
+    "/usr/bin/scancel",
+    "/usr/bin/scontrol",
+    "/usr/bin/sinfo",
+)
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -89,14 +98,27 @@ class SlurmCluster:
         self.conf.write_text(self._slurm_conf())
 
         munge_dir = self.dir / "munge"
-        self._spawn("munged", [MUNGED, "-F", "--force", f"--key-file={key}", f"--socket={self.munge_socket}",
-                               f"--pid-file={munge_dir / 'munged.pid'}", f"--log-file={munge_dir / 'munged.log'}",
-                               f"--seed-file={munge_dir / 'munged.seed'}"])
+        self._spawn(
+            "munged",
+            [
+                MUNGED,
+                "-F",
+                "--force",
+                f"--key-file={key}",
+                f"--socket={self.munge_socket}",
+                f"--pid-file={munge_dir / 'munged.pid'}",
+                f"--log-file={munge_dir / 'munged.log'}",
+                f"--seed-file={munge_dir / 'munged.seed'}",
+            ],
+        )
         self._wait(lambda: self.munge_socket.exists(), 10, "munged did not create its socket")
         self._spawn("slurmctld", [SLURMCTLD, "-D", "-c", "-f", str(self.conf)])
         self._spawn("slurmd", [SLURMD, "-D", "-f", str(self.conf), "-N", self.node])
-        self._wait(lambda: self.run("sinfo", "-h", "-n", self.node, "-o", "%T").stdout.strip() == "idle", 30,
-                   f"node {self.node} did not become idle")
+        self._wait(
+            lambda: self.run("sinfo", "-h", "-n", self.node, "-o", "%T").stdout.strip() == "idle",
+            30,
+            f"node {self.node} did not become idle",
+        )
 
     def _slurm_conf(self) -> str:
         log = self.dir / "log"
@@ -139,8 +161,14 @@ class SlurmCluster:
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         with open(self.dir / "log" / f"{name}.out", "wb") as out:
-            self._daemons[name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                                   env=self.env, start_new_session=True)
+            self._daemons[name] = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
+            )
 
     def _wait(self, predicate, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
@@ -157,8 +185,9 @@ class SlurmCluster:
 
     def run(self, *argv: str, timeout: float = 30) -> subprocess.CompletedProcess:
         """Run a Slurm command (``sbatch``, ``squeue`` ...) against this cluster and capture its output as text."""
-        return subprocess.run(list(argv), capture_output=True, text=True, env=self.env, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            list(argv), capture_output=True, text=True, env=self.env, timeout=timeout, stdin=subprocess.DEVNULL
+        )
 
     def squeue_state(self, job_id: str | int) -> str | None:
         """The job's state as squeue shows it (``PENDING``, ``RUNNING`` ...); None once it left the queue."""
@@ -195,8 +224,11 @@ class SlurmCluster:
 
     def _is_own(self, proc: psutil.Process) -> bool:
         try:
-            return (str(self.dir) in " ".join(proc.cmdline()) or proc.environ().get("SLURM_CONF") == str(self.conf)
-                    or any(file.path.startswith(f"{self.dir}/") for file in proc.open_files()))
+            return (
+                str(self.dir) in " ".join(proc.cmdline())
+                or proc.environ().get("SLURM_CONF") == str(self.conf)
+                or any(file.path.startswith(f"{self.dir}/") for file in proc.open_files())
+            )
         except psutil.Error:
             return False
 

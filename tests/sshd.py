@@ -35,8 +35,12 @@ HOSTS = ("gpubox", "otherbox", "strangerbox", "deadbox")
 
 
 def _keygen(path: Path) -> None:
-    subprocess.run(["ssh-keygen", "-q", "-N", "", "-t", "ed25519", "-f", str(path)], check=True,
-                   stdin=subprocess.DEVNULL, capture_output=True)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-N", "", "-t", "ed25519", "-f", str(path)],
+        check=True,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+    )
 
 
 def _is_sshd(proc: psutil.Process) -> bool:
@@ -101,8 +105,13 @@ class SshServer:
         if check.returncode:
             raise RuntimeError(f"sshd rejects its config:\n{check.stdout}{check.stderr}")
         with open(self.dir / "sshd.log", "wb") as log:
-            self._proc = subprocess.Popen([SSHD, "-D", "-e", "-f", sshd_config], stdin=subprocess.DEVNULL,
-                                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self._proc = subprocess.Popen(
+                [SSHD, "-D", "-e", "-f", sshd_config],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.pid = self._proc.pid
         self._wait_listening(timeout=10)
 
@@ -127,22 +136,30 @@ class SshServer:
 
     def _write_client_config(self, client_key: Path) -> None:
         known, empty = self.dir / "known_hosts", self.dir / "empty_known_hosts"
-        ports_and_known = {"gpubox": (self.port, known), "otherbox": (self.port, known),
-                           "strangerbox": (self.port, empty), "deadbox": (self.dead_port, known)}
+        ports_and_known = {
+            "gpubox": (self.port, known),
+            "otherbox": (self.port, known),
+            "strangerbox": (self.port, empty),
+            "deadbox": (self.dead_port, known),
+        }
         blocks = []
         for host, (port, known_hosts) in ports_and_known.items():
-            blocks.append("\n".join([
-                f"Host {host}",
-                "    HostName 127.0.0.1",
-                f"    Port {port}",
-                f"    User {self.user}",
-                f"    IdentityFile {client_key}",
-                "    IdentitiesOnly yes",
-                "    StrictHostKeyChecking yes",
-                f"    UserKnownHostsFile {known_hosts}",
-                "    GlobalKnownHostsFile /dev/null",
-                "    LogLevel ERROR",
-            ]))
+            blocks.append(
+                "\n".join(
+                    [
+                        f"Host {host}",
+                        "    HostName 127.0.0.1",
+                        f"    Port {port}",
+                        f"    User {self.user}",
+                        f"    IdentityFile {client_key}",
+                        "    IdentitiesOnly yes",
+                        "    StrictHostKeyChecking yes",
+                        f"    UserKnownHostsFile {known_hosts}",
+                        "    GlobalKnownHostsFile /dev/null",
+                        "    LogLevel ERROR",
+                    ]
+                )
+            )
         self.config.write_text("\n\n".join(blocks) + "\n")
 
     def _wait_listening(self, timeout: float) -> None:
@@ -196,17 +213,28 @@ class SshServer:
     def ssh(self, *remote_args: str, host: str = "gpubox", timeout: float = 30) -> subprocess.CompletedProcess:
         """Run ``REMOTE_ARGS`` on ``host``, each argument passed as data, and capture the output as text."""
         command = [shlex.join(remote_args)] if remote_args else []
-        return subprocess.run(["ssh", "-F", str(self.config), "-o", "BatchMode=yes", host, *command],
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            ["ssh", "-F", str(self.config), "-o", "BatchMode=yes", host, *command],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
-    def write_hosts_file(self, path: str | os.PathLike, command: str, runs_dir: str,
-                         env: dict[str, str] | None = None) -> Path:
+    def write_hosts_file(
+        self, path: str | os.PathLike, command: str, runs_dir: str, env: dict[str, str] | None = None
+    ) -> Path:
         """Write the app's hosts file with the four hosts; gpubox and otherbox get separate runs folders."""
         hosts = {}
         for host in HOSTS:
             folder = host if host in ("gpubox", "otherbox") else "gpubox"
-            hosts[host] = {"ssh": host, "ssh_config": str(self.config), "command": command,
-                           "runs_dir": f"{runs_dir}/{folder}", "env": dict(env or {})}
+            hosts[host] = {
+                "ssh": host,
+                "ssh_config": str(self.config),
+                "command": command,
+                "runs_dir": f"{runs_dir}/{folder}",
+                "env": dict(env or {}),
+            }
         path = Path(path)
         path.write_text(yaml.safe_dump(hosts, sort_keys=False))
         path.chmod(0o600)  # load_hosts refuses a hosts file others may write, whatever the umask made it

@@ -17,11 +17,17 @@ def main(argv: list[str] | None = None) -> int:
     worker = sub.add_parser("worker", help="run the training described by RUN_DIR/config.yaml")
     worker.add_argument("run_dir", type=Path)
     worker.add_argument("--echo", action="store_true", help="print a line per logged step")
-    run = sub.add_parser("run", help="the root process of a run (placement, vLLM server, trainer, final record); "
-                         "one per machine (--machine-rank N|slurm)", add_help=False)
+    run = sub.add_parser(
+        "run",
+        help="the root process of a run (placement, vLLM server, trainer, final record); "
+        "one per machine (--machine-rank N|slurm)",
+        add_help=False,
+    )
     run.add_argument("rest", nargs=argparse.REMAINDER)
-    for name, helptext in (("merge", "merge LoRA adapters into the base model / export a run's model"),
-                           ("inspect", "generate and score completions before training (the reward-inspection gate)")):
+    for name, helptext in (
+        ("merge", "merge LoRA adapters into the base model / export a run's model"),
+        ("inspect", "generate and score completions before training (the reward-inspection gate)"),
+    ):
         extra = sub.add_parser(name, help=helptext, add_help=False)
         extra.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)

@@ -20,8 +20,15 @@ from .stopping import StopController
 
 
 class EventStreamCallback(TrainerCallback):
-    def __init__(self, writer: EventWriter | None, stopper: StopController, echo: bool = False, on_step=None,
-                 monitor: HealthMonitor | None = None, stop_on: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        writer: EventWriter | None,
+        stopper: StopController,
+        echo: bool = False,
+        on_step=None,
+        monitor: HealthMonitor | None = None,
+        stop_on: tuple[str, ...] = (),
+    ):
         self.writer = writer
         self.stopper = stopper
         self.echo = echo

@@ -23,7 +23,8 @@ def _builder(path: Path) -> str | None:
 
 def _looks_local(spec: str) -> bool:
     return spec.startswith(("/", "./", "../", "~")) or Path(spec).suffix.lower() in {
-        s for suffixes in FILE_BUILDERS.values() for s in suffixes}
+        s for suffixes in FILE_BUILDERS.values() for s in suffixes
+    }
 
 
 def load_rows(config: RunConfig):
@@ -38,34 +39,48 @@ def load_rows(config: RunConfig):
         if path.is_file():
             builder = _builder(path)
             if builder is None:
-                raise EnvError(f"dataset file {spec} is not a .json/.jsonl, .csv or .parquet file; convert it, or give a "
-                               "folder or a Hub id.")
+                raise EnvError(
+                    f"dataset file {spec} is not a .json/.jsonl, .csv or .parquet file; convert it, or give a "
+                    "folder or a Hub id."
+                )
             return datasets.load_dataset(builder, data_files=str(path), split=split)
         if path.is_dir() and ((path / "state.json").exists() or (path / "dataset_dict.json").exists()):
             loaded = datasets.load_from_disk(str(path))
             if isinstance(loaded, datasets.DatasetDict):
                 if split not in loaded:
-                    raise EnvError(f"dataset {spec} has no split '{split}' (splits: {', '.join(map(str, loaded))}). Set dataset_split.")
+                    raise EnvError(
+                        f"dataset {spec} has no split '{split}' (splits: {', '.join(map(str, loaded))}). Set dataset_split."
+                    )
                 return loaded[split]
             return loaded
         if not path.exists() and _looks_local(spec):
-            raise EnvError(f"dataset {spec} not found (looked at {path.resolve()}). Give an existing file or folder, or a "
-                           "Hub dataset id.")
+            raise EnvError(
+                f"dataset {spec} not found (looked at {path.resolve()}). Give an existing file or folder, or a "
+                "Hub dataset id."
+            )
         return datasets.load_dataset(spec, name=config.dataset_config, split=split)
     except EnvError:
         raise
     except Exception as exc:
-        where = "" if path.exists() else " A Hub id needs the Hub to be reachable from this machine; elsewhere, save " \
+        where = (
+            ""
+            if path.exists()
+            else " A Hub id needs the Hub to be reachable from this machine; elsewhere, save "
             "the dataset (Dataset.save_to_disk or a .jsonl file) and name that."
-        raise EnvError(f"loading dataset {spec!r} (split {split!r}) failed: {type(exc).__name__}: {exc}.{where}") from exc
+        )
+        raise EnvError(
+            f"loading dataset {spec!r} (split {split!r}) failed: {type(exc).__name__}: {exc}.{where}"
+        ) from exc
 
 
 def shape_prompts(dataset, config: RunConfig):
     """``prompt_column`` renamed to ``prompt``, and the system prompt put in front of every prompt."""
     columns = dataset.column_names or []
     if config.prompt_column not in columns:
-        raise EnvError(f"dataset {config.dataset} has no column '{config.prompt_column}' (columns: "
-                       f"{', '.join(columns) or 'none'}). Set prompt_column to the column holding the prompts.")
+        raise EnvError(
+            f"dataset {config.dataset} has no column '{config.prompt_column}' (columns: "
+            f"{', '.join(columns) or 'none'}). Set prompt_column to the column holding the prompts."
+        )
     if config.prompt_column != "prompt":
         if "prompt" in columns:
             dataset = dataset.remove_columns("prompt")

@@ -33,7 +33,6 @@ class EnvError(RuntimeError):
         self.user_traceback = user_traceback
 
 
-
 def looks_like_file(spec: str) -> bool:
     """--rl-env-module names a file (a path or ``*.py``) rather than an importable module."""
     return spec.endswith(".py") or os.sep in spec or "/" in spec
@@ -63,8 +62,9 @@ def import_file(path_text: str, prefix: str, what: str, fix: str, *, reuse: bool
     try:
         module_spec.loader.exec_module(module)
     except Exception as exc:
-        raise EnvError(f"importing {what} {path_text} raised {type(exc).__name__}: {exc}",
-                       user_traceback=traceback.format_exc()) from exc
+        raise EnvError(
+            f"importing {what} {path_text} raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
+        ) from exc
     return module
 
 
@@ -83,11 +83,13 @@ def _import_module(spec: str):
                 f"directory {cwd} is searched). Pass a dotted module path or a .py file path to --rl-env-module."
             ) from None
         raise EnvError(
-            f"importing environment module '{spec}' raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
+            f"importing environment module '{spec}' raised {type(exc).__name__}: {exc}",
+            user_traceback=traceback.format_exc(),
         ) from exc
     except Exception as exc:
         raise EnvError(
-            f"importing environment module '{spec}' raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
+            f"importing environment module '{spec}' raised {type(exc).__name__}: {exc}",
+            user_traceback=traceback.format_exc(),
         ) from exc
 
 
@@ -98,7 +100,9 @@ def load_environment(module: str, class_name: str, kwargs: dict | None = None):
     if cls is None or not inspect.isclass(cls):
         classes = sorted(n for n, v in vars(mod).items() if inspect.isclass(v) and v.__module__ == mod.__name__)
         listing = ", ".join(classes) if classes else "none"
-        raise EnvError(f"class '{class_name}' not found in environment module '{module}'. Classes defined there: {listing}.")
+        raise EnvError(
+            f"class '{class_name}' not found in environment module '{module}'. Classes defined there: {listing}."
+        )
     missing = [m for m in REQUIRED_METHODS if not callable(getattr(cls, m, None))]
     if missing:
         raise EnvError(
@@ -194,7 +198,7 @@ def extra_reward_functions(env) -> tuple[list[Callable], list[float]]:
         return [], []
     funcs, weights = [], []
     for item in getter() or []:
-        func, weight = (item if isinstance(item, tuple) else (item, 1.0))
+        func, weight = item if isinstance(item, tuple) else (item, 1.0)
         if not callable(func):
             raise EnvError(f"get_reward_functions() returned {func!r}, which is not callable.")
         funcs.append(_guarded(func))

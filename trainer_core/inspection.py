@@ -50,11 +50,18 @@ def summarize(records: list[dict], num_generations: int) -> dict:
         if 0 <= s <= 1:
             histogram[min(int(s * 10), 9)] += 1
     summary = {
-        "samples": len(records), "scored": len(scores), "errors": len(errors), "num_generations": num_generations,
-        "mean": mean(scores) if scores else None, "std": pstdev(scores) if len(scores) > 1 else None,
-        "min": min(scores) if scores else None, "max": max(scores) if scores else None,
+        "samples": len(records),
+        "scored": len(scores),
+        "errors": len(errors),
+        "num_generations": num_generations,
+        "mean": mean(scores) if scores else None,
+        "std": pstdev(scores) if len(scores) > 1 else None,
+        "min": min(scores) if scores else None,
+        "max": max(scores) if scores else None,
         "success_rate": (sum(1 for s in scores if s > 0) / len(scores)) if scores else None,
-        "histogram": histogram, "groups": len(groups), "zero_spread_groups": zero_spread,
+        "histogram": histogram,
+        "groups": len(groups),
+        "zero_spread_groups": zero_spread,
         "group_spreads": [round(s, 4) for s in spreads],
     }
     summary["flags"] = flags(summary, errors)
@@ -71,24 +78,47 @@ def flags(summary: dict, errors: list[dict]) -> list[dict]:
     raised = [e for e in errors if e.get("kind") == "exception"]
     if raised:
         first = raised[0]
-        flag("exception", Severity.CRITICAL, f"scoring raised on {len(raised)} completion(s); first: {first['error']} "
-             f"(case: {json.dumps(first.get('columns'), default=str)[:200]}).")
+        flag(
+            "exception",
+            Severity.CRITICAL,
+            f"scoring raised on {len(raised)} completion(s); first: {first['error']} "
+            f"(case: {json.dumps(first.get('columns'), default=str)[:200]}).",
+        )
     if bad_range:
-        flag("out_of_range", Severity.CRITICAL, f"{len(bad_range)} score(s) outside [0, 1] or not finite, e.g. {bad_range[0].get('raw_score')}; "
-             "training would stop on the first one.")
+        flag(
+            "out_of_range",
+            Severity.CRITICAL,
+            f"{len(bad_range)} score(s) outside [0, 1] or not finite, e.g. {bad_range[0].get('raw_score')}; "
+            "training would stop on the first one.",
+        )
     scored = summary["scored"]
     if scored and summary["min"] == summary["max"]:
-        flag("all_identical", Severity.CRITICAL, f"every score is {summary['min']}: GRPO learns nothing when all completions score the same.")
+        flag(
+            "all_identical",
+            Severity.CRITICAL,
+            f"every score is {summary['min']}: GRPO learns nothing when all completions score the same.",
+        )
     if summary["groups"] and summary["zero_spread_groups"]:
         frac = summary["zero_spread_groups"] / summary["groups"]
-        flag("zero_spread_groups", Severity.WARN if frac < 0.5 else Severity.CRITICAL,
-             f"{summary['zero_spread_groups']} of {summary['groups']} groups ({frac:.0%}) have zero spread: GRPO gets no "
-             "signal from them (every advantage is zero).")
+        flag(
+            "zero_spread_groups",
+            Severity.WARN if frac < 0.5 else Severity.CRITICAL,
+            f"{summary['zero_spread_groups']} of {summary['groups']} groups ({frac:.0%}) have zero spread: GRPO gets no "
+            "signal from them (every advantage is zero).",
+        )
     if scored and summary["max"] == 0:
-        flag("never_succeeds", Severity.CRITICAL, "The model never succeeds (every score is 0): start with SFT, make the task easier, "
-             "or give partial credit.")
+        flag(
+            "never_succeeds",
+            Severity.CRITICAL,
+            "The model never succeeds (every score is 0): start with SFT, make the task easier, "
+            "or give partial credit.",
+        )
     if scored and summary["min"] >= 1.0:
-        flag("ceiling", Severity.WARN, "Everything already scores 1.0: there is nothing left to learn on these prompts; make them harder.")
+        flag(
+            "ceiling",
+            Severity.WARN,
+            "Everything already scores 1.0: there is nothing left to learn on these prompts; make them harder.",
+        )
     return out
 
 
@@ -105,8 +135,11 @@ def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print)
         dataset, score_group, weights = _dataset_run_scoring(config, tokenizer)
         model = _load_model(config)
     else:
-        env = load_environment(required(config.rl_env_module, "rl_env_module"),
-                               required(config.rl_env_class, "rl_env_class"), config.rl_env_config)
+        env = load_environment(
+            required(config.rl_env_module, "rl_env_module"),
+            required(config.rl_env_class, "rl_env_class"),
+            config.rl_env_config,
+        )
         dataset = prepare_dataset(env, tokenizer, config, None)
         extra_funcs, extra_weights = extra_reward_functions(env)
         model = _load_model(config)
@@ -142,8 +175,12 @@ def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print)
     finally:
         writer.close()
     summary = summarize(records, g)
-    summary.update(config_key=config_key(config), seconds=round(time.time() - started, 2), time=round(time.time(), 3),
-                   reward_weights=weights)
+    summary.update(
+        config_key=config_key(config),
+        seconds=round(time.time() - started, 2),
+        time=round(time.time(), 3),
+        reward_weights=weights,
+    )
     write_json_atomic(out_dir / "summary.json", clean(summary))
     return summary
 
@@ -177,17 +214,31 @@ def _dataset_run_scoring(config: RunConfig, tokenizer):
 
     def score_group(index, text, prompt, completions, columns):
         n = len(completions)
-        shaped = [[{"role": "assistant", "content": c}] for c in completions] if isinstance(prompt, list) else completions
+        shaped = (
+            [[{"role": "assistant", "content": c}] for c in completions] if isinstance(prompt, list) else completions
+        )
         ids = [tokenizer(c, add_special_tokens=False)["input_ids"] for c in completions]
         group = [{"prompt_index": index, "prompt": text, "completion": c, "columns": columns} for c in completions]
         try:
-            per_completion = rewards.score([prompt] * n, shaped, completion_ids=ids, trainer_state=state, log_extra=ignore,
-                                           log_metric=ignore, **{k: [v] * n for k, v in columns.items()})
+            per_completion = rewards.score(
+                [prompt] * n,
+                shaped,
+                completion_ids=ids,
+                trainer_state=state,
+                log_extra=ignore,
+                log_metric=ignore,
+                **{k: [v] * n for k, v in columns.items()},
+            )
         except EnvError as exc:
             raw = (exc.case or {}).get("score")
             for record in group:
-                record.update(score=None, error=str(exc).splitlines()[0], kind="out_of_range" if raw is not None else
-                              "exception", raw_score=raw, traceback=exc.user_traceback)
+                record.update(
+                    score=None,
+                    error=str(exc).splitlines()[0],
+                    kind="out_of_range" if raw is not None else "exception",
+                    raw_score=raw,
+                    traceback=exc.user_traceback,
+                )
             return group
         for record, values in zip(group, per_completion):
             record.update(score=rewards.total(values), rewards=values)
@@ -201,10 +252,16 @@ def _generate(model, tokenizer, text: str, n: int, config: RunConfig) -> list[st
 
     inputs = tokenizer([text] * n, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
     with torch.no_grad():
-        out = model.generate(**inputs, do_sample=True, temperature=config.rl_temperature, top_p=config.rl_top_p,
-                             top_k=config.rl_top_k or None, max_new_tokens=config.rl_max_new_tokens,
-                             pad_token_id=tokenizer.pad_token_id)
-    new = out[:, inputs["input_ids"].shape[1]:]
+        out = model.generate(
+            **inputs,
+            do_sample=True,
+            temperature=config.rl_temperature,
+            top_p=config.rl_top_p,
+            top_k=config.rl_top_k or None,
+            max_new_tokens=config.rl_max_new_tokens,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    new = out[:, inputs["input_ids"].shape[1] :]
     return tokenizer.batch_decode(new, skip_special_tokens=True)
 
 
@@ -214,15 +271,22 @@ def _score(scorer: ScoreEpisodeReward, index: int, prompt: str, completion: str,
         record["score"] = scorer._score_one(completion, columns)
     except EnvError as exc:
         raw = (exc.case or {}).get("score")
-        record.update(score=None, error=str(exc).splitlines()[0], kind="out_of_range" if raw is not None else "exception",
-                      raw_score=raw, traceback=exc.user_traceback)
+        record.update(
+            score=None,
+            error=str(exc).splitlines()[0],
+            kind="out_of_range" if raw is not None else "exception",
+            raw_score=raw,
+            traceback=exc.user_traceback,
+        )
     return record
 
 
 def _extra_rewards(group: list[dict], funcs, prompt, completions: list[str], columns: dict) -> None:
     for func in funcs:
         kwargs = {k: [v] * len(completions) for k, v in columns.items()}
-        shaped = [[{"role": "assistant", "content": c}] for c in completions] if isinstance(prompt, list) else completions
+        shaped = (
+            [[{"role": "assistant", "content": c}] for c in completions] if isinstance(prompt, list) else completions
+        )
         try:
             values = func(prompts=[prompt] * len(completions), completions=shaped, **kwargs)
         except Exception as exc:

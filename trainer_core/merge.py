@@ -35,8 +35,10 @@ def merge_source(folder: RunFolder, checkpoint: int | None = None, notes: list[s
         check = check_checkpoint(path)
         if not check.has_model:
             good = ", ".join(str(c.step) for c in checks if c.has_model) or "none"
-            raise MergeError(f"checkpoint-{checkpoint} of run {folder.run_id} is incomplete: {check.why()}. "
-                             f"Checkpoints that can be merged: {good}.")
+            raise MergeError(
+                f"checkpoint-{checkpoint} of run {folder.run_id} is incomplete: {check.why()}. "
+                f"Checkpoints that can be merged: {good}."
+            )
         return path
     final = folder.path / "final"
     has_final = (final / "config.json").exists() or (final / "adapter_config.json").exists()
@@ -66,7 +68,9 @@ def merge(run_dir: Path, output: Path, checkpoint: int | None = None) -> dict:
         from peft import PeftModel
 
         if config.model is None:
-            raise MergeError(f"run {folder.run_id}'s config names no model: the base model of its LoRA adapter is unknown.")
+            raise MergeError(
+                f"run {folder.run_id}'s config names no model: the base model of its LoRA adapter is unknown."
+            )
         base = AutoModelForCausalLM.from_pretrained(config.model)
         model = PeftModel.from_pretrained(base, str(source)).merge_and_unload()
     else:

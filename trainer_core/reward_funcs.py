@@ -45,23 +45,34 @@ def _from_dotted(spec: str) -> Callable:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
-            raise EnvError(f"reward function '{spec}': no module named '{exc.name}' (the current folder {os.getcwd()} "
-                           "is searched). Give a dotted import path or FILE.py:FUNCTION.") from None
-        raise EnvError(f"importing {module_name} for reward function '{spec}' raised {type(exc).__name__}: {exc}",
-                       user_traceback=traceback.format_exc()) from exc
+            raise EnvError(
+                f"reward function '{spec}': no module named '{exc.name}' (the current folder {os.getcwd()} "
+                "is searched). Give a dotted import path or FILE.py:FUNCTION."
+            ) from None
+        raise EnvError(
+            f"importing {module_name} for reward function '{spec}' raised {type(exc).__name__}: {exc}",
+            user_traceback=traceback.format_exc(),
+        ) from exc
     except Exception as exc:
-        raise EnvError(f"importing {module_name} for reward function '{spec}' raised {type(exc).__name__}: {exc}",
-                       user_traceback=traceback.format_exc()) from exc
+        raise EnvError(
+            f"importing {module_name} for reward function '{spec}' raised {type(exc).__name__}: {exc}",
+            user_traceback=traceback.format_exc(),
+        ) from exc
     return _attribute(module, name, spec)
 
 
 def _attribute(module, name: str, spec: str) -> Callable:
     func = getattr(module, name, None)
     if not callable(func):
-        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
-                       and getattr(v, "__module__", None) == module.__name__)
-        raise EnvError(f"reward function '{spec}': {module.__name__} has no function '{name}'. Functions defined there: "
-                       f"{', '.join(found) or 'none'}.")
+        found = sorted(
+            n
+            for n, v in vars(module).items()
+            if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == module.__name__
+        )
+        raise EnvError(
+            f"reward function '{spec}': {module.__name__} has no function '{name}'. Functions defined there: "
+            f"{', '.join(found) or 'none'}."
+        )
     return func
 
 
@@ -78,8 +89,10 @@ def load_reward_function(spec: str) -> Callable:
             from trl.import_utils import is_math_verify_available
 
             if not is_math_verify_available():
-                raise EnvError(f"reward function {spec} needs the math_verify package, which is not installed: "
-                               "pip install 'grpo-tui[math]' (or math-verify).")
+                raise EnvError(
+                    f"reward function {spec} needs the math_verify package, which is not installed: "
+                    "pip install 'grpo-tui[math]' (or math-verify)."
+                )
         return getattr(rewards, spec)
     if kind == "file":
         return _from_file(spec)
@@ -103,18 +116,26 @@ def _check_values(name: str, values, completions: list) -> list:
     try:
         values = list(values)
     except TypeError:
-        raise EnvError(f"reward function {name} returned {values!r}; it must return a list with one float (or None) per "
-                       "completion.") from None
+        raise EnvError(
+            f"reward function {name} returned {values!r}; it must return a list with one float (or None) per "
+            "completion."
+        ) from None
     if len(values) != len(completions):
-        raise EnvError(f"reward function {name} returned {len(values)} rewards for {len(completions)} completions; it must "
-                       "return one per completion.")
+        raise EnvError(
+            f"reward function {name} returned {len(values)} rewards for {len(completions)} completions; it must "
+            "return one per completion."
+        )
     for i, value in enumerate(values):
-        ok = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isinf(value))
+        ok = value is None or (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isinf(value)
+        )
         if not ok:
             text = completion_text(completions[i])[:_PREVIEW]
-            raise EnvError(f"reward function {name} returned {value!r} ({type(value).__name__}); each reward must be a "
-                           f"finite float, or None to skip the completion.\n  completion starts: {text!r}",
-                           case={"completion_start": text, "score": repr(value)})
+            raise EnvError(
+                f"reward function {name} returned {value!r} ({type(value).__name__}); each reward must be a "
+                f"finite float, or None to skip the completion.\n  completion starts: {text!r}",
+                case={"completion_start": text, "score": repr(value)},
+            )
     return [None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in values]
 
 
@@ -138,8 +159,11 @@ class RewardFunctions:
     def _wrap(self, index: int, name: str, func: Callable, wants_messages: bool) -> Callable:
         def failed(exc: Exception, completions) -> EnvError:
             first = completion_text(completions[0])[:_PREVIEW] if completions else ""
-            return EnvError(f"reward function {name} raised {type(exc).__name__}: {exc}\n  first completion starts: "
-                            f"{first!r}", case={"completion_start": first}, user_traceback=traceback.format_exc())
+            return EnvError(
+                f"reward function {name} raised {type(exc).__name__}: {exc}\n  first completion starts: {first!r}",
+                case={"completion_start": first},
+                user_traceback=traceback.format_exc(),
+            )
 
         def done(values, prompts, completions, kwargs):
             values = _check_values(name, values, completions)
@@ -148,22 +172,32 @@ class RewardFunctions:
 
         reward: Callable[..., Any]
         if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(type(func).__call__):
+
             async def async_reward(prompts, completions, **kwargs):  # TRL runs async reward functions concurrently
                 try:
-                    values = await func(prompts=prompts, completions=as_messages(completions) if wants_messages
-                                        else completions, **kwargs)
+                    values = await func(
+                        prompts=prompts,
+                        completions=as_messages(completions) if wants_messages else completions,
+                        **kwargs,
+                    )
                 except Exception as exc:
                     raise failed(exc, completions) from exc
                 return done(values, prompts, completions, kwargs)
+
             reward = async_reward
         else:
+
             def sync_reward(prompts, completions, **kwargs):
                 try:
-                    values = func(prompts=prompts, completions=as_messages(completions) if wants_messages
-                                  else completions, **kwargs)
+                    values = func(
+                        prompts=prompts,
+                        completions=as_messages(completions) if wants_messages else completions,
+                        **kwargs,
+                    )
                 except Exception as exc:
                     raise failed(exc, completions) from exc
                 return done(values, prompts, completions, kwargs)
+
             reward = sync_reward
 
         reward.__name__ = name
@@ -199,9 +233,15 @@ class RewardFunctions:
         samples = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
             rewards = {name: batch[j][i] for j, name in enumerate(self.names)}
-            samples.append({"prompt": _prompt_preview(prompt), "completion": completion_text(completion),
-                            "reward": self.total(rewards), "rewards": rewards,
-                            "columns": {k: v[i] for k, v in columns.items() if i < len(v)}})
+            samples.append(
+                {
+                    "prompt": _prompt_preview(prompt),
+                    "completion": completion_text(completion),
+                    "reward": self.total(rewards),
+                    "rewards": rewards,
+                    "columns": {k: v[i] for k, v in columns.items() if i < len(v)},
+                }
+            )
         state = kwargs.get("trainer_state")
         self.on_samples(samples, getattr(state, "global_step", None))
 

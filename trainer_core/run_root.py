@@ -46,9 +46,17 @@ LINGER_S = 60.0  # how long another machine's ranks may outlive the run's record
 POLL_S = 1.0
 
 
-def worker_command(run_dir: Path, num_processes: int = 1, accelerate_config: str | None = None,
-                   port: int | None = None, python: str | None = None, *, num_machines: int = 1,
-                   machine_rank: int = 0, main_process_ip: str | None = None) -> list[str]:
+def worker_command(
+    run_dir: Path,
+    num_processes: int = 1,
+    accelerate_config: str | None = None,
+    port: int | None = None,
+    python: str | None = None,
+    *,
+    num_machines: int = 1,
+    machine_rank: int = 0,
+    main_process_ip: str | None = None,
+) -> list[str]:
     """The trainer's command on this machine. ``num_processes`` is this machine's share; with several machines
     accelerate is given the total (its ``--num_processes``) and where machine 0 listens (``port`` is then
     required: every machine must name the same one)."""
@@ -65,8 +73,14 @@ def worker_command(run_dir: Path, num_processes: int = 1, accelerate_config: str
         cmd += ["--config_file", accelerate_config]
     cmd += ["--num_processes", str(total)]
     if num_machines > 1:
-        cmd += ["--num_machines", str(num_machines), "--machine_rank", str(machine_rank),
-                "--main_process_ip", main_process_ip]
+        cmd += [
+            "--num_machines",
+            str(num_machines),
+            "--machine_rank",
+            str(machine_rank),
+            "--main_process_ip",
+            main_process_ip,
+        ]
     cmd += ["--main_process_port", str(port or free_port())]
     if total > 1 and not accelerate_config:
         # accelerate's torchrun-based launcher; on a machine without GPUs the ranks join a gloo group
@@ -76,9 +90,15 @@ def worker_command(run_dir: Path, num_processes: int = 1, accelerate_config: str
 
 def placement_command(run_dir: Path, placement: Placement, accelerate_config: str | None = None) -> list[str]:
     """``worker_command`` for this machine's share of ``placement``."""
-    return worker_command(run_dir, placement.num_processes, accelerate_config, placement.main_process_port,
-                          num_machines=placement.num_machines, machine_rank=placement.machine_rank,
-                          main_process_ip=placement.main_process_ip)
+    return worker_command(
+        run_dir,
+        placement.num_processes,
+        accelerate_config,
+        placement.main_process_port,
+        num_machines=placement.num_machines,
+        machine_rank=placement.machine_rank,
+        main_process_ip=placement.main_process_ip,
+    )
 
 
 def machine_log(folder: RunFolder, machine_rank: int) -> Path:
@@ -87,8 +107,14 @@ def machine_log(folder: RunFolder, machine_rank: int) -> Path:
 
 
 class RunRoot:
-    def __init__(self, folder: RunFolder, placement: Placement, accelerate_config: str | None = None,
-                 server_port: int | None = None, server_timeout: float = DEFAULT_SERVER_TIMEOUT):
+    def __init__(
+        self,
+        folder: RunFolder,
+        placement: Placement,
+        accelerate_config: str | None = None,
+        server_port: int | None = None,
+        server_timeout: float = DEFAULT_SERVER_TIMEOUT,
+    ):
         self.folder = folder
         self.placement = placement
         self.accelerate_config = accelerate_config
@@ -117,7 +143,9 @@ class RunRoot:
         if not self.placement.records_run:
             return self.run_follower()
         pid = os.getpid()
-        self.folder.write_state(root_pid=pid, root_start_time=process_start_time(pid), placement=self.placement.to_dict())
+        self.folder.write_state(
+            root_pid=pid, root_start_time=process_start_time(pid), placement=self.placement.to_dict()
+        )
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self.on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -277,8 +305,11 @@ def machine_rank_of(text: str, env: Mapping[str, str] | None = None) -> int:
     if text == "slurm":
         text = env.get(SLURM_NODE_ENV, "")
         if not text.strip():
-            raise ConfigError("machine_rank", f"--machine-rank slurm needs ${SLURM_NODE_ENV}, which is not set: "
-                              "start the root with srun inside the job, or pass the rank as a number.")
+            raise ConfigError(
+                "machine_rank",
+                f"--machine-rank slurm needs ${SLURM_NODE_ENV}, which is not set: "
+                "start the root with srun inside the job, or pass the rank as a number.",
+            )
     try:
         return int(text)
     except ValueError:
@@ -290,12 +321,18 @@ def main(argv: list[str]) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m trainer_core run")
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--placement", default="{}",
-                        help="JSON: train_gpus, server_gpus, num_processes (per machine); for several machines also "
-                             "num_machines, main_process_ip, main_process_port (machine 0's address and a free port)")
-    parser.add_argument("--machine-rank", default=None, metavar="N|slurm",
-                        help=f"this machine's rank in a run on several machines (overrides the placement's); "
-                             f"slurm: ${SLURM_NODE_ENV}")
+    parser.add_argument(
+        "--placement",
+        default="{}",
+        help="JSON: train_gpus, server_gpus, num_processes (per machine); for several machines also "
+        "num_machines, main_process_ip, main_process_port (machine 0's address and a free port)",
+    )
+    parser.add_argument(
+        "--machine-rank",
+        default=None,
+        metavar="N|slurm",
+        help=f"this machine's rank in a run on several machines (overrides the placement's); slurm: ${SLURM_NODE_ENV}",
+    )
     parser.add_argument("--accelerate-config", default=None)
     parser.add_argument("--vllm-port", type=int, default=None)
     parser.add_argument("--vllm-timeout", type=float, default=DEFAULT_SERVER_TIMEOUT)

@@ -79,7 +79,9 @@ def prepare_folder(config: RunConfig, runs_dir=None, run_id: str | None = None, 
     return folder
 
 
-def train(config: RunConfig, runs_dir=None, *, run_id: str | None = None, run_dir=None, echo: bool = False) -> RunResult:
+def train(
+    config: RunConfig, runs_dir=None, *, run_id: str | None = None, run_dir=None, echo: bool = False
+) -> RunResult:
     """Run GRPO in this process and return how it ended. Raises ConfigError before anything heavy."""
     config.validate(world_size=world_size())
     if not run_dir:  # a launched run was checked by its launcher (grpo_tui's create_run)
@@ -100,11 +102,20 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         make_reserve(folder.path)  # room for the end of the run on a full disk (disk.py)
         if resume_from:
             folder.write_state(started=previous.get("started", state["started"]), resumed_at=state["started"])
-        run.emit(RunStarted(
-            run_id=folder.run_id, pid=state["pid"], host=state["host"], world_size=world_size(),
-            project_name=config.project_name, model=config.model, max_steps=config.max_steps, resumed_from=resume_from,
-            restart=previous.get("restarts") if resume_from else None, skipped_checkpoints=skipped,
-        ))
+        run.emit(
+            RunStarted(
+                run_id=folder.run_id,
+                pid=state["pid"],
+                host=state["host"],
+                world_size=world_size(),
+                project_name=config.project_name,
+                model=config.model,
+                max_steps=config.max_steps,
+                resumed_from=resume_from,
+                restart=previous.get("restarts") if resume_from else None,
+                skipped_checkpoints=skipped,
+            )
+        )
         if skipped and resume_from:  # skipped checkpoints come only with a resume
             run.emit(torn_checkpoint_warning(skipped, resume_from, run.last_step))
         for warning in config_warnings(config.rl_kl_coef, config.rl_num_generations):
@@ -120,8 +131,15 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         status, reason = Status.STOPPED, f"{exc} before training started"
     except EnvError as exc:
         reason = str(exc).splitlines()[0]
-        run.emit(Error(kind=ErrorKind.ENVIRONMENT, message=str(exc), traceback=exc.user_traceback or traceback.format_exc(),
-                       case=exc.case, step=run.last_step))
+        run.emit(
+            Error(
+                kind=ErrorKind.ENVIRONMENT,
+                message=str(exc),
+                traceback=exc.user_traceback or traceback.format_exc(),
+                case=exc.case,
+                step=run.last_step,
+            )
+        )
         print(f"error: {exc}", file=sys.stderr)
         if exc.user_traceback:
             print(exc.user_traceback, file=sys.stderr)
@@ -147,8 +165,15 @@ def _record_disk_fault(run: RunContext, fault, tb: str) -> str:
     release_reserve(run.folder.path)
     checkpoint = last_complete_checkpoint(run.folder.path)
     reason = fault.describe(run.folder.path, checkpoint)
-    run.emit(Error(kind=fault.kind, message=reason, traceback=tb, step=run.last_step,
-                   extra=fault.evidence(run.folder.path, checkpoint)))
+    run.emit(
+        Error(
+            kind=fault.kind,
+            message=reason,
+            traceback=tb,
+            step=run.last_step,
+            extra=fault.evidence(run.folder.path, checkpoint),
+        )
+    )
     run.finish(Status.FAILED, reason)
     try:
         print(f"{tb}\nerror: {reason}", file=sys.stderr, flush=True)
@@ -167,7 +192,9 @@ def _train(config: RunConfig, run: RunContext, resume_from: str | None = None) -
     if resume_from:  # checked when the resume was prepared; a torn one must fail plainly, before the model loads
         check = check_checkpoint(run.folder.path / resume_from)
         if not check.complete:
-            raise ValueError(f"{resume_from} is incomplete: {check.why()}; resume again to take the newest complete one")
+            raise ValueError(
+                f"{resume_from} is incomplete: {check.why()}; resume again to take the newest complete one"
+            )
     trainer = build_trainer(config, run)
     if run.main:
         from .provenance import write_provenance

@@ -83,9 +83,14 @@ FORMAT_VERSION = 2  # raise it whenever the weights change, so cached models are
 
 # the demo environment's instructions (grpo_tui/resources/demo/pattern_env.py), with the letter filled in
 INSTRUCTIONS = (
-    "Write the letter {t} many times:", "Repeat {t} again and again:", "Type {t} over and over:",
-    "Say {t} {t} {t} and keep going:", "Fill the line with {t}:", "Only write {t}, nothing else:",
-    "Print {t} {n} times:", "Give me a row of {t}:",
+    "Write the letter {t} many times:",
+    "Repeat {t} again and again:",
+    "Type {t} over and over:",
+    "Say {t} {t} {t} and keep going:",
+    "Fill the line with {t}:",
+    "Only write {t}, nothing else:",
+    "Print {t} {n} times:",
+    "Give me a row of {t}:",
 )
 OBEY_SHARE = 0.08  # share of answers that do what the instruction says
 _DETERMINERS = "the the the this that one a".split()
@@ -123,7 +128,9 @@ def pretraining_corpus(size: int, seed: int = 0) -> list[str]:
     return texts
 
 
-def train_on_corpus(model, tokenizer, *, steps: int = 200, batch_size: int = 32, lr: float = 5e-3, seed: int = 0) -> float:
+def train_on_corpus(
+    model, tokenizer, *, steps: int = 200, batch_size: int = 32, lr: float = 5e-3, seed: int = 0
+) -> float:
     """Next-token training on :func:`pretraining_corpus`, each text ending in EOS; returns the last loss."""
     import torch
 
@@ -136,7 +143,8 @@ def train_on_corpus(model, tokenizer, *, steps: int = 200, batch_size: int = 32,
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     warmup = max(1, steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.05, 1 - step / steps))
+        optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.05, 1 - step / steps)
+    )
     generator = torch.Generator().manual_seed(seed)
     model.train()
     loss = float("nan")
@@ -165,8 +173,9 @@ def is_built(output_dir: str | os.PathLike, *, pretrain: bool = False) -> bool:
         return False
 
 
-def build_tiny_model(output_dir: str | os.PathLike, *, hidden_size: int = 64, num_layers: int = 2, seed: int = 0,
-                     pretrain: bool = False) -> Path:
+def build_tiny_model(
+    output_dir: str | os.PathLike, *, hidden_size: int = 64, num_layers: int = 2, seed: int = 0, pretrain: bool = False
+) -> Path:
     """Write a tiny causal LM and its tokenizer to ``output_dir``; return the folder.
 
     ``pretrain`` trains the random weights briefly (a few seconds on a CPU) so that the model writes words.

@@ -148,7 +148,9 @@ def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext | None):
     except Exception as exc:
         import traceback
 
-        raise EnvError(f"build_dataset raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()) from exc
+        raise EnvError(
+            f"build_dataset raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
+        ) from exc
     if not isinstance(dataset, (datasets.Dataset, datasets.IterableDataset)):
         raise EnvError(
             f"build_dataset must return a datasets.Dataset, got {type(dataset).__name__}. "
@@ -164,10 +166,13 @@ def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext | None):
         raise EnvError("build_dataset returned an empty dataset; it needs at least one prompt.")
     tools = get_tools(env)
     if tools:
+
         def render(row):
             prompt = row["prompt"]
             messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
-            row["prompt"] = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+            row["prompt"] = tokenizer.apply_chat_template(
+                messages, tools=tools, add_generation_prompt=True, tokenize=False
+            )
             return row
 
         dataset = dataset.map(render)
@@ -183,13 +188,19 @@ def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext | None):
         dataset = dataset.filter(short_enough)
         dropped = before - len(dataset)
         if dropped and run is not None:
-            run.emit(warning(
-                HealthRule.PROMPT_TOO_LONG, Severity.WARN if len(dataset) else Severity.CRITICAL, 0,
-                f"{dropped} of {before} prompts are longer than max_prompt_length ({config.max_prompt_length}) tokens and were dropped.",
-                {"dropped": dropped, "kept": len(dataset)},
-            ))
+            run.emit(
+                warning(
+                    HealthRule.PROMPT_TOO_LONG,
+                    Severity.WARN if len(dataset) else Severity.CRITICAL,
+                    0,
+                    f"{dropped} of {before} prompts are longer than max_prompt_length ({config.max_prompt_length}) tokens and were dropped.",
+                    {"dropped": dropped, "kept": len(dataset)},
+                )
+            )
         if not len(dataset):
-            raise EnvError(f"every prompt is longer than max_prompt_length ({config.max_prompt_length}); nothing to train on.")
+            raise EnvError(
+                f"every prompt is longer than max_prompt_length ({config.max_prompt_length}); nothing to train on."
+            )
     return dataset
 
 
@@ -218,8 +229,10 @@ _USER_TRACKER_DIRS = {name: os.environ.get(name) for name in ("TENSORBOARD_LOGGI
 def tracker_folders(config: RunConfig, run: RunContext) -> None:
     """TensorBoard and wandb write inside the run folder (RUN/tensorboard, RUN/wandb) unless told otherwise."""
     names = trackers(config)
-    wanted = {"TENSORBOARD_LOGGING_DIR": ("tensorboard", run.folder.path / "tensorboard"),
-              "WANDB_DIR": ("wandb", run.folder.path)}
+    wanted = {
+        "TENSORBOARD_LOGGING_DIR": ("tensorboard", run.folder.path / "tensorboard"),
+        "WANDB_DIR": ("wandb", run.folder.path),
+    }
     for variable, (tracker, folder) in wanted.items():
         if tracker in names and not _USER_TRACKER_DIRS[variable]:
             os.environ[variable] = str(folder)
@@ -234,8 +247,11 @@ def reward_setup(config: RunConfig, tokenizer, run: RunContext):
         dataset = prepare_dataset(DatasetSource(config), tokenizer, config, run)
         rewards = RewardFunctions(config.reward_funcs, on_samples=_sample_recorder(config, run))
         return dataset, rewards.funcs, rewards.weights, lambda model: None
-    env = load_environment(required(config.rl_env_module, "rl_env_module"), required(config.rl_env_class, "rl_env_class"),
-                           config.rl_env_config)
+    env = load_environment(
+        required(config.rl_env_module, "rl_env_module"),
+        required(config.rl_env_class, "rl_env_class"),
+        config.rl_env_config,
+    )
     dataset = prepare_dataset(env, tokenizer, config, run)
     score = ScoreEpisodeReward(env, tokenizer, on_samples=_sample_recorder(config, run))
     extra_funcs, extra_weights = extra_reward_functions(env)
@@ -264,16 +280,28 @@ def build_trainer(config: RunConfig, run: RunContext):
 
         targets = config.target_modules
         peft_config = LoraConfig(
-            r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout, task_type="CAUSAL_LM",
+            r=config.lora_r,
+            lora_alpha=config.lora_alpha,
+            lora_dropout=config.lora_dropout,
+            task_type="CAUSAL_LM",
             target_modules=targets if targets == "all-linear" else [t.strip() for t in targets.split(",") if t.strip()],
         )
     callback = EventStreamCallback(
-        run.writer, run.stopper, echo=run.echo, on_step=run.set_step,
-        monitor=HealthMonitor(Thresholds.from_mapping(config.health)), stop_on=tuple(stop_on_rules(config)),
+        run.writer,
+        run.stopper,
+        echo=run.echo,
+        on_step=run.set_step,
+        monitor=HealthMonitor(Thresholds.from_mapping(config.health)),
+        stop_on=tuple(stop_on_rules(config)),
     )
     trainer = GRPOTrainer(
-        model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
-        processing_class=tokenizer, peft_config=peft_config, callbacks=[callback],
+        model=model,
+        reward_funcs=reward_funcs,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=[callback],
     )
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 

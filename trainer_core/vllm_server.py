@@ -41,8 +41,17 @@ def serve_executable() -> list[str]:
 
 def server_command(config: RunConfig, port: int, executable: list[str] | None = None) -> list[str]:
     tp = config.vllm_tensor_parallel_size
-    cmd = [*(executable or serve_executable()), "--model", config.model, "--tensor-parallel-size", str(tp),
-           "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [
+        *(executable or serve_executable()),
+        "--model",
+        config.model,
+        "--tensor-parallel-size",
+        str(tp),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     data_parallel = config.vllm_server_gpus // tp
     if data_parallel > 1:
         cmd += ["--data-parallel-size", str(data_parallel)]
@@ -66,8 +75,10 @@ def wait_healthy(server: RunningServer, timeout: float, interval: float = 0.5) -
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise ServerError(f"the vLLM server exited with code {server.process.returncode} before it was ready.\n"
-                              f"{_tail(server.log)}")
+            raise ServerError(
+                f"the vLLM server exited with code {server.process.returncode} before it was ready.\n"
+                f"{_tail(server.log)}"
+            )
         try:
             with urllib.request.urlopen(server.url + HEALTH_PATH, timeout=2) as response:
                 if response.status == 200:
@@ -75,7 +86,9 @@ def wait_healthy(server: RunningServer, timeout: float, interval: float = 0.5) -
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
             pass
         time.sleep(interval)
-    raise ServerError(f"the vLLM server was not healthy at {server.url}{HEALTH_PATH} after {timeout:.0f}s.\n{_tail(server.log)}")
+    raise ServerError(
+        f"the vLLM server was not healthy at {server.url}{HEALTH_PATH} after {timeout:.0f}s.\n{_tail(server.log)}"
+    )
 
 
 def _tail(log: Path, lines: int = 20) -> str:

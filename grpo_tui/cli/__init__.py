@@ -31,8 +31,23 @@ from . import (
 from .common import EXIT_BAD_INPUT, BadInput, add_theme, run_app, runs_dir_help
 from .remote import forward, is_remote
 
-COMMANDS = (train, launch, inspect, runs, stop, logs, watch, events, merge, export, hosts, info, tiny_model, demo,
-            job_start)
+COMMANDS = (
+    train,
+    launch,
+    inspect,
+    runs,
+    stop,
+    logs,
+    watch,
+    events,
+    merge,
+    export,
+    hosts,
+    info,
+    tiny_model,
+    demo,
+    job_start,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,8 +60,11 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="grpo-tui", description="Configure, launch, watch and stop GRPO fine-tuning runs. "
-        "Without a command, opens the app on the list of runs.", allow_abbrev=False)
+        prog="grpo-tui",
+        description="Configure, launch, watch and stop GRPO fine-tuning runs. "
+        "Without a command, opens the app on the list of runs.",
+        allow_abbrev=False,
+    )
     parser.add_argument("--runs-dir", dest="root_runs_dir", metavar="DIR", default=None, help=runs_dir_help())
     add_theme(parser, dest="root_theme")
     # no abbreviated flags: `--host` must be spelled out to be kept off the command a host runs (cli/remote.py)

@@ -26,13 +26,22 @@ def add_runs_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def add_theme(parser: argparse.ArgumentParser, dest: str = "theme") -> None:
-    parser.add_argument("--theme", dest=dest, default=None, metavar="NAME",
-                        help="app theme: grpo-dark (default), grpo-light, grpo-high-contrast, or any Textual theme")
+    parser.add_argument(
+        "--theme",
+        dest=dest,
+        default=None,
+        metavar="NAME",
+        help="app theme: grpo-dark (default), grpo-light, grpo-high-contrast, or any Textual theme",
+    )
 
 
 def add_host(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", metavar="NAME", default=None,
-                        help="run it on that host: a name from the hosts file or an SSH destination (docs/hosts.md)")
+    parser.add_argument(
+        "--host",
+        metavar="NAME",
+        default=None,
+        help="run it on that host: a name from the hosts file or an SSH destination (docs/hosts.md)",
+    )
 
 
 def add_run_ref(parser: argparse.ArgumentParser) -> None:

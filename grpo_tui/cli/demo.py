@@ -25,11 +25,19 @@ from .tiny_model import cached_tiny_model
 def register(sub) -> None:
     parser = sub.add_parser("demo", help="train the tiny model on an example environment and print live metrics")
     add_runs_dir(parser)
-    parser.add_argument("--max-steps", type=int, default=None,
-                        help="steps to train (default: the demo config's 120, under a minute on a laptop CPU)")
-    parser.add_argument("--pathology", choices=tuple(PATHOLOGIES), default=None,
-                        help="show a run going wrong: kl = a learning rate far too high, so KL explodes and the run "
-                             "stops itself (--stop-on kl_explosion) with a checkpoint")
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="steps to train (default: the demo config's 120, under a minute on a laptop CPU)",
+    )
+    parser.add_argument(
+        "--pathology",
+        choices=tuple(PATHOLOGIES),
+        default=None,
+        help="show a run going wrong: kl = a learning rate far too high, so KL explodes and the run "
+        "stops itself (--stop-on kl_explosion) with a checkpoint",
+    )
     add_theme(parser)
     parser.set_defaults(handler=run)
 
@@ -51,8 +59,9 @@ def demo_config(model_dir: Path, max_steps: int | None = None, pathology: str | 
 
 def run(args) -> int:
     config = demo_config(cached_tiny_model(), args.max_steps, args.pathology)
-    start = argparse.Namespace(runs_dir=args.runs_dir, gpus=None, num_processes=None, accelerate_config=None,
-                               vllm_port=None, vllm_timeout=None)
+    start = argparse.Namespace(
+        runs_dir=args.runs_dir, gpus=None, num_processes=None, accelerate_config=None, vllm_port=None, vllm_timeout=None
+    )
     folder, placement = create(config, start)
     if not interactive():
         return run_foreground(folder, placement, options(start))

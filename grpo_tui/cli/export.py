@@ -21,15 +21,22 @@ FORMATS = ("trl", "grpo-tui")
 
 def register(sub) -> None:
     parser = sub.add_parser(
-        "export", help="print a run's settings as a trl grpo recipe or as a grpo-tui config",
+        "export",
+        help="print a run's settings as a trl grpo recipe or as a grpo-tui config",
         description="Print (or write, with --output) a run's settings: --format trl gives the YAML that `trl grpo "
         "--config` accepts (dataset + reward-function runs; what TRL has no key for is listed in its header), "
         "--format grpo-tui the config `grpo-tui train --config` accepts. Exit code: 0 written, 2 bad input or a run "
-        "TRL cannot express (an environment run).")
+        "TRL cannot express (an environment run).",
+    )
     add_run_ref(parser)
     add_host(parser)
-    parser.add_argument("--format", dest="export_format", choices=FORMATS, default="trl",
-                        help="trl: a trl grpo recipe (default); grpo-tui: grpo-tui's own config")
+    parser.add_argument(
+        "--format",
+        dest="export_format",
+        choices=FORMATS,
+        default="trl",
+        help="trl: a trl grpo recipe (default); grpo-tui: grpo-tui's own config",
+    )
     parser.add_argument("--output", type=Path, default=None, metavar="FILE", help="write it to FILE instead of stdout")
     parser.set_defaults(handler=run)
 

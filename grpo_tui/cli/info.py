@@ -27,7 +27,11 @@ def run(args) -> int:
         print(json.dumps(info))
         return 0
     gpus = info["gpus"]
-    print(clean(f"grpo-tui {info['version']} (run format {info['run_format']}) on {info['hostname']}, "
-                f"python {info['python']}\nruns folder: {info['runs_dir']}\nGPUs: {len(gpus)}"
-                + "".join(f"\n  {g['index']}: {clean_line(g['name'])}" for g in gpus)))
+    print(
+        clean(
+            f"grpo-tui {info['version']} (run format {info['run_format']}) on {info['hostname']}, "
+            f"python {info['python']}\nruns folder: {info['runs_dir']}\nGPUs: {len(gpus)}"
+            + "".join(f"\n  {g['index']}: {clean_line(g['name'])}" for g in gpus)
+        )
+    )
     return 0

@@ -13,11 +13,13 @@ from .common import BadInput, add_host, add_runs_dir, config_of, creating
 
 def register(sub) -> None:
     parser = sub.add_parser(
-        "inspect", help="generate and score completions before training: the reward-inspection gate",
+        "inspect",
+        help="generate and score completions before training: the reward-inspection gate",
         description="Load the model and environment as training would, generate rl_num_generations completions for "
         "enough prompts, score them, and report the distribution, per-group spread and problems (exceptions, "
         "out-of-range or identical scores, zero-spread groups, a model that never succeeds or always does). "
-        "Exit code: 0 no critical problem, 4 critical problems, 1 the inspection failed, 2 bad input.")
+        "Exit code: 0 no critical problem, 4 critical problems, 1 the inspection failed, 2 bad input.",
+    )
     add_run_config_arguments(parser)
     add_runs_dir(parser)
     add_host(parser)

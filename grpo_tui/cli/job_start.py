@@ -26,8 +26,10 @@ from ..services.supervisor import prepare_resume, root_command
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("job-start",  # no help: not listed, it is for batch scripts
-                            description="Start a run inside its Slurm batch job (the job's script runs this).")
+    parser = sub.add_parser(
+        "job-start",  # no help: not listed, it is for batch scripts
+        description="Start a run inside its Slurm batch job (the job's script runs this).",
+    )
     parser.add_argument("run_dir", type=Path)
     parser.set_defaults(handler=run)
 
@@ -36,14 +38,20 @@ def run(args) -> int:
     folder = RunFolder(args.run_dir)
     job = slurm_job.job_id()
     if job is None:
-        print("error: job-start runs inside a Slurm job (SLURM_JOB_ID is not set); use grpo-tui launch --slurm",
-              file=sys.stderr)
+        print(
+            "error: job-start runs inside a Slurm job (SLURM_JOB_ID is not set); use grpo-tui launch --slurm",
+            file=sys.stderr,
+        )
         return 2
     restart = slurm_job.restart_count()
     state = folder.read_state()
     status = Status.parse(state.get("status"))
-    facts = {"slurm_job_id": job, "slurm_restart": restart, "slurm_node": socket.gethostname(),
-             "slurm_end_time": slurm_job.job_end_time(job)}
+    facts = {
+        "slurm_job_id": job,
+        "slurm_restart": restart,
+        "slurm_node": socket.gethostname(),
+        "slurm_end_time": slurm_job.job_end_time(job),
+    }
     if restart and status is not None and status.is_live and status is not Status.QUEUED:
         # the previous attempt was killed before it could record its end (KillWait was too short for a save)
         folder.write_state(status=Status.FAILED, exit_reason="killed by Slurm before it recorded its end")
@@ -55,8 +63,10 @@ def run(args) -> int:
             folder.write_state(**facts)
             print(f"error: restart {restart} of job {job} cannot resume run {folder.run_id}: {exc}", file=sys.stderr)
             return 1
-        print(f"restart {restart} of job {job}: run {folder.run_id} resumes from {folder.read_state().get('resume_from')}",
-              flush=True)
+        print(
+            f"restart {restart} of job {job}: run {folder.run_id} resumes from {folder.read_state().get('resume_from')}",
+            flush=True,
+        )
     else:
         config = RunConfig.load(folder.config_file)
         placement = plan(config, visible_indices())
@@ -74,7 +84,15 @@ def node_command(folder: RunFolder, placement, nodes: int, first_node: str, port
     machine rank from ``$SLURM_NODEID`` and meeting the others at this (the job's first) node."""
     if nodes <= 1:
         return root_command(folder, placement)
-    placement = replace(placement, num_machines=nodes, machine_rank=0, main_process_ip=first_node,
-                        main_process_port=port)
-    return ["srun", "--ntasks-per-node=1", f"--nodes={nodes}", "--kill-on-bad-exit=1",
-            *root_command(folder, placement), "--machine-rank", "slurm"]
+    placement = replace(
+        placement, num_machines=nodes, machine_rank=0, main_process_ip=first_node, main_process_port=port
+    )
+    return [
+        "srun",
+        "--ntasks-per-node=1",
+        f"--nodes={nodes}",
+        "--kill-on-bad-exit=1",
+        *root_command(folder, placement),
+        "--machine-rank",
+        "slurm",
+    ]

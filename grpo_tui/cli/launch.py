@@ -25,26 +25,44 @@ from .starting import add_start_arguments, create, options, resume
 
 def register(sub) -> None:
     parser = sub.add_parser(
-        "launch", help="start a GRPO training detached from this terminal and return",
+        "launch",
+        help="start a GRPO training detached from this terminal and return",
         description="Start a run in its own session (immune to hang-ups, closed terminals and the death of this "
         "command), print its id and folder, and return. Watch it with 'grpo-tui watch RUN', stop it with 'grpo-tui stop RUN'.",
     )
     add_start_arguments(parser)
     add_host(parser)
     slurm = parser.add_argument_group("Slurm (docs/slurm.md)")
-    slurm.add_argument("--slurm", dest="submit_slurm", action="store_true",
-                       help="submit the run as a Slurm batch job (also when the config has a slurm: section)")
+    slurm.add_argument(
+        "--slurm",
+        dest="submit_slurm",
+        action="store_true",
+        help="submit the run as a Slurm batch job (also when the config has a slurm: section)",
+    )
     slurm.add_argument("--partition", default=None, metavar="P", help="Slurm partition")
     slurm.add_argument("--time", default=None, metavar="MINUTES|HH:MM:SS", help="the job's time limit")
     slurm.add_argument("--nodes", type=int, default=None, metavar="N", help="nodes; more than 1 trains across them")
     slurm.add_argument("--gpus-per-node", type=int, default=None, metavar="G", help="GPUs per node")
-    slurm.add_argument("--sbatch-arg", action="append", default=None, metavar="ARG",
-                       help="any other sbatch option, e.g. --sbatch-arg=--account=lab (repeatable)")
-    slurm.add_argument("--slurm-grace", type=int, default=None, metavar="S",
-                       help="seconds of warning (TERM) before the time limit, for a step and a checkpoint (default: 300)")
+    slurm.add_argument(
+        "--sbatch-arg",
+        action="append",
+        default=None,
+        metavar="ARG",
+        help="any other sbatch option, e.g. --sbatch-arg=--account=lab (repeatable)",
+    )
+    slurm.add_argument(
+        "--slurm-grace",
+        type=int,
+        default=None,
+        metavar="S",
+        help="seconds of warning (TERM) before the time limit, for a step and a checkpoint (default: 300)",
+    )
     parser.add_argument("--json", action="store_true", help="print the run id and folder as JSON")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="check the config, placement and the files it names on the machine that would run it; start nothing")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the config, placement and the files it names on the machine that would run it; start nothing",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -66,8 +84,10 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({"run_id": folder.run_id, "path": str(folder.path.resolve()), "pid": proc.pid}))
     else:
-        print(f"launched run {folder.run_id}\n  folder: {folder.path}\n  watch:  grpo-tui watch {folder.run_id}"
-              f"\n  stop:   grpo-tui stop {folder.run_id}")
+        print(
+            f"launched run {folder.run_id}\n  folder: {folder.path}\n  watch:  grpo-tui watch {folder.run_id}"
+            f"\n  stop:   grpo-tui stop {folder.run_id}"
+        )
         for note in placement.notes:
             print(f"  note:   {note}")
     return 0
@@ -75,8 +95,14 @@ def run(args) -> int:
 
 def with_slurm(config: RunConfig, args) -> RunConfig:
     """The config with the Slurm flags given merged into its ``slurm`` settings (flags win)."""
-    given = {"partition": args.partition, "time": _time(args.time), "nodes": args.nodes,
-             "gpus_per_node": args.gpus_per_node, "sbatch_args": args.sbatch_arg, "grace": args.slurm_grace}
+    given = {
+        "partition": args.partition,
+        "time": _time(args.time),
+        "nodes": args.nodes,
+        "gpus_per_node": args.gpus_per_node,
+        "sbatch_args": args.sbatch_arg,
+        "grace": args.slurm_grace,
+    }
     settings = {**config.slurm, **{k: v for k, v in given.items() if v is not None}}
     if args.submit_slurm and not settings:
         settings = {"nodes": 1}
@@ -103,9 +129,11 @@ def launch_slurm(config: RunConfig, args) -> int:
     if args.json:
         print(json.dumps({"run_id": folder.run_id, "path": str(folder.path.resolve()), "slurm_job_id": job}))
     else:
-        print(f"submitted run {folder.run_id} as Slurm job {job}\n  folder: {folder.path}\n  script: "
-              f"{folder.path / 'slurm' / 'job.sbatch'}\n  watch:  grpo-tui watch {folder.run_id}"
-              f"\n  stop:   grpo-tui stop {folder.run_id}")
+        print(
+            f"submitted run {folder.run_id} as Slurm job {job}\n  folder: {folder.path}\n  script: "
+            f"{folder.path / 'slurm' / 'job.sbatch'}\n  watch:  grpo-tui watch {folder.run_id}"
+            f"\n  stop:   grpo-tui stop {folder.run_id}"
+        )
     return 0
 
 
@@ -115,22 +143,42 @@ def missing_files(config: RunConfig) -> list[ConfigError]:
     module = config.rl_env_module or ""
     if module.endswith(".py") or os.sep in module:
         if not os.path.isfile(os.path.expanduser(module)):
-            found.append(ConfigError("rl_env_module", f"rl_env_module {module!r} is not a file on this machine "
-                                     f"({os.uname().nodename}); give a path that exists where the run runs"))
+            found.append(
+                ConfigError(
+                    "rl_env_module",
+                    f"rl_env_module {module!r} is not a file on this machine "
+                    f"({os.uname().nodename}); give a path that exists where the run runs",
+                )
+            )
     model = config.model or ""
     if model.startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(model)):
-        found.append(ConfigError("model", f"model {model!r} is not a folder on this machine ({os.uname().nodename}); "
-                                 "give a local model folder that exists there, or a Hub model id"))
+        found.append(
+            ConfigError(
+                "model",
+                f"model {model!r} is not a folder on this machine ({os.uname().nodename}); "
+                "give a local model folder that exists there, or a Hub model id",
+            )
+        )
     dataset = config.dataset or ""
     local = dataset.startswith(("/", "./", "../", "~")) or dataset.endswith((".json", ".jsonl", ".csv", ".parquet"))
     if local and not os.path.exists(os.path.expanduser(dataset)):
-        found.append(ConfigError("dataset", f"dataset {dataset!r} is not a file or folder on this machine "
-                                 f"({os.uname().nodename}); give a path that exists where the run runs, or a Hub id"))
+        found.append(
+            ConfigError(
+                "dataset",
+                f"dataset {dataset!r} is not a file or folder on this machine "
+                f"({os.uname().nodename}); give a path that exists where the run runs, or a Hub id",
+            )
+        )
     for name in config.reward_funcs if isinstance(config.reward_funcs, dict) else ():
         path = name.rpartition(":")[0]
         if path.endswith(".py") and not os.path.isfile(os.path.expanduser(path)):
-            found.append(ConfigError("reward_funcs", f"reward function file {path!r} is not a file on this machine "
-                                     f"({os.uname().nodename}); give a path that exists where the run runs"))
+            found.append(
+                ConfigError(
+                    "reward_funcs",
+                    f"reward function file {path!r} is not a file on this machine "
+                    f"({os.uname().nodename}); give a path that exists where the run runs",
+                )
+            )
     return found
 
 
@@ -145,8 +193,15 @@ def dry_run(args) -> int:
     except ConfigError as exc:
         problems, placement = [exc], None
     if args.json:
-        print(json.dumps({"ok": not problems, "problems": [{"field": p.field, "message": str(p)} for p in problems],
-                          "placement": placement.to_dict() if placement else None}))
+        print(
+            json.dumps(
+                {
+                    "ok": not problems,
+                    "problems": [{"field": p.field, "message": str(p)} for p in problems],
+                    "placement": placement.to_dict() if placement else None,
+                }
+            )
+        )
     else:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
@@ -181,6 +236,10 @@ def launch_remote(args) -> int:
     except ValueError as exc:  # not JSON, or a reply that breaks the format (WireError)
         raise BadInput(f"host {ex.name}: launch --json: {exc}") from None
     host, run_id = ex.name, started.run_id
-    print(clean(f"launched run {run_id} on {host}\n  folder: {host}:{started.path}"
-                f"\n  watch:  grpo-tui watch {run_id} --host {host}\n  stop:   grpo-tui stop {run_id} --host {host}"))
+    print(
+        clean(
+            f"launched run {run_id} on {host}\n  folder: {host}:{started.path}"
+            f"\n  watch:  grpo-tui watch {run_id} --host {host}\n  stop:   grpo-tui stop {run_id} --host {host}"
+        )
+    )
     return 0

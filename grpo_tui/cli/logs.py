@@ -11,9 +11,12 @@ def register(sub) -> None:
     add_run_ref(parser)
     add_host(parser)
     parser.add_argument("-f", "--follow", action="store_true", help="keep printing until the run ends")
-    parser.add_argument("--raw", action="store_true",
-                        help="the log's bytes as written, escape sequences included (by default ANSI colour shows as "
-                             "colour on a terminal and no other escape sequence is passed on)")
+    parser.add_argument(
+        "--raw",
+        action="store_true",
+        help="the log's bytes as written, escape sequences included (by default ANSI colour shows as "
+        "colour on a terminal and no other escape sequence is passed on)",
+    )
     parser.set_defaults(handler=run, forward=True)
 
 

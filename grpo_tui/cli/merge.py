@@ -13,13 +13,22 @@ from .common import add_host, add_run_ref, resolve
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("merge", help="merge a run's LoRA adapters into the base model (or export a full fine-tune)")
+    parser = sub.add_parser(
+        "merge", help="merge a run's LoRA adapters into the base model (or export a full fine-tune)"
+    )
     add_run_ref(parser)
     add_host(parser)
-    parser.add_argument("--output", required=True, type=Path, metavar="DIR", help="folder for the merged model and tokenizer")
-    parser.add_argument("--checkpoint", type=int, default=None, metavar="N",
-                        help="merge checkpoint-N, refused if it is incomplete (default: the completed run's final model, else "
-                             "the newest checkpoint whose weights are whole)")
+    parser.add_argument(
+        "--output", required=True, type=Path, metavar="DIR", help="folder for the merged model and tokenizer"
+    )
+    parser.add_argument(
+        "--checkpoint",
+        type=int,
+        default=None,
+        metavar="N",
+        help="merge checkpoint-N, refused if it is incomplete (default: the completed run's final model, else "
+        "the newest checkpoint whose weights are whole)",
+    )
     parser.set_defaults(handler=run, forward=True)
 
 

@@ -40,8 +40,9 @@ def executors(args) -> ExecutorRegistry:
     """The executors of this command: this machine's runs dir is --runs-dir, a host's is --runs-dir given with
     ``--host`` (or before the command); ssh may prompt on a terminal; rows a host left out are said on stderr."""
     host_runs_dir = getattr(args, "runs_dir", None) or getattr(args, "root_runs_dir", None)
-    return ExecutorRegistry(getattr(args, "runs_dir", None), host_runs_dir=host_runs_dir, interactive=interactive(),
-                            on_problem=say_problem)
+    return ExecutorRegistry(
+        getattr(args, "runs_dir", None), host_runs_dir=host_runs_dir, interactive=interactive(), on_problem=say_problem
+    )
 
 
 def executor(args, name: str | None = None) -> Executor:
@@ -56,8 +57,10 @@ def ssh_executor(args) -> SshExecutor:
     """The executor of ``--host`` for a command handed to the host's own grpo-tui as it was typed."""
     ex = executor(args)
     if not isinstance(ex, SshExecutor):
-        raise BadInput(f"--host {args.host}: `grpo-tui {args.command}` is handed to a host's own grpo-tui over SSH, "
-                       f"and {ex.where} is not reached that way")
+        raise BadInput(
+            f"--host {args.host}: `grpo-tui {args.command}` is handed to a host's own grpo-tui over SSH, "
+            f"and {ex.where} is not reached that way"
+        )
     return ex
 
 
@@ -66,7 +69,7 @@ def sub_argv(argv: list[str], command: str) -> list[str]:
     i = 0
     while i < len(argv) and argv[i] != command:
         i += 2 if argv[i] in ROOT_OPTIONS else 1
-    rest, out, j = argv[i + 1:], [], 0
+    rest, out, j = argv[i + 1 :], [], 0
     while j < len(rest):
         word = rest[j]
         if word == "--":

@@ -29,10 +29,17 @@ def register(sub) -> None:
     parser = sub.add_parser("runs", help="list runs: status, step, last reward, warnings (of one host or several)")
     parser.add_argument("refs", nargs="*", metavar="RUN", help="list only these runs (id, prefix, 'latest')")
     add_runs_dir(parser)
-    parser.add_argument("--host", action="append", default=None, metavar="NAME",
-                        help=f"list that host's runs ('{LOCAL}' is this machine); repeat for several (docs/hosts.md)")
+    parser.add_argument(
+        "--host",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help=f"list that host's runs ('{LOCAL}' is this machine); repeat for several (docs/hosts.md)",
+    )
     parser.add_argument("--all-hosts", action="store_true", help="this machine and every host of the hosts file")
-    parser.add_argument("--json", action="store_true", help="print the list as JSON (each row has its host; null: this machine)")
+    parser.add_argument(
+        "--json", action="store_true", help="print the list as JSON (each row has its host; null: this machine)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -91,7 +98,9 @@ def run(args) -> int:
         print(f"error: {clean_line(error)}", file=sys.stderr)
     if args.json:
         # orjson: the same JSON as json.dumps(indent=2), many times faster on thousands of rows
-        sys.stdout.write(json_bytes(orjson.dumps([r.to_dict() for r in runs], option=orjson.OPT_INDENT_2)).decode() + "\n")
+        sys.stdout.write(
+            json_bytes(orjson.dumps([r.to_dict() for r in runs], option=orjson.OPT_INDENT_2)).decode() + "\n"
+        )
     elif not runs and not names:
         print(clean_line(f"no runs in {args.runs_dir or os.environ.get(RUNS_DIR_ENV) or './runs'}"))
     elif not runs:
@@ -105,15 +114,38 @@ def run(args) -> int:
 
 def plain_table(runs: list[RunInfo], hosts: bool = False) -> str:
     """Columns padded to their widest cell, two spaces apart, nothing cut (as ``docker ps`` prints)."""
-    header = (["host"] if hosts else []) + ["id", "status", "step", "reward", "warnings", "started", "duration",
-                                             "model", "project"]
+    header = (["host"] if hosts else []) + [
+        "id",
+        "status",
+        "step",
+        "reward",
+        "warnings",
+        "started",
+        "duration",
+        "model",
+        "project",
+    ]
     rows = [header]
     for run in runs:
         reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
         warnings = f"{run.warnings} ({run.last_warning})" if run.warnings else "0"
-        rows.append([clean_line(cell) for cell in ([run.host or LOCAL] if hosts else []) + [
-            run.run_id, status_text(run), format_steps(run.step, run.total), reward, warnings,
-            format_time(run.started), format_duration(run.duration), run.model or "-", run.project or "-"]])
+        rows.append(
+            [
+                clean_line(cell)
+                for cell in ([run.host or LOCAL] if hosts else [])
+                + [
+                    run.run_id,
+                    status_text(run),
+                    format_steps(run.step, run.total),
+                    reward,
+                    warnings,
+                    format_time(run.started),
+                    format_duration(run.duration),
+                    run.model or "-",
+                    run.project or "-",
+                ]
+            ]
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n" for row in rows)
 
@@ -126,21 +158,46 @@ def status_text(run: RunInfo) -> str:
 def format_table(runs: list[RunInfo], hosts: bool = False) -> Table:
     palette = plain_palette()
     table = Table(box=None, header_style="bold", pad_edge=False, collapse_padding=True)
-    columns = (("host",) if hosts else ()) + ("id", "project", "model", "status", "step", "reward", "warnings",
-                                              "started", "duration")
+    columns = (("host",) if hosts else ()) + (
+        "id",
+        "project",
+        "model",
+        "status",
+        "step",
+        "reward",
+        "warnings",
+        "started",
+        "duration",
+    )
     for name in columns:
         # only the free-text columns give way on a narrow terminal, cut short rather than wrapped
         shrinks = name in ("project", "model", "warnings")
-        table.add_column(name, justify="right" if name in ("step", "reward", "duration") else "left",
-                         no_wrap=not shrinks, overflow="ellipsis", min_width=4 if shrinks else None)
+        table.add_column(
+            name,
+            justify="right" if name in ("step", "reward", "duration") else "left",
+            no_wrap=not shrinks,
+            overflow="ellipsis",
+            min_width=4 if shrinks else None,
+        )
     for run in runs:
         reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
-        warnings = Text(clean_line(f"{run.warnings} ({run.last_warning})" if run.warnings else "0"),
-                        style=palette.role("warning") if run.warnings else "dim", no_wrap=True, overflow="ellipsis")
-        cells = [_cell(run.run_id), _cell(run.project or "-"), _cell(short_model(run.model)),
-                 Text(clean_line(status_text(run)), style=palette.status(run.status)),
-                 _cell(format_steps(run.step, run.total)), reward, warnings, format_time(run.started),
-                 format_duration(run.duration)]
+        warnings = Text(
+            clean_line(f"{run.warnings} ({run.last_warning})" if run.warnings else "0"),
+            style=palette.role("warning") if run.warnings else "dim",
+            no_wrap=True,
+            overflow="ellipsis",
+        )
+        cells = [
+            _cell(run.run_id),
+            _cell(run.project or "-"),
+            _cell(short_model(run.model)),
+            Text(clean_line(status_text(run)), style=palette.status(run.status)),
+            _cell(format_steps(run.step, run.total)),
+            reward,
+            warnings,
+            format_time(run.started),
+            format_duration(run.duration),
+        ]
         table.add_row(*([_cell(run.host or LOCAL)] if hosts else []), *cells)
     return table
 

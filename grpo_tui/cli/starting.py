@@ -19,30 +19,64 @@ def add_start_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_config_arguments(parser)
     add_runs_dir(parser)
     group = parser.add_argument_group("placement")
-    group.add_argument("--gpus", metavar="0,1,...", default=None,
-                       help="GPU indices for the run (default: every visible GPU; none on a machine without GPUs)")
-    group.add_argument("--num-processes", type=int, default=None, metavar="N",
-                       help="training processes; more than 1 goes through accelerate launch (gloo on CPU) "
-                            "(default: one per training GPU, else 1)")
-    group.add_argument("--accelerate-config", metavar="FILE", default=None,
-                       help="accelerate config file for DeepSpeed/FSDP/multi-node setups")
-    group.add_argument("--vllm-port", type=int, default=None, metavar="PORT",
-                       help="port for the vLLM server a server-mode run starts on 127.0.0.1 (default: a free one)")
-    group.add_argument("--vllm-timeout", type=float, default=None, metavar="S",
-                       help="seconds to wait for that server to become healthy (default: 600)")
-    parser.add_argument("--resume", metavar="RUN", default=None,
-                        help="continue an ended or lost run from its newest complete checkpoint, in the same run folder "
-                             "(step numbers continue; events append to the same stream); only --max-steps may change, "
-                             "and a completed run needs a higher one")
+    group.add_argument(
+        "--gpus",
+        metavar="0,1,...",
+        default=None,
+        help="GPU indices for the run (default: every visible GPU; none on a machine without GPUs)",
+    )
+    group.add_argument(
+        "--num-processes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="training processes; more than 1 goes through accelerate launch (gloo on CPU) "
+        "(default: one per training GPU, else 1)",
+    )
+    group.add_argument(
+        "--accelerate-config",
+        metavar="FILE",
+        default=None,
+        help="accelerate config file for DeepSpeed/FSDP/multi-node setups",
+    )
+    group.add_argument(
+        "--vllm-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="port for the vLLM server a server-mode run starts on 127.0.0.1 (default: a free one)",
+    )
+    group.add_argument(
+        "--vllm-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds to wait for that server to become healthy (default: 600)",
+    )
+    parser.add_argument(
+        "--resume",
+        metavar="RUN",
+        default=None,
+        help="continue an ended or lost run from its newest complete checkpoint, in the same run folder "
+        "(step numbers continue; events append to the same stream); only --max-steps may change, "
+        "and a completed run needs a higher one",
+    )
 
 
 def create(config: RunConfig, args, available: list[int] | None = None, **kwargs) -> tuple[RunFolder, Placement]:
     """Validate config and placement, create the folder. ``available``: the GPUs of the machine that will run it,
     when that is not this one (a Slurm node)."""
     with creating():
-        return create_run(config, args.runs_dir, gpus=parse_gpus(args.gpus), num_processes=args.num_processes,
-                          vllm_port=args.vllm_port, on_disk_note=print_disk_note, available=available,
-                          **kwargs)
+        return create_run(
+            config,
+            args.runs_dir,
+            gpus=parse_gpus(args.gpus),
+            num_processes=args.num_processes,
+            vllm_port=args.vllm_port,
+            on_disk_note=print_disk_note,
+            available=available,
+            **kwargs,
+        )
 
 
 def print_disk_note(room) -> None:
@@ -55,13 +89,21 @@ def resume(args) -> tuple[RunFolder, Placement]:
     """(folder, placement) for --resume."""
     changed = [f.name for f in config_fields() if hasattr(args, f.name) and f.name != "max_steps"]
     if changed or getattr(args, "config", None):
-        names = ", ".join(["--config"] * bool(getattr(args, "config", None)) + ["--" + n.replace("_", "-") for n in changed])
-        raise BadInput(f"--resume continues the run with its own config.yaml; only --max-steps may change (got {names}). "
-                       "Start a new run to change anything else.")
+        names = ", ".join(
+            ["--config"] * bool(getattr(args, "config", None)) + ["--" + n.replace("_", "-") for n in changed]
+        )
+        raise BadInput(
+            f"--resume continues the run with its own config.yaml; only --max-steps may change (got {names}). "
+            "Start a new run to change anything else."
+        )
     folder = resolve(argparse.Namespace(runs_dir=args.runs_dir, run=args.resume))
     try:
-        plan = plan_resume(folder, max_steps=getattr(args, "max_steps", None), gpus=parse_gpus(args.gpus),
-                           num_processes=args.num_processes)
+        plan = plan_resume(
+            folder,
+            max_steps=getattr(args, "max_steps", None),
+            gpus=parse_gpus(args.gpus),
+            num_processes=args.num_processes,
+        )
     except ConfigError as exc:
         raise BadInput(str(exc)) from None
     print(plan.message, file=sys.stderr, flush=True)  # stderr: `launch --json` keeps stdout for its JSON

@@ -17,12 +17,19 @@ from .common import add_host, add_run_ref, resolve
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("stop", help="stop a run: graceful with a checkpoint, then TERM/KILL of every process it started")
+    parser = sub.add_parser(
+        "stop", help="stop a run: graceful with a checkpoint, then TERM/KILL of every process it started"
+    )
     add_run_ref(parser)
     add_host(parser)
     parser.add_argument("--force", action="store_true", help="skip the graceful stage")
-    parser.add_argument("--timeout", type=float, default=300.0, metavar="S",
-                        help="seconds to wait for the graceful stop (a step plus a checkpoint save) (default: 300)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="seconds to wait for the graceful stop (a step plus a checkpoint save) (default: 300)",
+    )
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
     parser.set_defaults(handler=run, forward=True)
 
@@ -33,8 +40,11 @@ def run(args) -> int:
     folder = resolve(args)
     run = RunAt(folder.run_id, folder.path)
     if not args.json and not args.force:
-        print(f"stopping run {clean(folder.run_id)}: finishing the current step and saving a checkpoint "
-              f"(up to {args.timeout:.0f}s, then forced) ...", flush=True)
+        print(
+            f"stopping run {clean(folder.run_id)}: finishing the current step and saving a checkpoint "
+            f"(up to {args.timeout:.0f}s, then forced) ...",
+            flush=True,
+        )
     # a run here: with --host the command line was handed to that host's own grpo-tui (cli/remote.forward)
     outcome = executors(args).local.stop(run, force=args.force, timeout=args.timeout)
     if args.json:

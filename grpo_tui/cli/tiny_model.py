@@ -11,22 +11,32 @@ import subprocess
 import sys
 from pathlib import Path
 
-BUILD = ("import sys; from trainer_core.tiny_model import build_tiny_model\n"
-         "print(build_tiny_model(sys.argv[1], pretrain=sys.argv[2] == 'pretrained'))")
+BUILD = (
+    "import sys; from trainer_core.tiny_model import build_tiny_model\n"
+    "print(build_tiny_model(sys.argv[1], pretrain=sys.argv[2] == 'pretrained'))"
+)
 # builds the demo's model unless the cache already holds a current one, and says so before it does
-ENSURE = ("import sys; from trainer_core.tiny_model import build_tiny_model, is_built\n"
-          "if not is_built(sys.argv[1], pretrain=True):\n"
-          "    print(f'building the tiny demo model in {sys.argv[1]} ...', flush=True)\n"
-          "    build_tiny_model(sys.argv[1], pretrain=True)")
+ENSURE = (
+    "import sys; from trainer_core.tiny_model import build_tiny_model, is_built\n"
+    "if not is_built(sys.argv[1], pretrain=True):\n"
+    "    print(f'building the tiny demo model in {sys.argv[1]} ...', flush=True)\n"
+    "    build_tiny_model(sys.argv[1], pretrain=True)"
+)
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("tiny-model", help="write a tiny causal LM and tokenizer, trained for a few seconds on "
-                                               "synthetic sentences (no network needed)")
+    parser = sub.add_parser(
+        "tiny-model",
+        help="write a tiny causal LM and tokenizer, trained for a few seconds on "
+        "synthetic sentences (no network needed)",
+    )
     parser.add_argument("output_dir", type=Path)
-    parser.add_argument("--random", action="store_true",
-                        help="skip the pre-training and keep the random weights: it builds faster and writes byte "
-                             "soup that never ends, which is what tests of the truncation and KL warnings want")
+    parser.add_argument(
+        "--random",
+        action="store_true",
+        help="skip the pre-training and keep the random weights: it builds faster and writes byte "
+        "soup that never ends, which is what tests of the truncation and KL warnings want",
+    )
     parser.set_defaults(handler=run)
 
 

@@ -9,7 +9,8 @@ from .starting import add_start_arguments, create, options, resume
 
 def register(sub) -> None:
     parser = sub.add_parser(
-        "train", help="run a GRPO training and print its metrics until it ends",
+        "train",
+        help="run a GRPO training and print its metrics until it ends",
         description="Run GRPO and print one line per step until it ends. Ctrl-C (or SIGTERM) stops after the current "
         "step with a checkpoint; a second Ctrl-C stops at once. Exit code: 0 completed, 3 stopped, 1 failed, 2 bad input.",
     )

@@ -129,8 +129,7 @@ class Executor(Protocol):
         """A folder here that shows ``run`` (the monitor, ``watch``); started by the caller."""
         ...
 
-    def launch(self, config: RunConfig, gpus: list[int] | None = None,
-               num_processes: int | None = None) -> Launched:
+    def launch(self, config: RunConfig, gpus: list[int] | None = None, num_processes: int | None = None) -> Launched:
         """Check and start a run of ``config`` (detached; a Slurm job when it has a ``slurm:`` section).
         Raises LaunchError. Blocks: call it from a worker."""
         ...

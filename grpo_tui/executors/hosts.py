@@ -82,8 +82,7 @@ def load_hosts(path: Path | None = None) -> dict[str, Host]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise HostError(f"the hosts file {path} must be a mapping of host names to settings, "
-                        f"got {type(data).__name__}")
+        raise HostError(f"the hosts file {path} must be a mapping of host names to settings, got {type(data).__name__}")
     return {str(name): _host(str(name), settings, path) for name, settings in data.items()}
 
 
@@ -93,13 +92,17 @@ def check_permissions(path: Path, info: os.stat_result) -> None:
     if stat.S_ISCHR(info.st_mode):
         return
     if info.st_uid not in (0, os.getuid()):
-        raise HostError(f"Bad owner or permissions on {path}: it belongs to uid {info.st_uid}, not to you "
-                        f"(uid {os.getuid()}) or root, and it says which commands run on your hosts; use a hosts "
-                        f"file of your own (chown it, or copy it and point ${HOSTS_ENV} at the copy)")
+        raise HostError(
+            f"Bad owner or permissions on {path}: it belongs to uid {info.st_uid}, not to you "
+            f"(uid {os.getuid()}) or root, and it says which commands run on your hosts; use a hosts "
+            f"file of your own (chown it, or copy it and point ${HOSTS_ENV} at the copy)"
+        )
     mode = stat.S_IMODE(info.st_mode)
     if mode & 0o022:
-        raise HostError(f"Bad owner or permissions on {path}: mode {mode:o} lets group or others write it, and it says "
-                        f"which commands run on your hosts; fix: chmod go-w {path}")
+        raise HostError(
+            f"Bad owner or permissions on {path}: mode {mode:o} lets group or others write it, and it says "
+            f"which commands run on your hosts; fix: chmod go-w {path}"
+        )
 
 
 def _host(name: str, settings, path: Path) -> Host:
@@ -132,9 +135,12 @@ def _host(name: str, settings, path: Path) -> Host:
     if destination.startswith("-"):
         raise HostError(f"{where}: the ssh destination {destination!r} starts with '-'")
     return Host(
-        name=name, ssh=destination,
+        name=name,
+        ssh=destination,
         ssh_config=os.path.expanduser(settings["ssh_config"]) if settings.get("ssh_config") else None,
-        ssh_options=tuple(options), command=settings.get("command") or "grpo-tui", runs_dir=settings.get("runs_dir"),
+        ssh_options=tuple(options),
+        command=settings.get("command") or "grpo-tui",
+        runs_dir=settings.get("runs_dir"),
         env=tuple((k, "" if v is None else str(v)) for k, v in env.items()),
         executor=settings.get("executor") or "ssh",
     )

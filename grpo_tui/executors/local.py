@@ -76,9 +76,14 @@ class LocalExecutor:
 
     def info(self) -> HostInfo:
         """What ``grpo-tui info --json`` prints here, and what a remote caller parses into the same record."""
-        return HostInfo(__version__, FORMAT_VERSION, socket.gethostname(),
-                        str(resolve_runs_dir(self.runs_dir).expanduser().absolute()), sys.version.split()[0],
-                        tuple(GpuRecord(**asdict(g)) for g in list_gpus()))
+        return HostInfo(
+            __version__,
+            FORMAT_VERSION,
+            socket.gethostname(),
+            str(resolve_runs_dir(self.runs_dir).expanduser().absolute()),
+            sys.version.split()[0],
+            tuple(GpuRecord(**asdict(g)) for g in list_gpus()),
+        )
 
     def gpus(self) -> list[GPU]:
         visible = visible_indices()
@@ -101,8 +106,7 @@ class LocalExecutor:
     def mirror(self, run: RunRef) -> LocalCopy:
         return LocalCopy(RunFolder(Path(run.path)))
 
-    def launch(self, config: RunConfig, gpus: list[int] | None = None,
-               num_processes: int | None = None) -> Launched:
+    def launch(self, config: RunConfig, gpus: list[int] | None = None, num_processes: int | None = None) -> Launched:
         """Create and start (or submit) the run; its ``inspection`` is already set by the gate. Raises LaunchError."""
         runs_dir = self.runs_dir if self.runs_dir is not None else resolve_runs_dir(None)
         folder = launch_from_app(config, runs_dir, gpus, num_processes)

@@ -109,8 +109,14 @@ class Mirror:
         self._proc = None
         self._thread: threading.Thread | None = None
         self._started: set[str] = set()  # appended files that had bytes in this stream
-        self._remote: dict = {"host": self.host, "remote_path": remote_path, "status": None, "alerts": [],
-                              "gpus": [], "connected": False}
+        self._remote: dict = {
+            "host": self.host,
+            "remote_path": remote_path,
+            "status": None,
+            "alerts": [],
+            "gpus": [],
+            "connected": False,
+        }
         self._write_remote()
 
     # -- lifecycle --------------------------------------------------------------------------------------
@@ -167,8 +173,14 @@ class Mirror:
 
     def _offsets(self) -> list[str]:
         sizes = {name: self._size(name) for name in APPENDED}
-        return ["--from", str(sizes["events.jsonl"]), "--from-samples", str(sizes["samples.jsonl"]),
-                "--from-log", str(sizes["trainer.log"])]
+        return [
+            "--from",
+            str(sizes["events.jsonl"]),
+            "--from-samples",
+            str(sizes["samples.jsonl"]),
+            "--from-log",
+            str(sizes["trainer.log"]),
+        ]
 
     def _size(self, name: str) -> int:
         try:
@@ -201,8 +213,10 @@ class Mirror:
                     return got
                 except OSError as exc:  # the copy cannot be written here (a full disk): retried with backoff
                     self._kill(proc)
-                    self.error = (f"host {self.host}: run {self.run_id}: cannot write its copy in {self.folder.path}: "
-                                  f"{exc.strerror or exc}")
+                    self.error = (
+                        f"host {self.host}: run {self.run_id}: cannot write its copy in {self.folder.path}: "
+                        f"{exc.strerror or exc}"
+                    )
                     return got
                 out.close()
                 code = proc.wait()
@@ -229,8 +243,10 @@ class Mirror:
 
     def _reject(self, exc: WireError) -> None:
         """The host broke the format: the copy of this run stops, with one error that names the host."""
-        self.error = (f"host {self.host}: run {self.run_id}: its events stream sent a bad line ({exc}); "
-                      "the copy is not updated any more")
+        self.error = (
+            f"host {self.host}: run {self.run_id}: its events stream sent a bad line ({exc}); "
+            "the copy is not updated any more"
+        )
         self.rejected.set()
         self._set_remote(connected=False, error=self.error)
 
@@ -244,8 +260,12 @@ class Mirror:
             if self._path("config.yaml").exists() and self._path("state.json").exists():
                 self.ready.set()
         elif isinstance(parsed, StatusReport):
-            self._set_remote(status=parsed.status.value, alerts=[warning_record(a) for a in parsed.alerts],
-                             connected=True, error=None)
+            self._set_remote(
+                status=parsed.status.value,
+                alerts=[warning_record(a) for a in parsed.alerts],
+                connected=True,
+                error=None,
+            )
         elif isinstance(parsed, GpuReport):
             self._set_remote(gpus=[g.to_wire() for g in parsed.gpus])
         elif isinstance(parsed, Reset):
@@ -258,7 +278,9 @@ class Mirror:
                 self.ended.set()
         elif isinstance(parsed, RunHeader):
             if parsed.run_id != self.run_id:
-                raise WireError(f"run.run_id: expected {self.run_id!r}, the run that was asked for, got {parsed.run_id!r}")
+                raise WireError(
+                    f"run.run_id: expected {self.run_id!r}, the run that was asked for, got {parsed.run_id!r}"
+                )
             if parsed.format_version != FORMAT_VERSION:
                 raise WireError(f"run.format_version: expected {FORMAT_VERSION}, got {parsed.format_version!r}")
 
@@ -278,8 +300,9 @@ class Mirror:
             size = os.fstat(fd).st_size
             may_skip = message.file in TAIL_LIMITS and message.file not in self._started
             if message.offset > size and not may_skip:
-                raise WireError(f"offset: expected at most {size}, the size of the copy's {message.file}, "
-                                f"got {message.offset}")
+                raise WireError(
+                    f"offset: expected at most {size}, the size of the copy's {message.file}, got {message.offset}"
+                )
             if message.offset > size:
                 os.ftruncate(fd, message.offset)
             os.pwrite(fd, message.data, message.offset)

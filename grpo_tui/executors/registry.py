@@ -24,8 +24,13 @@ from .ssh import SshExecutor
 class ExecutorFactory(Protocol):
     """How a kind of executor is made for a host of the hosts file."""
 
-    def __call__(self, host: Host, runs_dir: str | None = None, interactive: bool = False,
-                 on_problem: Callable[[str], None] | None = None) -> Executor: ...
+    def __call__(
+        self,
+        host: Host,
+        runs_dir: str | None = None,
+        interactive: bool = False,
+        on_problem: Callable[[str], None] | None = None,
+    ) -> Executor: ...
 
 
 EXECUTORS: dict[str, ExecutorFactory] = {
@@ -38,9 +43,15 @@ class ExecutorRegistry:
     when a host is first asked for). ``host_runs_dir``: the runs folder on every host (``--runs-dir`` with
     ``--host``); ``interactive``: ssh may prompt on the terminal; ``on_problem``: told of rows a host left out."""
 
-    def __init__(self, runs_dir: str | Path | None = None, hosts: dict[str, Host] | None = None, *,
-                 host_runs_dir: str | None = None, interactive: bool = False,
-                 on_problem: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        runs_dir: str | Path | None = None,
+        hosts: dict[str, Host] | None = None,
+        *,
+        host_runs_dir: str | None = None,
+        interactive: bool = False,
+        on_problem: Callable[[str], None] | None = None,
+    ):
         self.local = LocalExecutor(runs_dir)
         self._hosts = None if hosts is None else dict(hosts)
         self.host_runs_dir, self.interactive, self.on_problem = host_runs_dir, interactive, on_problem
@@ -66,8 +77,11 @@ class ExecutorRegistry:
                 host = find_host(name, hosts)
                 factory = EXECUTORS.get(host.executor)
                 if factory is None:
-                    raise HostError(f"{hosts_file()}: host {host.name!r}: executor {host.executor!r} is not one this "
-                                    f"grpo-tui has; known: {', '.join(EXECUTORS)}")
-                made = self._made[name] = factory(host, runs_dir=self.host_runs_dir, interactive=self.interactive,
-                                                  on_problem=self.on_problem)
+                    raise HostError(
+                        f"{hosts_file()}: host {host.name!r}: executor {host.executor!r} is not one this "
+                        f"grpo-tui has; known: {', '.join(EXECUTORS)}"
+                    )
+                made = self._made[name] = factory(
+                    host, runs_dir=self.host_runs_dir, interactive=self.interactive, on_problem=self.on_problem
+                )
             return made

@@ -33,8 +33,14 @@ def job_script(folder: RunFolder, config: RunConfig, python: str | None = None) 
     settings = config.slurm
     path = folder.path.resolve()
     seconds = grace(settings)
-    options = [f"--job-name=grpo-{folder.run_id}", f"--output={path / 'slurm' / 'slurm-%j.out'}", "--open-mode=append",
-               f"--signal=B:TERM@{seconds}", "--requeue", *sbatch_options(settings)]
+    options = [
+        f"--job-name=grpo-{folder.run_id}",
+        f"--output={path / 'slurm' / 'slurm-%j.out'}",
+        "--open-mode=append",
+        f"--signal=B:TERM@{seconds}",
+        "--requeue",
+        *sbatch_options(settings),
+    ]
     start = [python or sys.executable, "-m", "grpo_tui", "job-start", str(path)]
     lines = [
         "#!/bin/bash",
@@ -59,26 +65,40 @@ def submit(folder: RunFolder, config: RunConfig, placement, env: dict | None = N
     os.chmod(script, 0o700)
     folder.write_state(executor="slurm", placement=placement.to_dict(), slurm_script=str(SCRIPT))
     try:
-        done = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, timeout=60,
-                              cwd=folder.path, env=env, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            ["sbatch", "--parsable", str(script)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=folder.path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     except FileNotFoundError:
         _refused(folder, "sbatch is not installed here")
-        raise ConfigError("slurm", "sbatch is not on this machine's PATH: launch --slurm from a Slurm login node "
-                          "(or --host LOGIN)") from None
+        raise ConfigError(
+            "slurm", "sbatch is not on this machine's PATH: launch --slurm from a Slurm login node (or --host LOGIN)"
+        ) from None
     except subprocess.TimeoutExpired:
         _refused(folder, "sbatch gave no answer within 60s")
         raise ConfigError("slurm", "sbatch gave no answer within 60s: is the Slurm controller up?") from None
     if done.returncode != 0:
         said = done.stderr.strip().splitlines()
         _refused(folder, said[-1] if said else f"sbatch exited with {done.returncode}")
-        raise ConfigError("slurm", f"Slurm refused the job: {said[-1] if said else done.returncode}. The script is "
-                          f"{script}; fix the slurm settings (partition, time, sbatch_args) and launch again.")
+        raise ConfigError(
+            "slurm",
+            f"Slurm refused the job: {said[-1] if said else done.returncode}. The script is "
+            f"{script}; fix the slurm settings (partition, time, sbatch_args) and launch again.",
+        )
     job = done.stdout.strip().split(";")[0]
     if not valid_job_id(job):  # recorded, it would be passed to scancel and scontrol later
         _refused(folder, f"sbatch --parsable printed {job!r}, not a job id")
-        raise ConfigError("slurm", f"run {folder.run_id}: sbatch --parsable printed {job!r}, not a Slurm job id "
-                          "(digits, or digits_digits); is `sbatch` on PATH the real one? Check the queue with "
-                          "`squeue --me` and cancel a job it may have submitted.")
+        raise ConfigError(
+            "slurm",
+            f"run {folder.run_id}: sbatch --parsable printed {job!r}, not a Slurm job id "
+            "(digits, or digits_digits); is `sbatch` on PATH the real one? Check the queue with "
+            "`squeue --me` and cancel a job it may have submitted.",
+        )
     folder.write_state(slurm_job_id=job)
     QUEUE.forget()
     return job

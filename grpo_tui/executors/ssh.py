@@ -75,10 +75,24 @@ class RemoteError(HostError):
 
 def run_info(row: RunRow, host: str) -> RunInfo:
     return RunInfo(
-        run_id=row.run_id, path=Path(row.path), project=row.project, model=row.model, status=row.status,
-        step=row.step, total=row.total, last_reward=row.last_reward, started=row.started, ended=row.ended,
-        duration=row.duration, warnings=row.warnings, last_warning=row.last_warning, exit_reason=row.exit_reason,
-        alerts=list(row.alerts), host=host, queue_reason=row.queue_reason)
+        run_id=row.run_id,
+        path=Path(row.path),
+        project=row.project,
+        model=row.model,
+        status=row.status,
+        step=row.step,
+        total=row.total,
+        last_reward=row.last_reward,
+        started=row.started,
+        ended=row.ended,
+        duration=row.duration,
+        warnings=row.warnings,
+        last_warning=row.last_warning,
+        exit_reason=row.exit_reason,
+        alerts=list(row.alerts),
+        host=host,
+        queue_reason=row.queue_reason,
+    )
 
 
 def launch_words(config: RunConfig, gpus: list[int] | None, num_processes: int | None) -> list[str]:
@@ -98,8 +112,13 @@ class SshExecutor:
     kind = "ssh"
     folders_here = False
 
-    def __init__(self, host: Host, runs_dir: str | None = None, interactive: bool = False,
-                 on_problem: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        host: Host,
+        runs_dir: str | None = None,
+        interactive: bool = False,
+        on_problem: Callable[[str], None] | None = None,
+    ):
         self.host = host
         self.name = host.name
         self.runs_dir = runs_dir or host.runs_dir
@@ -126,7 +145,9 @@ class SshExecutor:
         done = self.conn.run(args, input=input, timeout=timeout)
         if done.returncode != 0:
             said = [line for line in done.stderr.decode(errors="replace").splitlines() if line.strip()]
-            raise RemoteError(f"host {self.name}: {said[-1] if said else f'grpo-tui {args[0]} exited with {done.returncode}'}")
+            raise RemoteError(
+                f"host {self.name}: {said[-1] if said else f'grpo-tui {args[0]} exited with {done.returncode}'}"
+            )
         return done.stdout
 
     def _reply(self, what: str, out: bytes, parse: Callable[[Any], Any]) -> Any:
@@ -150,17 +171,23 @@ class SshExecutor:
             try:
                 out = self.call(["info", "--json", *self.runs_args()], timeout=60)
             except RemoteError as exc:
-                raise HostError(f"host {self.name}: its grpo-tui does not answer `info --json` ({exc}); install the same "
-                                "grpo-tui version there as here") from None
+                raise HostError(
+                    f"host {self.name}: its grpo-tui does not answer `info --json` ({exc}); install the same "
+                    "grpo-tui version there as here"
+                ) from None
             try:
                 data = loads(out)
             except ValueError:
-                raise HostError(f"host {self.name}: `grpo-tui info --json` did not print JSON there; is `command:` "
-                                "in the hosts file grpo-tui?") from None
+                raise HostError(
+                    f"host {self.name}: `grpo-tui info --json` did not print JSON there; is `command:` "
+                    "in the hosts file grpo-tui?"
+                ) from None
             if isinstance(data, dict) and data.get("run_format") != FORMAT_VERSION:
-                raise HostError(f"host {self.name}: its grpo-tui {str(data.get('version'))[:40]} writes run format "
-                                f"{str(data.get('run_format'))[:40]}, this one reads {FORMAT_VERSION}; install the same "
-                                "grpo-tui version on both machines")
+                raise HostError(
+                    f"host {self.name}: its grpo-tui {str(data.get('version'))[:40]} writes run format "
+                    f"{str(data.get('run_format'))[:40]}, this one reads {FORMAT_VERSION}; install the same "
+                    "grpo-tui version on both machines"
+                )
             info = self._info = self._parsed("info --json", data, parse_info)
         return info
 
@@ -175,16 +202,21 @@ class SshExecutor:
         error = None
         if problems:
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-            error = (f"host {self.name}: left out {len(problems)} of the {len(rows) + len(problems)} runs it listed, "
-                     f"their rows are not valid: {problems[0]}{more}")
+            error = (
+                f"host {self.name}: left out {len(problems)} of the {len(rows) + len(problems)} runs it listed, "
+                f"their rows are not valid: {problems[0]}{more}"
+            )
         return RunListing([run_info(row, self.name) for row in rows], error)
 
     def find(self, ref: str) -> RunInfo:
         """The run ``ref`` (id, prefix, ``latest``) names on the host."""
         found = self.list_runs([ref])
         if len(found.runs) != 1:
-            raise RemoteError(found.error if found.error and not found.runs else
-                              f"host {self.name}: {ref!r} names {len(found.runs)} runs")
+            raise RemoteError(
+                found.error
+                if found.error and not found.runs
+                else f"host {self.name}: {ref!r} names {len(found.runs)} runs"
+            )
         if found.error and self.on_problem is not None:
             self.on_problem(found.error)
         return found.runs[0]
@@ -200,8 +232,7 @@ class SshExecutor:
         out = self.call(["launch", "--resume", str(run.path), "--json", *self.runs_args()], timeout=300)
         return self._reply("launch --json", out, parse_launch_reply)
 
-    def launch(self, config: RunConfig, gpus: list[int] | None = None,
-               num_processes: int | None = None) -> Launched:
+    def launch(self, config: RunConfig, gpus: list[int] | None = None, num_processes: int | None = None) -> Launched:
         """The host checks the config (``launch --dry-run``: the files it names, its GPUs, its disk), then starts
         it. Raises LaunchError, with the field a problem concerns. Blocks: a worker's."""
         words = launch_words(config, gpus, num_processes)
@@ -215,8 +246,9 @@ class SshExecutor:
             first = verdict.problems[0]
             raise LaunchError(f"cannot launch on {self.name}", first.message, first.field)
         try:
-            return self._reply("launch --json", self.call(self._launch_args(words, None), timeout=300),
-                               parse_launch_reply)
+            return self._reply(
+                "launch --json", self.call(self._launch_args(words, None), timeout=300), parse_launch_reply
+            )
         except HostError as exc:
             raise LaunchError(f"launch on {self.name} failed", str(exc)) from None
 
@@ -228,7 +260,9 @@ class SshExecutor:
             data = loads(done.stdout)
         except ValueError:
             said = [line for line in done.stderr.decode(errors="replace").splitlines() if line.strip()]
-            raise RemoteError(f"host {self.name}: {said[-1] if said else 'launch --dry-run printed no verdict'}") from None
+            raise RemoteError(
+                f"host {self.name}: {said[-1] if said else 'launch --dry-run printed no verdict'}"
+            ) from None
         return self._parsed("launch --dry-run --json", data, parse_launch_check)
 
     def _launch_args(self, argv: list[str], config_text: bytes | None) -> list[str]:

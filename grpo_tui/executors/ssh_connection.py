@@ -43,14 +43,19 @@ def control_dir() -> Path:
     named = os.environ.get(CONTROL_DIR_ENV)
     if named:
         if len(named) + 51 > SOCKET_PATH_MAX:
-            raise HostError(f"${CONTROL_DIR_ENV} ({named}) is too long for SSH control sockets: keep it under "
-                            f"{SOCKET_PATH_MAX - 51} characters")
+            raise HostError(
+                f"${CONTROL_DIR_ENV} ({named}) is too long for SSH control sockets: keep it under "
+                f"{SOCKET_PATH_MAX - 51} characters"
+            )
         return _private_dir(Path(named))
     candidates = []
     if os.environ.get("XDG_RUNTIME_DIR"):
         candidates.append(os.path.join(os.environ["XDG_RUNTIME_DIR"], "grpo-tui-ssh"))
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    candidates += [os.path.join(cache, "grpo-tui", "ssh"), os.path.join(tempfile.gettempdir(), f"grpo-tui-ssh-{os.getuid()}")]
+    candidates += [
+        os.path.join(cache, "grpo-tui", "ssh"),
+        os.path.join(tempfile.gettempdir(), f"grpo-tui-ssh-{os.getuid()}"),
+    ]
     for candidate in candidates:
         if candidate and len(candidate) + 51 <= SOCKET_PATH_MAX:  # + "/", a 9-character prefix and the %C hash
             return _private_dir(Path(candidate))
@@ -66,21 +71,28 @@ def _private_dir(path: Path) -> Path:
     except FileExistsError:
         pass
     except OSError as exc:
-        raise HostError(f"cannot create the SSH control folder {path}: {exc.strerror}; set ${CONTROL_DIR_ENV} "
-                        "to a folder of yours") from None
+        raise HostError(
+            f"cannot create the SSH control folder {path}: {exc.strerror}; set ${CONTROL_DIR_ENV} to a folder of yours"
+        ) from None
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):
-        raise HostError(f"the SSH control folder {path} is a symbolic link; grpo-tui keeps "
-                        f"its SSH sockets only in a real folder of yours: remove the link (rm {path}) or set "
-                        f"${CONTROL_DIR_ENV} to a private folder")
+        raise HostError(
+            f"the SSH control folder {path} is a symbolic link; grpo-tui keeps "
+            f"its SSH sockets only in a real folder of yours: remove the link (rm {path}) or set "
+            f"${CONTROL_DIR_ENV} to a private folder"
+        )
     if not stat.S_ISDIR(info.st_mode):
         raise HostError(f"the SSH control folder {path} is not a folder: remove it or set ${CONTROL_DIR_ENV}")
     if info.st_uid != os.getuid():
-        raise HostError(f"the SSH control folder {path} belongs to uid {info.st_uid}, not to you (uid {os.getuid()}); "
-                        f"grpo-tui keeps its SSH sockets only in a folder of yours: set ${CONTROL_DIR_ENV} to one")
+        raise HostError(
+            f"the SSH control folder {path} belongs to uid {info.st_uid}, not to you (uid {os.getuid()}); "
+            f"grpo-tui keeps its SSH sockets only in a folder of yours: set ${CONTROL_DIR_ENV} to one"
+        )
     if stat.S_IMODE(info.st_mode) != 0o700:
-        raise HostError(f"the SSH control folder {path} must be yours and private (mode {stat.S_IMODE(info.st_mode):o}, "
-                        f"not 700): chmod 700 {path}")
+        raise HostError(
+            f"the SSH control folder {path} must be yours and private (mode {stat.S_IMODE(info.st_mode):o}, "
+            f"not 700): chmod 700 {path}"
+        )
     return path
 
 
@@ -116,16 +128,35 @@ class Connection:
         argv = ["ssh"]
         if self.host.ssh_config:
             argv += ["-F", self.host.ssh_config]
-        argv += ["-o", f"ControlPath={control_dir()}/{self._tag}-%C", "-o", "StrictHostKeyChecking=yes",
-                 "-o", f"ConnectTimeout={CONNECT_TIMEOUT}", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
+        argv += [
+            "-o",
+            f"ControlPath={control_dir()}/{self._tag}-%C",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"ConnectTimeout={CONNECT_TIMEOUT}",
+            "-o",
+            "ServerAliveInterval=5",
+            "-o",
+            "ServerAliveCountMax=3",
+        ]
         for option in self.host.ssh_options:
             argv += ["-o", option]
         return argv
 
     def command_argv(self, args: list[str]) -> list[str]:
         """ssh's argv for running ``grpo-tui ARGS`` on the host through the master."""
-        return [*self._base(), "-o", "ControlMaster=no", "-o", "BatchMode=yes", "-T", "--", self.host.destination,
-                remote_command(self.host, args)]
+        return [
+            *self._base(),
+            "-o",
+            "ControlMaster=no",
+            "-o",
+            "BatchMode=yes",
+            "-T",
+            "--",
+            self.host.destination,
+            remote_command(self.host, args),
+        ]
 
     def ssh_hint(self) -> str:
         """The ssh command a user can type to reach the host as we do."""
@@ -143,15 +174,33 @@ class Connection:
         with self._lock:
             if self.is_up():
                 return
-            argv = [*self._base(), "-o", "ControlMaster=yes", "-o", f"ControlPersist={CONTROL_PERSIST}",
-                    "-o", f"BatchMode={'no' if self.interactive else 'yes'}", "-f", "-N", "--", self.host.destination]
+            argv = [
+                *self._base(),
+                "-o",
+                "ControlMaster=yes",
+                "-o",
+                f"ControlPersist={CONTROL_PERSIST}",
+                "-o",
+                f"BatchMode={'no' if self.interactive else 'yes'}",
+                "-f",
+                "-N",
+                "--",
+                self.host.destination,
+            ]
             with tempfile.TemporaryFile() as err:
                 try:
-                    code = subprocess.run(argv, stdin=None if self.interactive else subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL, stderr=err, timeout=CONNECT_TIMEOUT + 60).returncode
+                    code = subprocess.run(
+                        argv,
+                        stdin=None if self.interactive else subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=err,
+                        timeout=CONNECT_TIMEOUT + 60,
+                    ).returncode
                 except subprocess.TimeoutExpired:
-                    raise HostError(f"host {self.host.name}: no answer within {CONNECT_TIMEOUT + 60}s; "
-                                    f"check that `{self.ssh_hint()}` works") from None
+                    raise HostError(
+                        f"host {self.host.name}: no answer within {CONNECT_TIMEOUT + 60}s; "
+                        f"check that `{self.ssh_hint()}` works"
+                    ) from None
                 err.seek(0)
                 stderr = err.read().decode(errors="replace")
             if code != 0:
@@ -159,8 +208,12 @@ class Connection:
 
     def close(self) -> None:
         """Stop the master (its sessions end with it)."""
-        subprocess.run([*self._base(), "-O", "exit", "--", self.host.destination], stdin=subprocess.DEVNULL,
-                       capture_output=True, timeout=10)
+        subprocess.run(
+            [*self._base(), "-O", "exit", "--", self.host.destination],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+        )
 
     # -- commands ---------------------------------------------------------------------------------------
 
@@ -168,10 +221,17 @@ class Connection:
         """Run ``grpo-tui ARGS`` there, output captured (bytes). A lost connection raises HostError."""
         self.ensure()
         try:
-            done = subprocess.run(self.command_argv(args), input=input, capture_output=True, timeout=timeout,
-                                  stdin=None if input is not None else subprocess.DEVNULL)
+            done = subprocess.run(
+                self.command_argv(args),
+                input=input,
+                capture_output=True,
+                timeout=timeout,
+                stdin=None if input is not None else subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired:
-            raise HostError(f"host {self.host.name}: `grpo-tui {args[0]}` gave no answer within {timeout:.0f}s") from None
+            raise HostError(
+                f"host {self.host.name}: `grpo-tui {args[0]}` gave no answer within {timeout:.0f}s"
+            ) from None
         check_remote(self, done.returncode, done.stderr.decode(errors="replace"))
         return done
 
@@ -190,13 +250,25 @@ def connect_error(conn: Connection, stderr: str) -> HostError:
     if "host key verification failed" in text or "host key is known" in text or "identification has changed" in text:
         changed = "identification has changed" in text
         what = "has CHANGED since you last connected" if changed else "is not in your known_hosts"
-        return HostError(f"host {name}: its SSH host key {what}; grpo-tui never accepts a host key by itself: check the "
-                         f"key's fingerprint with the host's admin, then accept it once with `{hint}`, and retry")
+        return HostError(
+            f"host {name}: its SSH host key {what}; grpo-tui never accepts a host key by itself: check the "
+            f"key's fingerprint with the host's admin, then accept it once with `{hint}`, and retry"
+        )
     if "permission denied" in text or "too many authentication failures" in text:
-        return HostError(f"host {name}: SSH authentication failed ({said}); make sure `{hint}` logs in without "
-                         "a prompt (an ssh-agent key, or run `grpo-tui hosts` in a terminal first for a password or 2FA)")
-    for marker in ("could not resolve hostname", "connection refused", "connection timed out", "no route to host",
-                   "network is unreachable", "operation timed out", "connection closed by", "connection reset"):
+        return HostError(
+            f"host {name}: SSH authentication failed ({said}); make sure `{hint}` logs in without "
+            "a prompt (an ssh-agent key, or run `grpo-tui hosts` in a terminal first for a password or 2FA)"
+        )
+    for marker in (
+        "could not resolve hostname",
+        "connection refused",
+        "connection timed out",
+        "no route to host",
+        "network is unreachable",
+        "operation timed out",
+        "connection closed by",
+        "connection reset",
+    ):
         if marker in text:
             return HostError(f"host {name}: unreachable ({said}); check that the host is up and that `{hint}` works")
     return HostError(f"host {name}: ssh failed ({said or 'no message'}); check that `{hint}` works")
@@ -207,21 +279,28 @@ def check_remote(conn: Connection, code: int, stderr: str) -> None:
     name = conn.host.name
     if code == 255:
         said = " ".join(line.strip() for line in stderr.splitlines() if line.strip())
-        raise HostError(f"host {name}: the SSH connection failed ({said or 'no message'}); it is retried on the next command")
+        raise HostError(
+            f"host {name}: the SSH connection failed ({said or 'no message'}); it is retried on the next command"
+        )
     if code in (126, 127) and ("not found" in stderr or "No such file" in stderr or "Permission denied" in stderr):
-        raise HostError(f"host {name}: grpo-tui is not installed there as `{conn.host.command}` ({stderr.strip()}); "
-                        f"install it on the host (docs/hosts.md) or set its full path as `command:` for {name} in "
-                        f"{hosts_file()}")
+        raise HostError(
+            f"host {name}: grpo-tui is not installed there as `{conn.host.command}` ({stderr.strip()}); "
+            f"install it on the host (docs/hosts.md) or set its full path as `command:` for {name} in "
+            f"{hosts_file()}"
+        )
 
 
 def relay(argv: list[str], data: bytes | None, json_out: bool) -> int:
     """Run ``argv`` (a remote command) with its output copied here through ``safe_text``: a host is not
     trusted, so no control character it sends reaches this terminal (JSON stays the same JSON)."""
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else None, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE if data is not None else None, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     copy = clean_json if json_out else clean
-    threads = [threading.Thread(target=_copy, args=(proc, proc.stdout, sys.stdout, copy), daemon=True),
-               threading.Thread(target=_copy, args=(proc, proc.stderr, sys.stderr, clean), daemon=True)]
+    threads = [
+        threading.Thread(target=_copy, args=(proc, proc.stdout, sys.stdout, copy), daemon=True),
+        threading.Thread(target=_copy, args=(proc, proc.stderr, sys.stderr, clean), daemon=True),
+    ]
     for thread in threads:
         thread.start()
     if data is not None and proc.stdin is not None:

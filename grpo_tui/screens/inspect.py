@@ -75,8 +75,11 @@ class InspectScreen(Screen):
         existing = inspections.find_for(self.config, self.runs_dir)
         if existing is not None:
             self.inspection = existing
-            self._show(existing, f"inspection {existing.id}, already made for this model, environment and sampling "
-                       "(ctrl+r to inspect again)")
+            self._show(
+                existing,
+                f"inspection {existing.id}, already made for this model, environment and sampling "
+                "(ctrl+r to inspect again)",
+            )
         else:
             self.run_inspection()
 
@@ -104,10 +107,13 @@ class InspectScreen(Screen):
                 return
             lines = inspection.log.read_text(errors="replace").splitlines() if inspection.log.exists() else []
             progress = lines[-1] if lines else "loading the model and the environment"
-            self.post_message(self.Progress(
-                f"inspecting {self.samples} completions ({time.monotonic() - started:.0f}s): {progress}"))
+            self.post_message(
+                self.Progress(f"inspecting {self.samples} completions ({time.monotonic() - started:.0f}s): {progress}")
+            )
             time.sleep(0.5)
-        self.post_message(self.Progress(f"inspection {inspection.id} finished; read it, then launch (ctrl+l)", inspection))
+        self.post_message(
+            self.Progress(f"inspection {inspection.id} finished; read it, then launch (ctrl+l)", inspection)
+        )
 
     def on_inspect_screen_progress(self, message: Progress) -> None:
         if message.inspection is None:
@@ -132,9 +138,11 @@ class InspectScreen(Screen):
                 self.dismiss(("skip", None))
 
         self.app.push_screen(
-            ConfirmScreen("Launch without a reward inspection?",
-                          "A reward that scores the wrong thing trains the wrong thing cleanly. The run's config will "
-                          "record that the inspection was skipped."),
+            ConfirmScreen(
+                "Launch without a reward inspection?",
+                "A reward that scores the wrong thing trains the wrong thing cleanly. The run's config will "
+                "record that the inspection was skipped.",
+            ),
             confirmed,
         )
 

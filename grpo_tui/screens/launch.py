@@ -212,8 +212,11 @@ class LaunchScreen(Screen):
             return
         notes = list(self.placement.notes)
         if self.placement.train_gpus:
-            notes.insert(0, f"{self.placement.num_processes} training process(es) on GPU(s) "
-                            f"{','.join(map(str, self.placement.train_gpus))}")
+            notes.insert(
+                0,
+                f"{self.placement.num_processes} training process(es) on GPU(s) "
+                f"{','.join(map(str, self.placement.train_gpus))}",
+            )
         self.picker.show_plan("; ".join(notes), "-info")
         self.form.set_context(self.placement.num_processes)
 
@@ -262,12 +265,14 @@ class LaunchScreen(Screen):
             self.form.focus_field(exc.field)
             return
         if path.exists():
+
             def confirmed(ok: bool | None) -> None:
                 if ok:
                     self._write(config, path)
 
-            self.app.push_screen(ConfirmScreen(f"Overwrite {path}?", "The file is replaced by the settings shown."),
-                                 confirmed)
+            self.app.push_screen(
+                ConfirmScreen(f"Overwrite {path}?", "The file is replaced by the settings shown."), confirmed
+            )
         else:
             self._write(config, path)
 
@@ -320,8 +325,11 @@ class LaunchScreen(Screen):
         self._set_launching(True)
         if not executor.folders_here:
             config.inspection = SKIPPED
-            self._launch_status.show(f"checking the config on {executor.name}, then starting it there (the reward "
-                                     f"inspection gate runs here only: `grpo-tui inspect --host {executor.name}`)", "-info")
+            self._launch_status.show(
+                f"checking the config on {executor.name}, then starting it there (the reward "
+                f"inspection gate runs here only: `grpo-tui inspect --host {executor.name}`)",
+                "-info",
+            )
             self.start_run(executor, config, gpus, num_processes)
             return
         self._launch_status.show("reward inspection first: read the scored samples, then launch", "-info")
@@ -331,8 +339,9 @@ class LaunchScreen(Screen):
 
         self.app.push_screen(InspectScreen(config, self.runs_dir), after_gate)
 
-    def _after_gate(self, result, executor: Executor, config: RunConfig, gpus: list[int] | None,
-                    num_processes: int | None) -> None:
+    def _after_gate(
+        self, result, executor: Executor, config: RunConfig, gpus: list[int] | None, num_processes: int | None
+    ) -> None:
         """The inspection gate answered: launch with its id, launch recorded as skipped, or back to the form."""
         if result is None:
             self._set_launching(False)
@@ -355,7 +364,9 @@ class LaunchScreen(Screen):
         self.query_one("#launch", Button).disabled = launching
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="launch")
-    def start_run(self, executor: Executor, config: RunConfig, gpus: list[int] | None, num_processes: int | None) -> None:
+    def start_run(
+        self, executor: Executor, config: RunConfig, gpus: list[int] | None, num_processes: int | None
+    ) -> None:
         """Create and start the run there (blocking), then say how it went through a message."""
         try:
             launched = executor.launch(config, gpus, num_processes)

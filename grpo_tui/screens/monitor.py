@@ -238,8 +238,12 @@ class MonitorScreen(Screen):
         self.query_one("#banner", CriticalBanner).show(critical[-1] if critical else None)
         for w in new if self.loaded else ():
             if w.severity.alarming:
-                self.notify(f"{w.rule}: {w.message}", title=f"step {w.step}",
-                            severity="error" if w.severity is Severity.CRITICAL else "warning", timeout=8)
+                self.notify(
+                    f"{w.rule}: {w.message}",
+                    title=f"step {w.step}",
+                    severity="error" if w.severity is Severity.CRITICAL else "warning",
+                    timeout=8,
+                )
 
     def _markers(self) -> list[int]:
         return [w.step for w in self.warnings if w.severity.alarming]
@@ -249,8 +253,14 @@ class MonitorScreen(Screen):
         view, state = self.view, self.state
         last_time = view.last.time if view.last is not None else None
         self.query_one("#header", RunHeader).show(
-            self.folder.run_id, self.config.get("model"), self.status, view.step, run_total(dict(state), self.config),
-            run_duration(dict(state), self.status, last_event_time=last_time), view.steps_per_s, view.tokens_per_s,
+            self.folder.run_id,
+            self.config.get("model"),
+            self.status,
+            view.step,
+            run_total(dict(state), self.config),
+            run_duration(dict(state), self.status, last_event_time=last_time),
+            view.steps_per_s,
+            view.tokens_per_s,
         )
 
     def action_next_metric(self) -> None:
@@ -277,13 +287,22 @@ class MonitorScreen(Screen):
             self.action_force_stop()
             return
         self.app.push_screen(
-            ConfirmScreen(f"Stop run {self.folder.run_id}?", "It finishes the current step, saves a checkpoint and ends as "
-                          "'stopped'. Press f (force) if it does not stop."), self._confirmed(force=False))
+            ConfirmScreen(
+                f"Stop run {self.folder.run_id}?",
+                "It finishes the current step, saves a checkpoint and ends as "
+                "'stopped'. Press f (force) if it does not stop.",
+            ),
+            self._confirmed(force=False),
+        )
 
     def action_force_stop(self) -> None:
         self.app.push_screen(
-            ConfirmScreen(f"Force-stop run {self.folder.run_id}?", "Every process of the run gets TERM, then KILL. "
-                          "Progress since the last checkpoint is lost."), self._confirmed(force=True))
+            ConfirmScreen(
+                f"Force-stop run {self.folder.run_id}?",
+                "Every process of the run gets TERM, then KILL. Progress since the last checkpoint is lost.",
+            ),
+            self._confirmed(force=True),
+        )
 
     def _confirmed(self, force: bool):
         def answer(ok: bool | None) -> None:

@@ -62,8 +62,13 @@ class RunsScreen(Screen):
         """Every run, newest first, and the ids of the runs that are new or changed, or gone. ``partial``: the
         newest runs of a first load, the rest still being read."""
 
-        def __init__(self, runs: list[RunInfo], changed: frozenset[str] = frozenset(),
-                     removed: frozenset[str] = frozenset(), partial: bool = False):
+        def __init__(
+            self,
+            runs: list[RunInfo],
+            changed: frozenset[str] = frozenset(),
+            removed: frozenset[str] = frozenset(),
+            partial: bool = False,
+        ):
             super().__init__()
             self.runs, self.changed, self.removed, self.partial = runs, changed, removed, partial
 
@@ -116,7 +121,7 @@ class RunsScreen(Screen):
     def shown(self) -> bool:
         """On top, or under dialogs only."""
         stack = self.app.screen_stack
-        return self in stack and all(isinstance(s, ModalScreen) for s in stack[stack.index(self) + 1:])
+        return self in stack and all(isinstance(s, ModalScreen) for s in stack[stack.index(self) + 1 :])
 
     def _refresh_shown(self) -> None:
         if self.shown:
@@ -190,13 +195,16 @@ class RunsScreen(Screen):
 
     def _show(self, changed: frozenset, removed: frozenset, partial: bool = False) -> None:
         remote = [run for name in self.hosts for run in self.host_runs.get(name, [])]
-        runs = self.local_runs if not remote else sorted([*self.local_runs, *remote], key=lambda r: r.run_id, reverse=True)
+        runs = (
+            self.local_runs if not remote else sorted([*self.local_runs, *remote], key=lambda r: r.run_id, reverse=True)
+        )
         self.runs = runs
         self.query_one(RunsTable).show(runs, changed | removed, partial)
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def load(self, force: bool = False) -> None:
         """Refresh the list; post it when something changed (or ``force``: a load the user asked for)."""
+
         def first_rows(runs: list[RunInfo]) -> None:
             self.post_message(self.Loaded(runs, frozenset(r.run_id for r in runs), partial=True))
 
@@ -209,14 +217,21 @@ class RunsScreen(Screen):
         self.local_runs = message.runs
         self._show(message.changed, message.removed, message.partial)
         runs, where = message.runs, self.runs_dir
-        title = (f"runs in {where}  (reading…)" if message.partial else f"runs in {where}  ({len(runs)})" if runs
-                 else f"no runs in {where} yet: press n to start one")
+        title = (
+            f"runs in {where}  (reading…)"
+            if message.partial
+            else f"runs in {where}  ({len(runs)})"
+            if runs
+            else f"no runs in {where} yet: press n to start one"
+        )
         if title != self._title:  # an update lays the screen out again: only when it says something new
             self._title = title
             self.query_one("#title", Label).update(literal(title))
 
     def on_runs_screen_done(self, message: Done) -> None:
-        self.notify(message.text, severity="error" if message.error else "information", timeout=10 if message.error else 5)
+        self.notify(
+            message.text, severity="error" if message.error else "information", timeout=10 if message.error else 5
+        )
         run = message.run
         if message.open_run:
             self.grpo.open_run(self.executor(run), run)
@@ -268,12 +283,14 @@ class RunsScreen(Screen):
         if run is None or not run.status.is_live:
             self.notify("The selected run is not running.")
             return
+
         def confirmed(ok: bool | None) -> None:
             if ok:
                 self._stop(run)
 
-        self.app.push_screen(ConfirmScreen(f"Stop run {run.run_id}?", "It finishes the current step and saves a checkpoint."),
-                             confirmed)
+        self.app.push_screen(
+            ConfirmScreen(f"Stop run {run.run_id}?", "It finishes the current step and saves a checkpoint."), confirmed
+        )
 
     def action_resume(self) -> None:
         run = self._current()
@@ -281,15 +298,24 @@ class RunsScreen(Screen):
             self.notify("Only a stopped, failed or lost run can be resumed here.")
             return
         if run.status is Status.COMPLETED:
-            self.notify(f"Run {run.run_id} is completed; to train it further, give the new total of steps: "
-                        f"grpo-tui launch --resume {run.run_id} --max-steps N", timeout=10)
+            self.notify(
+                f"Run {run.run_id} is completed; to train it further, give the new total of steps: "
+                f"grpo-tui launch --resume {run.run_id} --max-steps N",
+                timeout=10,
+            )
             return
+
         def confirmed(ok: bool | None) -> None:
             if ok:
                 self._resume(run)
 
-        self.app.push_screen(ConfirmScreen(f"Resume run {run.run_id}?", "It continues from its newest checkpoint in the "
-                                           "same folder; steps and events carry on."), confirmed)
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Resume run {run.run_id}?",
+                "It continues from its newest checkpoint in the same folder; steps and events carry on.",
+            ),
+            confirmed,
+        )
 
     @work(thread=True, group="resume", exit_on_error=False)
     def _resume(self, run: RunInfo) -> None:

@@ -47,8 +47,13 @@ class Backlog:
         except OSError:
             size = 0
         if size >= min_bytes:
-            self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, cwd=SAFE_CWD)
+            self.proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                cwd=SAFE_CWD,
+            )
 
     def command(self) -> list[str]:
         return [sys.executable, *SAFE_PATH, "-m", "grpo_tui.services.backlog", os.fspath(self.path)]

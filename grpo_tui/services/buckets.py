@@ -60,7 +60,7 @@ class Level:
                 self.sums.append(sm[i] + sm[i + 1])
             return
         for b in range(end, stop):
-            chunk = values[b * size:(b + 1) * size]
+            chunk = values[b * size : (b + 1) * size]
             self.lows.append(min(chunk))
             self.highs.append(max(chunk))
             self.sums.append(sum(chunk))
@@ -91,7 +91,7 @@ class BlockCache:
         i = start_block - level.first
         lows, highs = list(level.lows[i:]), list(level.highs[i:])
         means = [s / size for s in level.sums[i:]]
-        tail = values[level.end * size:]
+        tail = values[level.end * size :]
         if len(tail):
             lows.append(min(tail))
             highs.append(max(tail))

@@ -75,24 +75,49 @@ class RunInfo:
     def to_dict(self) -> dict:
         """The row of ``grpo-tui runs --json`` (the fields in order; ``dataclasses.asdict`` is slow on 10k rows)."""
         return {
-            "run_id": self.run_id, "path": str(self.path), "project": self.project, "model": self.model,
-            "status": self.status.value, "step": self.step, "total": self.total, "last_reward": self.last_reward,
-            "started": self.started, "ended": self.ended, "duration": self.duration, "warnings": self.warnings,
-            "last_warning": self.last_warning, "exit_reason": self.exit_reason,
-            "alerts": [warning_record(a) for a in self.alerts], "host": self.host, "queue_reason": self.queue_reason,
+            "run_id": self.run_id,
+            "path": str(self.path),
+            "project": self.project,
+            "model": self.model,
+            "status": self.status.value,
+            "step": self.step,
+            "total": self.total,
+            "last_reward": self.last_reward,
+            "started": self.started,
+            "ended": self.ended,
+            "duration": self.duration,
+            "warnings": self.warnings,
+            "last_warning": self.last_warning,
+            "exit_reason": self.exit_reason,
+            "alerts": [warning_record(a) for a in self.alerts],
+            "host": self.host,
+            "queue_reason": self.queue_reason,
         }
 
     @classmethod
     def from_dict(cls, row: dict, host: str | None = None) -> RunInfo:
         """A row of ``runs --json`` (a remote host's); ``path`` is a path on that host."""
-        alerts = [decode({**a, "type": EventType.WARNING.value}) for a in row.get("alerts") or [] if isinstance(a, dict)]
+        alerts = [
+            decode({**a, "type": EventType.WARNING.value}) for a in row.get("alerts") or [] if isinstance(a, dict)
+        ]
         return cls(
-            run_id=str(row["run_id"]), path=Path(row["path"]), project=row.get("project"), model=row.get("model"),
-            status=Status.parse(row.get("status")) or Status.LOST, step=row.get("step"), total=row.get("total"),
-            last_reward=row.get("last_reward"), started=row.get("started"), ended=row.get("ended"),
-            duration=row.get("duration"), warnings=row.get("warnings") or 0, last_warning=row.get("last_warning"),
-            exit_reason=row.get("exit_reason"), alerts=[a for a in alerts if isinstance(a, HealthWarning)],
-            host=host if host is not None else row.get("host"), queue_reason=row.get("queue_reason"),
+            run_id=str(row["run_id"]),
+            path=Path(row["path"]),
+            project=row.get("project"),
+            model=row.get("model"),
+            status=Status.parse(row.get("status")) or Status.LOST,
+            step=row.get("step"),
+            total=row.get("total"),
+            last_reward=row.get("last_reward"),
+            started=row.get("started"),
+            ended=row.get("ended"),
+            duration=row.get("duration"),
+            warnings=row.get("warnings") or 0,
+            last_warning=row.get("last_warning"),
+            exit_reason=row.get("exit_reason"),
+            alerts=[a for a in alerts if isinstance(a, HealthWarning)],
+            host=host if host is not None else row.get("host"),
+            queue_reason=row.get("queue_reason"),
         )
 
 
@@ -146,14 +171,25 @@ def run_info(folder: RunFolder, now: float | None = None, state: dict | None = N
         ended_as = slurm_queue.QUEUE.ended(job)
         if ended_as is not None:
             exit_reason = f"Slurm job {job} ended {ended_as.state}" + (
-                f" ({ended_as.reason})" if ended_as.reason not in ("None", "") else "")
+                f" ({ended_as.reason})" if ended_as.reason not in ("None", "") else ""
+            )
     return RunInfo(
-        run_id=folder.run_id, path=folder.path, project=config.get("project_name"), model=config.get("model"),
-        status=status, step=last.step if last else None, total=run_total(state, config),
+        run_id=folder.run_id,
+        path=folder.path,
+        project=config.get("project_name"),
+        model=config.get("model"),
+        status=status,
+        step=last.step if last else None,
+        total=run_total(state, config),
         last_reward=last.get("reward") if last else None,
-        started=started, ended=ended,
-        duration=run_duration(state, status, now, last_event.time if last_event else None), warnings=warnings,
-        last_warning=last_warning, exit_reason=exit_reason, alerts=alerts, queue_reason=queue_reason,
+        started=started,
+        ended=ended,
+        duration=run_duration(state, status, now, last_event.time if last_event else None),
+        warnings=warnings,
+        last_warning=last_warning,
+        exit_reason=exit_reason,
+        alerts=alerts,
+        queue_reason=queue_reason,
     )
 
 
@@ -167,12 +203,21 @@ def summarised_info(folder: RunFolder, state: dict, status: Status, summary: dic
     step, last_time = _int(summary.get("step")), summary.get("last_event_time")
     reward = summary.get("reward")
     return RunInfo(
-        run_id=folder.run_id, path=folder.path, project=_str(summary.get("project")), model=_str(summary.get("model")),
-        status=status, step=step, total=_int(summary.get("total")),
+        run_id=folder.run_id,
+        path=folder.path,
+        project=_str(summary.get("project")),
+        model=_str(summary.get("model")),
+        status=status,
+        step=step,
+        total=_int(summary.get("total")),
         last_reward=reward if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None,
-        started=state.get("started"), ended=state.get("ended"),
+        started=state.get("started"),
+        ended=state.get("ended"),
         duration=run_duration(state, status, now, last_time if isinstance(last_time, (int, float)) else None),
-        warnings=warnings, last_warning=last_warning, exit_reason=state.get("exit_reason"), alerts=alerts,
+        warnings=warnings,
+        last_warning=last_warning,
+        exit_reason=state.get("exit_reason"),
+        alerts=alerts,
     )
 
 
@@ -228,8 +273,7 @@ def _has_run_files(path: str, names: tuple[str, ...] = RUN_FILES) -> bool:
 
 def run_folders(runs_dir: str | os.PathLike | None = None) -> list[RunFolder]:
     """Every run folder in the runs dir, newest first (run ids sort by start time)."""
-    return [RunFolder(Path(path)) for _name, path in folder_entries(resolve_runs_dir(runs_dir))
-            if _has_run_files(path)]
+    return [RunFolder(Path(path)) for _name, path in folder_entries(resolve_runs_dir(runs_dir)) if _has_run_files(path)]
 
 
 def run_states(runs_dir: str | os.PathLike | None = None) -> list[tuple[RunFolder, dict]]:

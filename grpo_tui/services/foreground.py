@@ -74,8 +74,10 @@ class EventPrinter:
             if event.advice:
                 line(f"  advice: {event.advice}")
         elif isinstance(event, StopRequested):
-            line(("stop requested", p.status(Status.STOPPING)),
-                 f" ({event.reason}): finishing the step and saving a checkpoint")
+            line(
+                ("stop requested", p.status(Status.STOPPING)),
+                f" ({event.reason}): finishing the step and saving a checkpoint",
+            )
         elif isinstance(event, Error):
             line(("error:", p.role("error", bold=True)), f" {event.message}")
             if event.traceback:
@@ -97,8 +99,13 @@ def _complete_size(path) -> int:
     return size - len(tail) + tail.rfind(b"\n") + 1 if b"\n" in tail else size
 
 
-def run_foreground(folder: RunFolder, placement: Placement, options: LaunchOptions | None = None,
-                   console: Console | None = None, poll_interval: float = 0.2) -> int:
+def run_foreground(
+    folder: RunFolder,
+    placement: Placement,
+    options: LaunchOptions | None = None,
+    console: Console | None = None,
+    poll_interval: float = 0.2,
+) -> int:
     console = console or Console(highlight=False, soft_wrap=True)
     printer = EventPrinter(console, folder)
     resuming = bool(folder.read_state().get("resume_from"))  # print the new leg, not the run's history again
@@ -125,8 +132,15 @@ def run_foreground(folder: RunFolder, placement: Placement, options: LaunchOptio
             signal.signal(sig, handler)
     status = folder.status()
     if status is None or not status.is_final:
-        console.print(Text.assemble((f"the run's root process exited with code {proc.returncode}",
-                                     printer.palette.role("error", bold=True)), clean(f"; see {folder.log_file}")))
+        console.print(
+            Text.assemble(
+                (
+                    f"the run's root process exited with code {proc.returncode}",
+                    printer.palette.role("error", bold=True),
+                ),
+                clean(f"; see {folder.log_file}"),
+            )
+        )
         return 1
     console.print(Text(clean(f"run folder: {folder.path}  (log: {folder.log_file.name})")), highlight=False)
     return EXIT_CODES.get(status, 1)

@@ -44,14 +44,21 @@ class GPU:
         return cls(**{f: data[f] for f in ("index", "name", "memory_total", "memory_used", "utilization")})
 
 
-
 def _fake(spec: str) -> list[GPU]:
     data: Any = json.loads(spec)
     if isinstance(data, int):
         data = [{"index": i} for i in range(data)]
     gib = 1 << 30
-    return [GPU(index=d.get("index", i), name=d.get("name", "Fake GPU"), memory_total=d.get("memory_total", 80 * gib),
-                memory_used=d.get("memory_used", 0), utilization=d.get("utilization", 0)) for i, d in enumerate(data)]
+    return [
+        GPU(
+            index=d.get("index", i),
+            name=d.get("name", "Fake GPU"),
+            memory_total=d.get("memory_total", 80 * gib),
+            memory_used=d.get("memory_used", 0),
+            utilization=d.get("utilization", 0),
+        )
+        for i, d in enumerate(data)
+    ]
 
 
 def list_gpus() -> list[GPU]:
@@ -73,7 +80,15 @@ def list_gpus() -> list[GPU]:
             memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
             name = pynvml.nvmlDeviceGetName(handle)
             util = pynvml.nvmlDeviceGetUtilizationRates(handle).gpu
-            gpus.append(GPU(i, name.decode() if isinstance(name, bytes) else name, int(memory.total), int(memory.used), int(util)))
+            gpus.append(
+                GPU(
+                    i,
+                    name.decode() if isinstance(name, bytes) else name,
+                    int(memory.total),
+                    int(memory.used),
+                    int(util),
+                )
+            )
         return gpus
     finally:
         pynvml.nvmlShutdown()

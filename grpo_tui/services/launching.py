@@ -43,8 +43,9 @@ class LaunchError(Exception):
         return cls(title, getattr(exc, "strerror", None) or str(exc))
 
 
-def launch_from_app(config: RunConfig, runs_dir: str | Path, gpus: list[int] | None = None,
-                    num_processes: int | None = None) -> RunFolder:
+def launch_from_app(
+    config: RunConfig, runs_dir: str | Path, gpus: list[int] | None = None, num_processes: int | None = None
+) -> RunFolder:
     """Create and start the run of ``config`` (its ``inspection`` already set by the gate) on these GPUs.
 
     Blocks (folder creation, spawning): call it from a worker. Raises ``LaunchError`` for any failure; a
@@ -54,15 +55,21 @@ def launch_from_app(config: RunConfig, runs_dir: str | Path, gpus: list[int] | N
 
     slurm = bool(config.slurm)  # a Slurm job: placed on its node's GPUs, submitted instead of started
     try:
-        folder, placement = create_run(config, runs_dir, gpus=gpus, num_processes=num_processes,
-                                       available=list(range(config.slurm.get("gpus_per_node") or 0)) if slurm else None,
-                                       status=Status.QUEUED if slurm else Status.STARTING)
+        folder, placement = create_run(
+            config,
+            runs_dir,
+            gpus=gpus,
+            num_processes=num_processes,
+            available=list(range(config.slurm.get("gpus_per_node") or 0)) if slurm else None,
+            status=Status.QUEUED if slurm else Status.STARTING,
+        )
     except Exception as exc:
         raise LaunchError.from_exception(exc) from exc
     try:
         if config.inspection and config.inspection != SKIPPED:
-            inspections.attach(inspections.Inspection(inspections.inspections_dir(runs_dir) / config.inspection),
-                               folder)
+            inspections.attach(
+                inspections.Inspection(inspections.inspections_dir(runs_dir) / config.inspection), folder
+            )
         if slurm:
             from ..executors.slurm import submit
 
@@ -70,7 +77,8 @@ def launch_from_app(config: RunConfig, runs_dir: str | Path, gpus: list[int] | N
         else:
             start_root(folder, placement, LaunchOptions())
     except Exception as exc:
-        folder.write_state(status=Status.FAILED, exit_reason=f"could not start the run: {exc}",
-                           ended=round(time.time(), 3))
+        folder.write_state(
+            status=Status.FAILED, exit_reason=f"could not start the run: {exc}", ended=round(time.time(), 3)
+        )
         raise LaunchError.from_exception(exc) from exc
     return folder

@@ -44,18 +44,29 @@ from .run_status import is_live, live_status, run_duration, run_total
 RATE_WINDOW = 10
 SHOWN_WARNINGS = 5
 METRIC_ROWS = (
-    ("reward", "reward"), ("reward_std", "reward std"), ("kl", "kl"), ("loss", "loss"), ("entropy", "entropy"),
-    ("completions/mean_length", "completion length"), ("completions/clipped_ratio", "clipped ratio"),
+    ("reward", "reward"),
+    ("reward_std", "reward std"),
+    ("kl", "kl"),
+    ("loss", "loss"),
+    ("entropy", "entropy"),
+    ("completions/mean_length", "completion length"),
+    ("completions/clipped_ratio", "clipped ratio"),
 )
-CATCH_UP_TYPES = (EventType.RUN_STARTED, EventType.WARNING, EventType.ERROR, EventType.STOP_REQUESTED,
-                  EventType.RUN_FINISHED)
+CATCH_UP_TYPES = (
+    EventType.RUN_STARTED,
+    EventType.WARNING,
+    EventType.ERROR,
+    EventType.STOP_REQUESTED,
+    EventType.RUN_FINISHED,
+)
 
 
 # -- logs -----------------------------------------------------------------------------------------------
 
 
-def follow_log(folder: RunFolder, out: TextIO | None = None, follow: bool = False, poll: float = 0.2,
-               raw: bool = False) -> str:
+def follow_log(
+    folder: RunFolder, out: TextIO | None = None, follow: bool = False, poll: float = 0.2, raw: bool = False
+) -> str:
     """Print trainer.log to ``out`` (stdout); with ``follow``, keep printing what is appended until the run is
     no longer live. Returns the run's status when it stops reading.
 
@@ -167,15 +178,21 @@ class RunView:
         state = self.folder.read_state()
         last = self.recent[-1] if self.recent else None
         return Snapshot(
-            run_id=self.folder.run_id, status=self.status,
+            run_id=self.folder.run_id,
+            status=self.status,
             project=self.config.get("project_name") or self.started_event.project_name,
-            model=self.config.get("model") or self.started_event.model, step=last.step if last else None,
-            total=run_total(state, self.config), elapsed=run_duration(state, self.status, now, last.time if last else None),
+            model=self.config.get("model") or self.started_event.model,
+            step=last.step if last else None,
+            total=run_total(state, self.config),
+            elapsed=run_duration(state, self.status, now, last.time if last else None),
             steps_per_s=_rate(list(self.recent)),
             metrics=dict(last.values) if last else {},
-            kl_coef=self.config.get("rl_kl_coef"), warnings=[*self.warnings, *watcher_warnings(self.folder, self.status, now)],
+            kl_coef=self.config.get("rl_kl_coef"),
+            warnings=[*self.warnings, *watcher_warnings(self.folder, self.status, now)],
             error=self.error,
-            stop_reason=self.stop_reason, finished=self.finished, exit_reason=state.get("exit_reason"),
+            stop_reason=self.stop_reason,
+            finished=self.finished,
+            exit_reason=state.get("exit_reason"),
         )
 
 
@@ -207,8 +224,13 @@ def render(snap: Snapshot) -> RenderableType:
 
 def _header(snap: Snapshot) -> RenderableType:
     line = Text.assemble(
-        (clean_line(snap.run_id), "bold"), "  ", (clean_line(snap.status), plain_palette().status(snap.status)), "  ",
-        f"step {format_steps(snap.step, snap.total)}", "  ", f"elapsed {format_duration(snap.elapsed)}",
+        (clean_line(snap.run_id), "bold"),
+        "  ",
+        (clean_line(snap.status), plain_palette().status(snap.status)),
+        "  ",
+        f"step {format_steps(snap.step, snap.total)}",
+        "  ",
+        f"elapsed {format_duration(snap.elapsed)}",
     )
     if snap.steps_per_s:
         line.append(f"  {snap.steps_per_s:.2f} steps/s")
@@ -262,23 +284,31 @@ def _error_panel(error: Error) -> Panel:
     traceback = (error.traceback or "").strip().splitlines()
     if traceback:
         body.append(clean("\n" + "\n".join(traceback[-6:])), style="dim")
-    return Panel(body, title=Text(clean_line(f"error ({error.kind}) at step {error.step}")), title_align="left",
-                 border_style=error_style)
+    return Panel(
+        body,
+        title=Text(clean_line(f"error ({error.kind}) at step {error.step}")),
+        title_align="left",
+        border_style=error_style,
+    )
 
 
 def _footer(snap: Snapshot) -> Text | None:
     palette = plain_palette()
     if snap.status is Status.LOST:
-        return Text("the trainer process is gone without finishing (reboot, SIGKILL or the OOM killer?)",
-                    style=palette.status(Status.LOST))
+        return Text(
+            "the trainer process is gone without finishing (reboot, SIGKILL or the OOM killer?)",
+            style=palette.status(Status.LOST),
+        )
     if snap.finished:
         reason = f": {snap.finished.reason}" if snap.finished.reason else ""
         return Text(clean(f"run {snap.finished.status} at step {snap.finished.step}{reason}"))
     if snap.status.is_final:
         return Text(clean(f"run {snap.status}" + (f": {snap.exit_reason}" if snap.exit_reason else "")))
     if snap.stop_reason:
-        return Text(clean(f"stop requested ({snap.stop_reason}): finishing the step and saving a checkpoint"),
-                    style=palette.status(Status.STOPPING))
+        return Text(
+            clean(f"stop requested ({snap.stop_reason}): finishing the step and saving a checkpoint"),
+            style=palette.status(Status.STOPPING),
+        )
     return None
 
 

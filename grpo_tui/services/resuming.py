@@ -46,8 +46,9 @@ class ResumePlan:
         if self.reached > step:
             again = f"step {step + 1} is" if self.reached == step + 1 else f"steps {step + 1}-{self.reached} are"
             lines[0] += f"; {again} trained again"
-        for skipped in self.skipped or [{"name": c.name, "problems": list(c.problems + c.training_problems)}
-                                        for c in self.torn]:
+        for skipped in self.skipped or [
+            {"name": c.name, "problems": list(c.problems + c.training_problems)} for c in self.torn
+        ]:
             moved = f" (moved to {skipped['moved_to']})" if skipped.get("moved_to") else ""
             lines.append(f"skipped {skipped['name']}: {'; '.join(skipped['problems'])}{moved}")
         return "\n".join(lines)
@@ -59,11 +60,17 @@ def choose_checkpoint(folder: RunFolder, status: Status, max_steps: int | None) 
     picked, _ = newest(checks)
     if picked is None:
         if not checks:
-            raise ConfigError("resume", f"run {folder.run_id} has no checkpoint to resume from (checkpoints/ is empty); "
-                              "start a new run instead.")
+            raise ConfigError(
+                "resume",
+                f"run {folder.run_id} has no checkpoint to resume from (checkpoints/ is empty); "
+                "start a new run instead.",
+            )
         why = "; ".join(c.describe() for c in reversed(checks))
-        raise ConfigError("resume", f"run {folder.run_id} has no complete checkpoint to resume from ({why}); start a "
-                          "new run instead (`grpo-tui merge --checkpoint N` still exports one whose weights are whole).")
+        raise ConfigError(
+            "resume",
+            f"run {folder.run_id} has no complete checkpoint to resume from ({why}); start a "
+            "new run instead (`grpo-tui merge --checkpoint N` still exports one whose weights are whole).",
+        )
     state = folder.read_state()
     reached = max(int(state.get("last_step") or 0), last_step(folder.events_file))
     config = RunConfig.load(folder.config_file)
@@ -74,11 +81,17 @@ def choose_checkpoint(folder: RunFolder, status: Status, max_steps: int | None) 
             raise ConfigError("max_steps", f"--max-steps {max_steps} is not above {where}; pass a larger --max-steps.")
         config.max_steps = max_steps
     elif status is Status.COMPLETED:
-        raise ConfigError("resume", f"run {folder.run_id} is completed at step {reached}; to continue it, pass "
-                          f"--max-steps N above {step} (its newest complete checkpoint is {picked.name}).")
+        raise ConfigError(
+            "resume",
+            f"run {folder.run_id} is completed at step {reached}; to continue it, pass "
+            f"--max-steps N above {step} (its newest complete checkpoint is {picked.name}).",
+        )
     elif 0 < config.max_steps <= step:
-        raise ConfigError("max_steps", f"run {folder.run_id}'s max_steps ({config.max_steps}) is not above {where}; "
-                          "pass --max-steps N to go further.")
+        raise ConfigError(
+            "max_steps",
+            f"run {folder.run_id}'s max_steps ({config.max_steps}) is not above {where}; "
+            "pass --max-steps N to go further.",
+        )
     torn = [c for c in checks if not c.complete]
     return ResumePlan(folder.run_id, status, reached, picked, config.max_steps, torn), config
 
@@ -95,26 +108,44 @@ def apply_resume(folder: RunFolder, plan: ResumePlan, config: RunConfig) -> None
         folder.save_config(config)
         for check in plan.torn:
             moved = move_aside(check)
-            plan.skipped.append({"name": check.name, "problems": [*check.problems, *check.training_problems],
-                                 "moved_to": str(moved.relative_to(folder.path))})
+            plan.skipped.append(
+                {
+                    "name": check.name,
+                    "problems": [*check.problems, *check.training_problems],
+                    "moved_to": str(moved.relative_to(folder.path)),
+                }
+            )
         folder.stop_file.unlink(missing_ok=True)
         if plan.from_status is Status.LOST:  # the state still says live; the run folder now records that it ended
             folder.write_state(status=Status.FAILED, exit_reason="lost")
-        before = {"status": str(plan.from_status), "last_step": plan.reached,
-                  "exit_reason": "lost" if plan.from_status is Status.LOST else state.get("exit_reason"),
-                  "ended": state.get("ended"), "max_steps": state.get("max_steps")}
-        folder.write_state(status=Status.STARTING, resume_from=plan.resume_from, ended=None, exit_reason=None,
-                           restarts=int(state.get("restarts") or 0) + 1, resume_skipped=plan.skipped,
-                           before_resume=before)
+        before = {
+            "status": str(plan.from_status),
+            "last_step": plan.reached,
+            "exit_reason": "lost" if plan.from_status is Status.LOST else state.get("exit_reason"),
+            "ended": state.get("ended"),
+            "max_steps": state.get("max_steps"),
+        }
+        folder.write_state(
+            status=Status.STARTING,
+            resume_from=plan.resume_from,
+            ended=None,
+            exit_reason=None,
+            restarts=int(state.get("restarts") or 0) + 1,
+            resume_skipped=plan.skipped,
+            before_resume=before,
+        )
     except OSError as exc:
         _restore(folder, state, old_config)
-        raise ConfigError("resume", f"cannot prepare the resume of run {folder.run_id}: {exc}; the run is left as it "
-                          "was.") from None
+        raise ConfigError(
+            "resume", f"cannot prepare the resume of run {folder.run_id}: {exc}; the run is left as it was."
+        ) from None
 
 
 def _restore(folder: RunFolder, state: dict, config: bytes) -> None:
-    for restore in (lambda: write_bytes_atomic(folder.config_file, config),
-                    lambda: write_json_atomic(folder.state_file, state)):
+    for restore in (
+        lambda: write_bytes_atomic(folder.config_file, config),
+        lambda: write_json_atomic(folder.state_file, state),
+    ):
         try:
             restore()
         except OSError:

@@ -55,7 +55,9 @@ TAIL_LIMITS = {"samples.jsonl": 256 * 1024, "trainer.log": 256 * 1024}  # a view
 LINES_ONLY = ("events.jsonl", "samples.jsonl")  # sent a complete line at a time
 
 
-def event_lines(folder: RunFolder, start: int = 0, follow: bool = False, sleep: Callable = time.sleep) -> Iterator[bytes]:
+def event_lines(
+    folder: RunFolder, start: int = 0, follow: bool = False, sleep: Callable = time.sleep
+) -> Iterator[bytes]:
     """``{"offset", "end", "event"}`` per complete event line from byte ``start``; a line that is not a JSON
     object is skipped (its bytes still count)."""
     offset = start
@@ -143,8 +145,9 @@ class _Appended:
             return fh.tell()
 
 
-def mirror_lines(folder: RunFolder, offsets: dict[str, int], follow: bool = False,
-                 sleep: Callable = time.sleep) -> Iterator[bytes]:
+def mirror_lines(
+    folder: RunFolder, offsets: dict[str, int], follow: bool = False, sleep: Callable = time.sleep
+) -> Iterator[bytes]:
     """The whole folder as a stream: see the module docstring. ``offsets``: what the viewer already holds."""
     yield RunHeader(folder.run_id, str(folder.path.resolve()), FORMAT_VERSION).encode()
     appended = [_Appended(os.path.join(folder.path, name), name, offsets.get(name, 0)) for name in APPENDED]

@@ -44,8 +44,9 @@ def _stamp(path) -> tuple | None:
 _ended_cache: dict = {}
 
 
-def watcher_warnings(folder: RunFolder, status: Status, now: float | None = None,
-                     config: dict | None = None) -> list[HealthWarning]:
+def watcher_warnings(
+    folder: RunFolder, status: Status, now: float | None = None, config: dict | None = None
+) -> list[HealthWarning]:
     """Stall (live runs) or crash cause (failed or lost runs). ``config``: the run's config, when already read."""
     now = time.time() if now is None else now
     status = Status(status)
@@ -54,8 +55,11 @@ def watcher_warnings(folder: RunFolder, status: Status, now: float | None = None
         return remote_alerts(remote)
     if status.is_live:
         thresholds = _thresholds(folder, config)
-        recent = [e for e in last_events(BackwardLines(folder.events_file), EventType.METRICS, STEP_HISTORY)
-                  if isinstance(e, Metrics)]
+        recent = [
+            e
+            for e in last_events(BackwardLines(folder.events_file), EventType.METRICS, STEP_HISTORY)
+            if isinstance(e, Metrics)
+        ]
         step = recent[-1].step if recent else 0
         found = [_disk_space(folder, step, thresholds)]
         if recent:
@@ -83,9 +87,15 @@ def remote_alerts(remote: dict) -> list[HealthWarning]:
     if not remote.get("connected") and remote.get("error"):
         updated = remote.get("updated")
         since = time.strftime(" since %H:%M:%S", time.localtime(updated)) if isinstance(updated, (int, float)) else ""
-        found.append(warning(HealthRule.CONNECTION_LOST, Severity.WARN, 0,
-                             f"No news from host {remote.get('host')}{since}: {remote['error']}",
-                             {"host": remote.get("host")}))
+        found.append(
+            warning(
+                HealthRule.CONNECTION_LOST,
+                Severity.WARN,
+                0,
+                f"No news from host {remote.get('host')}{since}: {remote['error']}",
+                {"host": remote.get("host")},
+            )
+        )
     return found
 
 
@@ -99,7 +109,9 @@ def _disk_space(folder: RunFolder, step: int, thresholds: Thresholds) -> HealthW
 
 def _newest_checkpoint_bytes(folder: RunFolder) -> int | None:
     try:
-        found = [p for p in folder.checkpoints_dir.iterdir() if p.name.startswith("checkpoint-") and p.name[11:].isdigit()]
+        found = [
+            p for p in folder.checkpoints_dir.iterdir() if p.name.startswith("checkpoint-") and p.name[11:].isdigit()
+        ]
         newest = max(found, key=lambda p: int(p.name[11:]), default=None)
         return sum(f.stat().st_size for f in newest.iterdir() if f.is_file()) if newest else None
     except OSError:
@@ -114,7 +126,9 @@ def _crash(folder: RunFolder, status: Status) -> list[HealthWarning]:
         space = usage(folder.path)  # a trainer that could not even write its end: the disk may be full
         if space is not None and space.nearly_full:
             crash = warning(
-                HealthRule.CRASH_DISK_FULL, Severity.CRITICAL, finished.step if finished else 0,
+                HealthRule.CRASH_DISK_FULL,
+                Severity.CRITICAL,
+                finished.step if finished else 0,
                 f"The run's processes are gone without recording an end, and the filesystem holding it "
                 f"({space.mount}) is full: {space.describe()}.",
                 {"status": "lost", "filesystem": space.mount, "free_bytes": space.free, "inferred": True},

@@ -72,8 +72,13 @@ class RunList:
         self._round = 0
         self.reads = 0  # runs read rather than kept: what a refresh cost (tests and the bench look)
 
-    def refresh(self, now: float | None = None, full: bool = False, first: int = 0,
-                on_first: Callable[[list[RunInfo]], None] | None = None) -> RunListUpdate:
+    def refresh(
+        self,
+        now: float | None = None,
+        full: bool = False,
+        first: int = 0,
+        on_first: Callable[[list[RunInfo]], None] | None = None,
+    ) -> RunListUpdate:
         """``on_first``: called with the newest ``first`` runs as soon as they are read, when the list is new
         and holds more (a screen can show them while the rest are read)."""
         now = time.time() if now is None else now

@@ -68,8 +68,14 @@ def latest_request(requests: SimpleQueue, current: ChartRequest | None, timeout:
         return current
 
 
-def follow(folder: RunFolder, config: dict, requests: SimpleQueue, post: Callable[[Post], None],
-           cancelled: Callable[[], bool], backlog: Backlog | None = None) -> None:
+def follow(
+    folder: RunFolder,
+    config: dict,
+    requests: SimpleQueue,
+    post: Callable[[Post], None],
+    cancelled: Callable[[], bool],
+    backlog: Backlog | None = None,
+) -> None:
     """Read a run until it has ended (or ``cancelled()``), posting what changed: at once for warnings,
     lifecycle events and charts, at most every POST_SECONDS for plain metrics. Charts are built for the
     newest ``ChartRequest`` from ``requests`` when it arrives, and when steps were read (at most every
@@ -128,7 +134,7 @@ def read_samples(folder: RunFolder, limit: int = 50) -> list[dict]:
             fh.seek(0, 2)
             size = fh.tell()
             fh.seek(max(0, size - 256 * 1024))
-            lines = fh.read().splitlines()[-limit - 1:]
+            lines = fh.read().splitlines()[-limit - 1 :]
     except OSError:
         return []
     out = []

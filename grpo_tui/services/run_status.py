@@ -83,7 +83,9 @@ def _age(path: Path) -> float:
         return float("inf")
 
 
-def run_duration(state: dict, status: str, now: float | None = None, last_event_time: float | None = None) -> float | None:
+def run_duration(
+    state: dict, status: str, now: float | None = None, last_event_time: float | None = None
+) -> float | None:
     """How long the run has run: to its end, to now while it lives, to its last sign of life when lost."""
     started, ended = state.get("started"), state.get("ended")
     now = time.time() if now is None else now

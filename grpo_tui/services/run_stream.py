@@ -28,8 +28,20 @@ from trainer_core.contract.run_folder import RunFolder
 
 from .buckets import BlockCache
 
-CHARTED = {"reward", "reward_std", "kl", "loss", "entropy", "completions/mean_length", "completions/clipped_ratio",
-           "clip_ratio/region_mean", "grad_norm", "learning_rate", "num_tokens", "frac_reward_zero_std"}
+CHARTED = {
+    "reward",
+    "reward_std",
+    "kl",
+    "loss",
+    "entropy",
+    "completions/mean_length",
+    "completions/clipped_ratio",
+    "clip_ratio/region_mean",
+    "grad_norm",
+    "learning_rate",
+    "num_tokens",
+    "frac_reward_zero_std",
+}
 CHUNK_BYTES = 2 * 1024 * 1024
 RESERVED = frozenset(("type", "time", "step"))  # a metrics line's own fields, beside its values
 
@@ -98,12 +110,14 @@ class Series:
         first = 0 if window is None else bisect_right(steps, steps[n - 1] - window, 0, n)
         blocks = self.blocks.blocks(self.values, first, buckets)
         size = blocks.size
-        xs = tuple(steps[blocks.start:n:size])
-        return SeriesSnapshot(key, n, buckets, xs, blocks.lows, blocks.highs, self.values[-1], blocks.means,
-                              size, steps[n - 1], window)
+        xs = tuple(steps[blocks.start : n : size])
+        return SeriesSnapshot(
+            key, n, buckets, xs, blocks.lows, blocks.highs, self.values[-1], blocks.means, size, steps[n - 1], window
+        )
 
 
 # -- what the UI holds: values no thread changes --------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class SeriesSnapshot:
@@ -304,8 +318,13 @@ class RunStream:
     def view(self, new: StreamUpdate | None = None) -> StreamView:
         """Where the stream stands, with ``new``'s warnings and lifecycle events (cheap: no series copied)."""
         return StreamView(
-            self.metrics_read, self.last_metrics, tuple(self.series), self.rate(), self.tokens_rate(),
-            tuple(new.warnings) if new else (), tuple(new.lifecycle) if new else (),
+            self.metrics_read,
+            self.last_metrics,
+            tuple(self.series),
+            self.rate(),
+            self.tokens_rate(),
+            tuple(new.warnings) if new else (),
+            tuple(new.lifecycle) if new else (),
         )
 
     def charts(self, request: ChartRequest) -> ChartData:

@@ -35,10 +35,14 @@ def stop_job(folder: RunFolder, job: str, force: bool, timeout: float, report, o
         _scancel(folder, job)
         QUEUE.forget()
         was = Status.parse(folder.read_state().get("status"))
-        reason = "cancelled while queued for a restart" if was is not None and was.is_final else \
-            "cancelled while queued: it never started"
-        folder.write_state(status=Status.STOPPED, exit_reason=reason, ended=folder.read_state().get("ended")
-                           or round(time.time(), 3))
+        reason = (
+            "cancelled while queued for a restart"
+            if was is not None and was.is_final
+            else "cancelled while queued: it never started"
+        )
+        folder.write_state(
+            status=Status.STOPPED, exit_reason=reason, ended=folder.read_state().get("ended") or round(time.time(), 3)
+        )
         report.was_running, report.graceful, report.status = True, True, Status.STOPPED
         report.message = f"run {folder.run_id}: Slurm job {job} {reason}; status stopped."
         return report
@@ -69,7 +73,8 @@ def stop_job(folder: RunFolder, job: str, force: bool, timeout: float, report, o
     else:
         report.left = [0]
     if not report.graceful and not (folder.status() or Status.RUNNING).is_final:
-        folder.write_state(status=Status.STOPPED, exit_reason="forced: cancelled through Slurm",
-                           ended=round(time.time(), 3))
+        folder.write_state(
+            status=Status.STOPPED, exit_reason="forced: cancelled through Slurm", ended=round(time.time(), 3)
+        )
     report.status = folder.status()
     return report

@@ -51,9 +51,17 @@ DEFAULT_STOP_TIMEOUT = 300.0
 RESUME_WAIT_S = 30.0
 
 
-def create_run(config: RunConfig, runs_dir=None, *, gpus: list[int] | None = None, num_processes: int | None = None,
-               vllm_port: int | None = None, on_disk_note=None, available: list[int] | None = None,
-               status: Status = Status.STARTING) -> tuple[RunFolder, Placement]:
+def create_run(
+    config: RunConfig,
+    runs_dir=None,
+    *,
+    gpus: list[int] | None = None,
+    num_processes: int | None = None,
+    vllm_port: int | None = None,
+    on_disk_note=None,
+    available: list[int] | None = None,
+    status: Status = Status.STARTING,
+) -> tuple[RunFolder, Placement]:
     """Validate everything, then create the run folder. Raises ConfigError / OSError before anything starts.
 
     The disk check (disk_estimate.py) refuses a run its filesystem cannot hold; ``on_disk_note(Preflight)``
@@ -90,7 +98,15 @@ class LaunchOptions:
 
 def root_command(folder: RunFolder, placement: Placement, options: LaunchOptions | None = None) -> list[str]:
     options = options or LaunchOptions()
-    cmd = [sys.executable, "-m", "trainer_core", "run", str(folder.path), "--placement", json.dumps(placement.to_dict())]
+    cmd = [
+        sys.executable,
+        "-m",
+        "trainer_core",
+        "run",
+        str(folder.path),
+        "--placement",
+        json.dumps(placement.to_dict()),
+    ]
     if options.accelerate_config:
         cmd += ["--accelerate-config", str(Path(options.accelerate_config).resolve())]
     if options.vllm_port:
@@ -146,26 +162,39 @@ class StopReport:
 
     def outcome(self) -> StopReply:
         """The stop as every executor reports one (and ``stop --json`` prints it): the record a host sends back."""
-        return StopReply(self.run_id, self.was_running, self.graceful, tuple(self.forced), tuple(self.left),
-                         self.status, self.describe(), tuple(self.refused))
+        return StopReply(
+            self.run_id,
+            self.was_running,
+            self.graceful,
+            tuple(self.forced),
+            tuple(self.left),
+            self.status,
+            self.describe(),
+            tuple(self.refused),
+        )
 
     def _sentence(self) -> str:
         if self.message:
             return self.message
         if self.refused and not self.was_running:
-            return (f"run {self.run_id}: nothing was signalled; its state.json names a process that is not the run's "
-                    "(planted, or copied from another run?).")
+            return (
+                f"run {self.run_id}: nothing was signalled; its state.json names a process that is not the run's "
+                "(planted, or copied from another run?)."
+            )
         if not self.was_running:
             return f"run {self.run_id} is not running (status: {self.status}); nothing to stop."
         if self.left:
-            return (f"run {self.run_id}: processes {', '.join(map(str, self.left))} are still alive after KILL "
-                    "(uninterruptible I/O?); check them with ps.")
+            return (
+                f"run {self.run_id}: processes {', '.join(map(str, self.left))} are still alive after KILL "
+                "(uninterruptible I/O?); check them with ps."
+            )
         how = "stopped gracefully" if self.graceful else f"forced to stop ({len(self.forced)} process(es) signalled)"
         return f"run {self.run_id} {how}; status {self.status}; no process of the run is left."
 
 
-def stop_run(folder: RunFolder, *, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT,
-             grace: float = 10.0, on_wait=None) -> StopReport:
+def stop_run(
+    folder: RunFolder, *, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT, grace: float = 10.0, on_wait=None
+) -> StopReport:
     """Stop a run: graceful (unless ``force``) for up to ``timeout`` s, then TERM+KILL everything left."""
     job = job_of(folder.read_state())
     if job is not None:
@@ -206,8 +235,9 @@ def _record_forced_end(folder: RunFolder) -> None:
     status = folder.status()
     if status is not None and status.is_final:
         return
-    folder.record_end(Status.STOPPED, "killed by grpo-tui stop after the graceful stop did not finish",
-                      last_step(folder.events_file))
+    folder.record_end(
+        Status.STOPPED, "killed by grpo-tui stop after the graceful stop did not finish", last_step(folder.events_file)
+    )
 
 
 def _exited(folder: RunFolder, timeout: float) -> bool:
@@ -220,8 +250,9 @@ def _exited(folder: RunFolder, timeout: float) -> bool:
     return True
 
 
-def plan_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[int] | None = None,
-                num_processes: int | None = None) -> ResumePlan:
+def plan_resume(
+    folder: RunFolder, *, max_steps: int | None = None, gpus: list[int] | None = None, num_processes: int | None = None
+) -> ResumePlan:
     """Make an ended (or lost) run ready to continue from its newest complete checkpoint, in the same folder.
 
     The new steps append to the same events.jsonl (step numbers continue from the checkpoint) and the state
@@ -231,11 +262,16 @@ def plan_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[i
     """
     status = live_status(folder)
     if status.is_final and not _exited(folder, RESUME_WAIT_S):
-        raise ConfigError("resume", f"run {folder.run_id} is {status}, but its processes are still exiting after "
-                          f"{RESUME_WAIT_S:.0f}s; wait for them (or `grpo-tui stop {folder.run_id} --force`), then resume.")
+        raise ConfigError(
+            "resume",
+            f"run {folder.run_id} is {status}, but its processes are still exiting after "
+            f"{RESUME_WAIT_S:.0f}s; wait for them (or `grpo-tui stop {folder.run_id} --force`), then resume.",
+        )
     if not status.resumable:
         hint = "stop it first" if status.is_live else "start a new run"
-        raise ConfigError("resume", f"run {folder.run_id} is {status}; only an ended or lost run can be resumed: {hint}.")
+        raise ConfigError(
+            "resume", f"run {folder.run_id} is {status}; only an ended or lost run can be resumed: {hint}."
+        )
     resume, config = choose_checkpoint(folder, status, max_steps)
     resume.placement = plan(config, visible_indices(), gpus, num_processes)
     config.validate(world_size=world_size(config, resume.placement))
@@ -243,8 +279,9 @@ def plan_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[i
     return resume
 
 
-def prepare_resume(folder: RunFolder, *, max_steps: int | None = None, gpus: list[int] | None = None,
-                   num_processes: int | None = None) -> Placement:
+def prepare_resume(
+    folder: RunFolder, *, max_steps: int | None = None, gpus: list[int] | None = None, num_processes: int | None = None
+) -> Placement:
     """``plan_resume`` for callers that need only the placement."""
     placement = plan_resume(folder, max_steps=max_steps, gpus=gpus, num_processes=num_processes).placement
     assert placement is not None  # plan_resume has placed it

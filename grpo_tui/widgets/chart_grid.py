@@ -32,7 +32,9 @@ def nice_windows(limit: int) -> list[int]:
 
 def extra_keys(keys) -> list[str]:
     """The metrics the fourth chart cycles through (``m``), among those the run has logged."""
-    return [k for k in EXTRA_METRICS if k in keys] + sorted(k for k in keys if k.startswith("rewards/") and k.endswith("/mean"))
+    return [k for k in EXTRA_METRICS if k in keys] + sorted(
+        k for k in keys if k.startswith("rewards/") and k.endswith("/mean")
+    )
 
 
 class ChartGrid(Grid):
@@ -62,7 +64,9 @@ class ChartGrid(Grid):
 
     def compose(self) -> ComposeResult:
         for key, title in MAIN_CHARTS:
-            message = None if key != "kl" or self.kl_measured else "KL not measured: rl_kl_coef = 0 (the KL penalty is off)."
+            message = (
+                None if key != "kl" or self.kl_measured else "KL not measured: rl_kl_coef = 0 (the KL penalty is off)."
+            )
             yield MetricChart(key, title, empty_message=message, id=f"chart-{key}")
         yield MetricChart("loss", "loss", id="chart-extra")
 
@@ -95,8 +99,9 @@ class ChartGrid(Grid):
             self.markers = tuple(markers)
         data = self.data
         for key, _ in MAIN_CHARTS:
-            self.query_one(f"#chart-{key}", MetricChart).show(data.get(key), self.markers, cursor=self.cursor,
-                                                              smooth=self.smooth)
+            self.query_one(f"#chart-{key}", MetricChart).show(
+                data.get(key), self.markers, cursor=self.cursor, smooth=self.smooth
+            )
         extra = next((key for key, _ in data.request.widths if key not in MAIN_KEYS), None)
         if extra is not None:
             chart = self.query_one("#chart-extra", MetricChart)

@@ -15,8 +15,9 @@ BRAILLE = 0x2800
 DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row in cell][column in cell]
 FULL_COLUMN = (0x47, 0xB8)  # every dot of the cell's left, right column
 # [side][first dot row][last dot row]: the bits of one column's dots from row a to row b within a cell
-CELL_MASKS = tuple(tuple(tuple(sum(DOTS[r][side] for r in range(a, b + 1)) for b in range(4)) for a in range(4))
-                   for side in range(2))
+CELL_MASKS = tuple(
+    tuple(tuple(sum(DOTS[r][side] for r in range(a, b + 1)) for b in range(4)) for a in range(4)) for side in range(2)
+)
 EMA_WEIGHT = 0.85  # per point drawn, as trackers smooth what they draw; debiased at the start
 
 
@@ -66,8 +67,9 @@ def step_at(column: int, x0: int, x1: int, dots: int) -> int:
     return x0 + -(-column * (x1 - x0 + 1) // dots)
 
 
-def columns(steps, lows, highs, x0: int, x1: int, dots: int, kept: list | None = None,
-            same: int = 0) -> list[tuple[float, float] | None]:
+def columns(
+    steps, lows, highs, x0: int, x1: int, dots: int, kept: list | None = None, same: int = 0
+) -> list[tuple[float, float] | None]:
     """(min, max) per dot column of the blocks starting at ``steps``; columns between two blocks are
     filled with the straight line joining them.
 
@@ -78,6 +80,7 @@ def columns(steps, lows, highs, x0: int, x1: int, dots: int, kept: list | None =
     scale, last = dots / (x1 - x0 + 1), dots - 1
     previous, begin = None, 0
     if kept is not None and len(kept) == dots and 0 < same < len(steps):
+
         def column(j: int) -> int:
             return min(int((steps[j] - x0) * scale), last)
 
@@ -86,7 +89,7 @@ def columns(steps, lows, highs, x0: int, x1: int, dots: int, kept: list | None =
             j -= 1
         if j > 0:  # the block before it anchors the line to it
             anchor = column(j - 1)
-            out[:anchor + 1] = kept[:anchor + 1]
+            out[: anchor + 1] = kept[: anchor + 1]
             previous, begin = (anchor, (lows[j - 1] + highs[j - 1]) / 2), j
     for step, lo, hi in zip(steps[begin:], lows[begin:], highs[begin:]):
         if step < x0 or step > x1:
@@ -145,8 +148,9 @@ class Raster:
     def blank(cls, rows: int, width: int) -> Raster:
         return cls(rows, width, [[0] * width for _ in range(rows)], [[0] * width for _ in range(rows)], set())
 
-    def draw(self, spans: list[tuple[float, float] | None], y_min: float, y_max: float, faint: bool = False,
-             start: int = 0) -> None:
+    def draw(
+        self, spans: list[tuple[float, float] | None], y_min: float, y_max: float, faint: bool = False, start: int = 0
+    ) -> None:
         """Set the dots of ``spans`` (one per dot column), each column joined to the one before it; from dot
         column ``start`` on (a redraw of the columns that changed, into cells cleared from there)."""
         grid = self.faint if faint else self.line

@@ -20,8 +20,9 @@ from trainer_core.contract.cli_args import config_to_argv
 from trainer_core.contract.config import RunConfig
 
 
-def launch_command(config: RunConfig, runs_dir: str | Path, gpus: list[int] | None = None,
-                   num_processes: int | None = None) -> list[str]:
+def launch_command(
+    config: RunConfig, runs_dir: str | Path, gpus: list[int] | None = None, num_processes: int | None = None
+) -> list[str]:
     """The argv of ``grpo-tui launch`` for ``config`` with this placement (None: the CLI's default)."""
     argv = ["grpo-tui", "launch", *config_to_argv(config)]
     if gpus is not None:

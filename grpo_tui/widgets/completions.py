@@ -25,5 +25,9 @@ class CompletionsTable(DataTable):
         for s in reversed(samples):
             reward = s.get("reward")
             shown = f"{reward:.3f}" if isinstance(reward, (int, float)) else "-"
-            self.add_row(_one_line(s.get("step", ""), 12), shown,
-                         _one_line(s.get("prompt", ""), 30), _one_line(s.get("completion", ""), 60))
+            self.add_row(
+                _one_line(s.get("step", ""), 12),
+                shown,
+                _one_line(s.get("prompt", ""), 30),
+                _one_line(s.get("completion", ""), 60),
+            )

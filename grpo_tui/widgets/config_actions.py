@@ -47,8 +47,12 @@ class PresetBar(Vertical):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="row"):
             yield Label("start from")
-            yield Select([(name, name) for name in PRESETS], prompt="choose a preset (fills the fields it names)",
-                         compact=True, id="preset")
+            yield Select(
+                [(name, name) for name in PRESETS],
+                prompt="choose a preset (fills the fields it names)",
+                compact=True,
+                id="preset",
+            )
         yield Static(id="preset-description", markup=False)
 
     def describe(self, text: str) -> None:

@@ -76,8 +76,9 @@ class ConfigForm(Vertical):
         def control(self) -> ConfigForm:
             return self.form
 
-    def __init__(self, config: RunConfig | None = None, *, world_size: int = 1, id: str | None = None,
-                 classes: str | None = None):
+    def __init__(
+        self, config: RunConfig | None = None, *, world_size: int = 1, id: str | None = None, classes: str | None = None
+    ):
         super().__init__(id=id, classes=classes)
         self.specs = field_specs()
         self._by_name = {s.name: s for s in self.specs}
@@ -119,8 +120,15 @@ class ConfigForm(Vertical):
             return TextArea(value, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", id=wid)
         input_type = _input_type(spec.kind)
         placeholder = (spec.required_text or "none") if spec.optional else ""
-        return Input(value, type=input_type, placeholder=placeholder, valid_empty=spec.optional, compact=True,
-                     select_on_focus=False, id=wid)
+        return Input(
+            value,
+            type=input_type,
+            placeholder=placeholder,
+            valid_empty=spec.optional,
+            compact=True,
+            select_on_focus=False,
+            id=wid,
+        )
 
     @staticmethod
     def _help(spec: FieldSpec) -> str:

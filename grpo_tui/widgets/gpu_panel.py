@@ -19,8 +19,13 @@ def gpu_table(gpus: list[GPU], where: str = "this machine") -> Table | Text:
     for col in ("gpu", "name", "memory used / total", "free", "util"):
         table.add_column(col)
     for g in gpus:
-        table.add_row(literal(g.index), literal(g.name), f"{g.memory_used / GIB:.1f} / {g.memory_total / GIB:.1f} GiB",
-                      f"{g.memory_free / GIB:.1f} GiB", f"{g.utilization}%")
+        table.add_row(
+            literal(g.index),
+            literal(g.name),
+            f"{g.memory_used / GIB:.1f} / {g.memory_total / GIB:.1f} GiB",
+            f"{g.memory_free / GIB:.1f} GiB",
+            f"{g.utilization}%",
+        )
     return table
 
 

@@ -75,6 +75,7 @@ class HealthPanel(VerticalScroll):
         warnings = self._warnings
         self.query_one("#none").display = not warnings
         palette = app_palette(self.app)
-        self.mount_all([Static(warning_text(w, palette), classes=f"warning {w.severity.value}")
-                        for w in reversed(warnings)])
+        self.mount_all(
+            [Static(warning_text(w, palette), classes=f"warning {w.severity.value}") for w in reversed(warnings)]
+        )
         self.shown = len(warnings)

@@ -22,8 +22,13 @@ class HostPicker(Select[str]):
             self.host, self.gpus, self.error = host, gpus, error
 
     def __init__(self, executors: ExecutorRegistry, **kwargs):
-        super().__init__([("this machine", LOCAL), *((name, name) for name in executors.hosts)], value=LOCAL,
-                         allow_blank=False, compact=True, **kwargs)
+        super().__init__(
+            [("this machine", LOCAL), *((name, name) for name in executors.hosts)],
+            value=LOCAL,
+            allow_blank=False,
+            compact=True,
+            **kwargs,
+        )
         self.executors = executors
 
     @property

@@ -46,8 +46,13 @@ def number(value: float) -> str:
 class MetricChart(Widget):
     """One metric: a braille plot with axes, or a line in plain words when there is nothing to draw."""
 
-    COMPONENT_CLASSES = {"metric-chart--line", "metric-chart--faint", "metric-chart--marker", "metric-chart--axis",
-                         "metric-chart--cursor"}
+    COMPONENT_CLASSES = {
+        "metric-chart--line",
+        "metric-chart--faint",
+        "metric-chart--marker",
+        "metric-chart--axis",
+        "metric-chart--cursor",
+    }
     DEFAULT_CSS = """
     MetricChart { height: 1fr; min-height: 6; border: round $primary-darken-2; }
     MetricChart .metric-chart--line { color: $primary-lighten-1; }
@@ -122,7 +127,9 @@ class MetricChart(Widget):
     def has_data(self) -> bool:
         return self._series is not None and self._series.count > 0
 
-    def show(self, series: SeriesSnapshot | None, markers=(), *, cursor: int | None = None, smooth: bool = False) -> None:
+    def show(
+        self, series: SeriesSnapshot | None, markers=(), *, cursor: int | None = None, smooth: bool = False
+    ) -> None:
         self._series = series
         self._markers = tuple(markers)
         self.cursor = cursor
@@ -216,8 +223,9 @@ class MetricChart(Widget):
         # whole lines, borders included: Textual sends a widget's line from its left edge anyway, and a line
         # that stops short of its right edge costs it a copy of the line (a crop) on every frame
         outer = self.outer_size.width
-        changed = [Region(-1, y, outer, 1) for y, (old, new) in enumerate(zip(before, strips))
-                   if old is not new and old != new]
+        changed = [
+            Region(-1, y, outer, 1) for y, (old, new) in enumerate(zip(before, strips)) if old is not new and old != new
+        ]
         if changed:  # only the lines that changed go to the screen
             self.refresh(*changed)
 
@@ -234,8 +242,10 @@ class MetricChart(Widget):
         theme = self.app.theme
         if self._style_theme != theme:
             self._style_theme = theme
-            self._style_cache = {name: self.get_component_rich_style(f"metric-chart--{name}")
-                                 for name in ("line", "faint", "marker", "axis", "cursor")}
+            self._style_cache = {
+                name: self.get_component_rich_style(f"metric-chart--{name}")
+                for name in ("line", "faint", "marker", "axis", "cursor")
+            }
         return self._style_cache
 
     def _set_titles(self) -> None:
@@ -282,7 +292,9 @@ class MetricChart(Widget):
             tail.append(f"last {series.window:,} steps")
         if self.smooth:
             tail.append("EMA")
-        readings = self._readings(self.cursor) if series is not None and series.steps and self.cursor is not None else [""]
+        readings = (
+            self._readings(self.cursor) if series is not None and series.steps and self.cursor is not None else [""]
+        )
         room = self.size.width - 4
         for reading in readings:
             text = " · ".join(part for part in (reading, *tail) if part)
@@ -302,8 +314,11 @@ class MetricChart(Widget):
         if lo == hi:
             return [f"steps {first:,}–{last:,}: {number(lo)}"]
         values = f"{number(lo)}…{number(hi)}"
-        return [f"steps {first:,}–{last:,}: {values}, mean {number(series.means[j])}",
-                f"steps {first:,}–{last:,}: {values}", f"{first:,}–{last:,}: {values}"]
+        return [
+            f"steps {first:,}–{last:,}: {values}, mean {number(series.means[j])}",
+            f"steps {first:,}–{last:,}: {values}",
+            f"{first:,}–{last:,}: {values}",
+        ]
 
     def _plot(self, width: int, height: int) -> list[Strip]:
         series, last_step = self._drawn()
@@ -333,12 +348,16 @@ class MetricChart(Widget):
         styles = self._styles()
         # a row whose dots, label and context are those it was last drawn with keeps its strip
         context = (self._style_theme, width, self.smooth, frozenset(grid.marker), grid.cursor)
-        keys = [(context, labels.get(r, ""), tuple(grid.line[r]), tuple(grid.faint[r]) if self.smooth else None)
-                for r in range(rows)]
+        keys = [
+            (context, labels.get(r, ""), tuple(grid.line[r]), tuple(grid.faint[r]) if self.smooth else None)
+            for r in range(rows)
+        ]
         old_keys, old_strips = self._row_keys, self._strips
         reuse = len(old_keys) == rows and len(old_strips) == rows + 1
-        strips = [old_strips[r] if reuse and old_keys[r] == keys[r] else self._row(grid, r, keys[r][1], styles, width)
-                  for r in range(rows)]
+        strips = [
+            old_strips[r] if reuse and old_keys[r] == keys[r] else self._row(grid, r, keys[r][1], styles, width)
+            for r in range(rows)
+        ]
         self._row_keys = keys
         strips.append(self._x_axis(first_step, end_step, cells, styles, width))
         return strips

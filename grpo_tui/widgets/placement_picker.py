@@ -31,8 +31,11 @@ GIB = 1 << 30
 
 def gpu_label(gpu: GPU) -> Text:
     """A GPU's line; the name is literal text, as another machine may have sent it."""
-    return literal(f"GPU {gpu.index}  {clean_line(gpu.name)}  {gpu.memory_free / GIB:.1f} GiB free of "
-                   f"{gpu.memory_total / GIB:.0f} GiB  {gpu.utilization}% busy", end="")
+    return literal(
+        f"GPU {gpu.index}  {clean_line(gpu.name)}  {gpu.memory_free / GIB:.1f} GiB free of "
+        f"{gpu.memory_total / GIB:.0f} GiB  {gpu.utilization}% busy",
+        end="",
+    )
 
 
 class PlacementPicker(Vertical):
@@ -53,8 +56,13 @@ class PlacementPicker(Vertical):
         """The GPUs or the process count changed. ``gpus`` / ``num_processes`` as ``request()`` gives them
         (None: the CLI default), or ``error`` when the choice cannot be used as it stands."""
 
-        def __init__(self, picker: PlacementPicker, gpus: list[int] | None, num_processes: int | None,
-                     error: ConfigError | None = None):
+        def __init__(
+            self,
+            picker: PlacementPicker,
+            gpus: list[int] | None,
+            num_processes: int | None,
+            error: ConfigError | None = None,
+        ):
             super().__init__()
             self.picker = picker
             self.gpus = gpus
@@ -73,14 +81,22 @@ class PlacementPicker(Vertical):
     def compose(self) -> ComposeResult:
         if self.gpus:
             yield SelectionList[int](*(Selection(gpu_label(g), g.index, True) for g in self.gpus), id="gpu-list")
-            yield Static("Selected GPUs train (and serve vLLM in server mode); all of them by default.",
-                         classes="hint", markup=False)
+            yield Static(
+                "Selected GPUs train (and serve vLLM in server mode); all of them by default.",
+                classes="hint",
+                markup=False,
+            )
         else:
             yield Static(NO_GPU_TEXT, id="no-gpus", markup=False)
         with Horizontal(classes="row"):
             yield Label("num processes")
-            yield Input(type="integer", placeholder="default: one per training GPU, else 1", valid_empty=True,
-                        compact=True, id="num-processes")
+            yield Input(
+                type="integer",
+                placeholder="default: one per training GPU, else 1",
+                valid_empty=True,
+                compact=True,
+                id="num-processes",
+            )
         yield StatusLine(id="placement-status")
 
     # -- what the user chose ---------------------------------------------------------------------------

@@ -23,8 +23,17 @@ class RunHeader(Widget):
     def render(self) -> Text:
         return self.text
 
-    def show(self, run_id: str, model: str | None, status: str, step: int | None, total: int | None,
-             elapsed: float | None, steps_per_s: float | None, tokens_per_s: float | None) -> None:
+    def show(
+        self,
+        run_id: str,
+        model: str | None,
+        status: str,
+        step: int | None,
+        total: int | None,
+        elapsed: float | None,
+        steps_per_s: float | None,
+        tokens_per_s: float | None,
+    ) -> None:
         text = Text()
         text.append(clean_line(run_id), style="bold")
         text.append(f"  {clean_line(short_model(model, 28))}  ")

@@ -24,8 +24,17 @@ from ..safe_text import clean_line, literal
 from ..services.catalog import RunInfo
 
 # most important first: at 80 columns the last ones scroll off to the right
-COLUMNS = (("", "mark"), ("id", "id"), ("status", "status"), ("step", "step"), ("reward", "reward"),
-           ("warnings", "warnings"), ("duration", "duration"), ("model", "model"), ("project", "project"))
+COLUMNS = (
+    ("", "mark"),
+    ("id", "id"),
+    ("status", "status"),
+    ("step", "step"),
+    ("reward", "reward"),
+    ("warnings", "warnings"),
+    ("duration", "duration"),
+    ("model", "model"),
+    ("project", "project"),
+)
 FIRST_ROWS = 200  # added with the first load: more than a screenful
 BATCH_ROWS = 500  # then this many at a time until every run is in the table,
 BATCH_SECONDS = 0.03  # with a pause between batches, for the table to measure them and the screen to draw
@@ -127,11 +136,18 @@ class RunsTable(DataTable):
         status = f"{run.status} ({run.queue_reason})" if run.queue_reason else str(run.status)
         # free text is literal (safe_text): a project named "[x]" or holding an escape shows as written
         host = (_cell(run.host or "local"),) if len(self.columns_shown) > len(COLUMNS) else ()
-        return (self._mark(run.key), _cell(run.run_id), *host,
-                literal(clean_line(status), style=palette.status(run.status), end=""),
-                format_steps(run.step, run.total), reward,
-                _cell(warnings), format_duration(run.duration),
-                _cell(short_model(run.model, 24)), _cell(run.project or "-"))
+        return (
+            self._mark(run.key),
+            _cell(run.run_id),
+            *host,
+            literal(clean_line(status), style=palette.status(run.status), end=""),
+            format_steps(run.step, run.total),
+            reward,
+            _cell(warnings),
+            format_duration(run.duration),
+            _cell(short_model(run.model, 24)),
+            _cell(run.project or "-"),
+        )
 
     def _add_rows(self, run_ids: list[str], palette) -> None:
         if not run_ids:
@@ -156,8 +172,9 @@ class RunsTable(DataTable):
             return
         batch, self._pending = self._pending[:BATCH_ROWS], self._pending[BATCH_ROWS:]
         selected = self._selected_id()
-        self._add_rows([run_id for run_id in batch if run_id in self._by_id and run_id not in self._cells],
-                       app_palette(self.app))
+        self._add_rows(
+            [run_id for run_id in batch if run_id in self._by_id and run_id not in self._cells], app_palette(self.app)
+        )
         self._restore_cursor(selected)
         if self._pending:
             self._filling = bool(self.set_timer(BATCH_SECONDS, self._add_pending))

@@ -24,12 +24,12 @@ from .conftest import header_text, wait_until
 
 def pattern_config(tiny_model, **overrides) -> RunConfig:
     settings = dict(rl_num_generations=4, batch_size=8, rl_max_new_tokens=12, lr=2e-3, save_steps=1000, max_steps=6)
-    return RunConfig(model=tiny_model, rl_env_module=str(EXAMPLES / "pattern_env.py"), rl_env_class="PatternEnv",
-                     **{**settings, **overrides})
-
-
-
-
+    return RunConfig(
+        model=tiny_model,
+        rl_env_module=str(EXAMPLES / "pattern_env.py"),
+        rl_env_class="PatternEnv",
+        **{**settings, **overrides},
+    )
 
 
 async def test_reattaching_to_a_finished_run_shows_every_step(tiny_model, runs_dir):
@@ -116,8 +116,6 @@ async def test_themes_are_registered_and_selectable(runs_dir):
         app.theme = "grpo-high-contrast"
         await pilot.pause()
         assert app.current_theme.background == "#000000"
-
-
 
 
 async def test_resuming_a_stopped_run_from_the_runs_screen(tiny_model, runs_dir):

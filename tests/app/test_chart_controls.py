@@ -17,8 +17,6 @@ from .conftest import wait_until
 STEPS, SPIKE = 5000, 3137
 
 
-
-
 def top_row_columns(chart: MetricChart) -> list[int]:
     """The cell columns of the plot's first row that hold dots (the y labels and axis cut off)."""
     row = chart.text.splitlines()[0][8:]
@@ -27,8 +25,14 @@ def top_row_columns(chart: MetricChart) -> list[int]:
 
 async def open_monitor(pilot):
     screen = pilot.app.screen
-    await wait_until(pilot, lambda: screen.status == "completed" and screen.charts.get("reward") is not None
-                     and screen.charts["reward"].end_step == STEPS)
+    await wait_until(
+        pilot,
+        lambda: (
+            screen.status == "completed"
+            and screen.charts.get("reward") is not None
+            and screen.charts["reward"].end_step == STEPS
+        ),
+    )
     await pilot.pause(0.2)
     return screen, screen.query_one("#chart-reward", MetricChart)
 
@@ -72,8 +76,14 @@ async def test_the_cursor_reads_steps_and_values_and_ema_smooths(tmp_path):
     app = make_app(tmp_path / "runs", theme="grpo-dark", start="watch", watch=run)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = pilot.app.screen
-        await wait_until(pilot, lambda: screen.status == "completed" and screen.charts.get("reward") is not None
-                         and screen.charts["reward"].end_step == 60)
+        await wait_until(
+            pilot,
+            lambda: (
+                screen.status == "completed"
+                and screen.charts.get("reward") is not None
+                and screen.charts["reward"].end_step == 60
+            ),
+        )
         await pilot.pause(0.2)
         chart = screen.query_one("#chart-reward", MetricChart)
         kl = screen.query_one("#chart-kl", MetricChart)
@@ -141,7 +151,10 @@ async def test_a_new_step_repaints_the_title_line_and_the_rows_that_changed():
         series.extend([45], [0.6])  # the plot still spans steps 1-50 and the same values: only a few rows change
         chart.show(series.snapshot("reward", chart.buckets))
         await pilot.pause()
-        assert chart.border_title == "reward  0.6000" and "reward  0.6000" in app.screen._compositor.render_strips()[0].text
+        assert (
+            chart.border_title == "reward  0.6000"
+            and "reward  0.6000" in app.screen._compositor.render_strips()[0].text
+        )
         assert calls and all(calls), "no call repainted the whole chart"
         regions = [region for call in calls for region in call]
         [title] = [r for r in regions if r.y < 0]

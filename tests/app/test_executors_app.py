@@ -28,8 +28,14 @@ async def test_a_stop_that_was_refused_is_an_error_on_the_runs_screen_and_on_the
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # not the run's: no marker
     try:
         time.sleep(0.2)
-        state = {**folder.read_state(), "status": "running", "ended": None, "summary": None,
-                 "root_pid": stranger.pid, "root_start_time": process_start_time(stranger.pid)}
+        state = {
+            **folder.read_state(),
+            "status": "running",
+            "ended": None,
+            "summary": None,
+            "root_pid": stranger.pid,
+            "root_start_time": process_start_time(stranger.pid),
+        }
         folder.state_file.write_text(json.dumps(state))
         app = make_app(tmp_path, hosts={})
         async with app.run_test(size=(120, 30)) as pilot:

@@ -40,7 +40,9 @@ async def test_a_hostile_host_is_one_error_and_takes_nothing_down(remote, hosts_
     async with app.run_test(size=(160, 36)) as pilot:
         screen = app.screen
         table = screen.query_one(RunsTable)
-        await wait_until(pilot, lambda: {"hostile:good-run", f"gpubox:{GOOD_ON_GPUBOX}"} <= set(table._by_id), timeout=60)
+        await wait_until(
+            pilot, lambda: {"hostile:good-run", f"gpubox:{GOOD_ON_GPUBOX}"} <= set(table._by_id), timeout=60
+        )
         await wait_until(pilot, lambda: "hostile ✗" in hosts_line(screen) and "gpubox ✓" in hosts_line(screen))
         line = hosts_line(screen)
         assert line.count("host hostile: left out 8 of the 9 runs it listed") == 1 and "'../../../../x'" in line

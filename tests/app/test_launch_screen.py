@@ -29,8 +29,14 @@ PATTERN = {"rl_env_module": str(EXAMPLES / "pattern_env.py"), "rl_env_class": "P
 
 def tiny_pattern_run(tiny_model: str, max_steps: int) -> dict:
     """Form values for a short pattern run of the tiny model."""
-    return dict(model=tiny_model, rl_num_generations="4", batch_size="8", rl_max_new_tokens="8",
-                max_steps=str(max_steps), **PATTERN)
+    return dict(
+        model=tiny_model,
+        rl_num_generations="4",
+        batch_size="8",
+        rl_max_new_tokens="8",
+        max_steps=str(max_steps),
+        **PATTERN,
+    )
 
 
 async def launch_screen(pilot) -> LaunchScreen:
@@ -225,8 +231,15 @@ async def test_a_config_saved_to_yaml_loads_back_unchanged(runs_dir, no_gpus, tm
     async with app.run_test(size=SIZE) as pilot:
         screen = await launch_screen(pilot)
         path = tmp_path / "saved.yaml"
-        fill(screen, model="org/model", lr="5e-7", rl_env_config='{"max_turns": 3}', health='{"kl_high": 2.5}',
-             max_prompt_length="512", **PATTERN)
+        fill(
+            screen,
+            model="org/model",
+            lr="5e-7",
+            rl_env_config='{"max_turns": 3}',
+            health='{"kl_high": 2.5}',
+            max_prompt_length="512",
+            **PATTERN,
+        )
         screen.form.widget_for("peft").value = True
         screen.form.widget_for("rl_loss_type").value = "dapo"
         await settle(pilot)

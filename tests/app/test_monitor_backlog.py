@@ -23,8 +23,14 @@ async def test_the_monitor_draws_a_backlog_read_by_a_child(tmp_path, monkeypatch
     app = make_app(tmp_path / "runs", start="watch", watch=run)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = app.screen
-        await wait_until(pilot, lambda: screen.status == "completed" and screen.charts.get("reward") is not None
-                         and screen.charts["reward"].end_step == STEPS)
+        await wait_until(
+            pilot,
+            lambda: (
+                screen.status == "completed"
+                and screen.charts.get("reward") is not None
+                and screen.charts["reward"].end_step == STEPS
+            ),
+        )
         await pilot.pause(0.2)
         assert screen._backlog.in_child and screen._backlog.proc is None  # read by the child, and reaped
         assert screen.view.metrics_read == STEPS and screen.charts["reward"].count == STEPS

@@ -48,11 +48,20 @@ def values_at(step: int) -> dict:
 def live_run(runs_dir) -> RunFolder:
     """A run folder whose state names this process, so it reads as running while the test writes to it."""
     folder = RunFolder.create(runs_dir)
-    folder.save_config(RunConfig(model="tiny/model", rl_env_module="examples/pattern_env.py",
-                                 rl_env_class="PatternEnv", max_steps=TOTAL))
+    folder.save_config(
+        RunConfig(
+            model="tiny/model", rl_env_module="examples/pattern_env.py", rl_env_class="PatternEnv", max_steps=TOTAL
+        )
+    )
     pid = os.getpid()
-    folder.write_state(run_id=folder.run_id, status=Status.RUNNING, pid=pid, pid_start_time=process_start_time(pid),
-                       started=round(time.time(), 3), max_steps=TOTAL)
+    folder.write_state(
+        run_id=folder.run_id,
+        status=Status.RUNNING,
+        pid=pid,
+        pid_start_time=process_start_time(pid),
+        started=round(time.time(), 3),
+        max_steps=TOTAL,
+    )
     with EventWriter(folder.events_file) as events:
         events.emit(RunStarted(run_id=folder.run_id, pid=pid, max_steps=TOTAL))
         for step in range(1, OPEN_AT + 1):
@@ -106,8 +115,9 @@ async def test_the_monitor_follows_a_run_whose_metric_keys_change_mid_run(tmp_pa
                 await pilot.pause(0.05)
                 seen.update(w for w in app.workers if w.node is screen)
             await wait_until(pilot, lambda: f"step {TOTAL}/{TOTAL}" in header_text(screen))
-            await wait_until(pilot, lambda: screen.charts.get("reward") is not None
-                             and screen.charts["reward"].last_step == TOTAL)
+            await wait_until(
+                pilot, lambda: screen.charts.get("reward") is not None and screen.charts["reward"].last_step == TOTAL
+            )
             assert screen.charts["kl"].last_step == KL_UNTIL - 1
             assert screen._markers() == [NEW_KEYS_AT + 5]
             assert screen.extra_keys[:2] == ["loss", "entropy"] and "rewards/format/mean" in screen.extra_keys

@@ -24,11 +24,20 @@ SECONDS = 3.0
 
 def live_folder(runs_dir) -> RunFolder:
     folder = RunFolder.create(runs_dir)
-    folder.save_config(RunConfig(model="tiny/model", rl_env_module="examples/pattern_env.py",
-                                 rl_env_class="PatternEnv", max_steps=1000))
+    folder.save_config(
+        RunConfig(
+            model="tiny/model", rl_env_module="examples/pattern_env.py", rl_env_class="PatternEnv", max_steps=1000
+        )
+    )
     pid = os.getpid()
-    folder.write_state(run_id=folder.run_id, status=Status.RUNNING, pid=pid, pid_start_time=process_start_time(pid),
-                       started=round(time.time(), 3), max_steps=1000)
+    folder.write_state(
+        run_id=folder.run_id,
+        status=Status.RUNNING,
+        pid=pid,
+        pid_start_time=process_start_time(pid),
+        started=round(time.time(), 3),
+        max_steps=1000,
+    )
     with EventWriter(folder.events_file) as events:
         events.emit(RunStarted(run_id=folder.run_id, pid=pid, max_steps=1000))
     return folder
@@ -55,18 +64,27 @@ def test_slow_reads_ride_with_the_charts_while_steps_arrive(tmp_path):
     writer.start()
     deadline = time.monotonic() + SECONDS
     try:
-        run_reader.follow(folder, {}, requests, lambda post: posts.append((time.monotonic(), post)),
-                          lambda: time.monotonic() > deadline)
+        run_reader.follow(
+            folder,
+            {},
+            requests,
+            lambda post: posts.append((time.monotonic(), post)),
+            lambda: time.monotonic() > deadline,
+        )
     finally:
         stop.set()
         writer.join()
     slow = [post for _, post in posts if post.slow is not None]
     assert len(slow) >= SECONDS - 1, "state, samples and the log are read about once a second"
     assert all(post.charts is not None for post in slow), "every slow read came with charts"
-    charted = [(t, post.charts["reward"].end_step) for t, post in posts
-               if post.charts is not None and "reward" in post.charts]
+    charted = [
+        (t, post.charts["reward"].end_step) for t, post in posts if post.charts is not None and "reward" in post.charts
+    ]
     assert all(post.charts is not None for _, post in posts[1:]), "no message without charts while steps arrive"
-    for step, at in written.items():  # each step reached the charts soon after its write (CHART_SECONDS and a poll, here)
+    for (
+        step,
+        at,
+    ) in written.items():  # each step reached the charts soon after its write (CHART_SECONDS and a poll, here)
         shown = next((t for t, end in charted if end >= step), None)
         if shown is not None:
             assert shown - at < 1.0, step  # generous: the suite shares two cores

@@ -44,8 +44,11 @@ async def test_runs_of_two_hosts_in_one_list_and_a_remote_monitor(remote, tiny_m
     async with app.run_test(size=(140, 36)) as pilot:
         screen = app.screen
         assert isinstance(screen, RunsScreen)
-        await wait_until(pilot, lambda: {("gpubox", done_id), ("otherbox", live_id), ("None", local.name)}
-                         <= set(table_rows(screen)), timeout=60)
+        await wait_until(
+            pilot,
+            lambda: {("gpubox", done_id), ("otherbox", live_id), ("None", local.name)} <= set(table_rows(screen)),
+            timeout=60,
+        )
         hosts_line = str(screen.query_one("#hosts").render())
         await wait_until(pilot, lambda: "deadbox ✗" in str(screen.query_one("#hosts").render()), timeout=60)
         hosts_line = str(screen.query_one("#hosts").render())
@@ -87,8 +90,13 @@ async def test_runs_of_two_hosts_in_one_list_and_a_remote_monitor(remote, tiny_m
     assert not remote.processes_of(done_folder)
 
 
-async def test_the_launch_form_checks_on_the_host_and_starts_the_run_there(remote, tiny_model, hosts_env, tmp_path,  # noqa: F811
-                                                                         monkeypatch):
+async def test_the_launch_form_checks_on_the_host_and_starts_the_run_there(
+    remote,  # noqa: F811 (the fixture imported above)
+    tiny_model,
+    hosts_env,
+    tmp_path,
+    monkeypatch,
+):
     from grpo_tui.widgets.host_picker import HostPicker
 
     from .test_launch_screen import PATTERN, fill, launch_screen, settle, tiny_pattern_run

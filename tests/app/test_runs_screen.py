@@ -29,8 +29,6 @@ from .conftest import wait_until
 SIZE = (120, 30)
 
 
-
-
 def row_ids(table: DataTable) -> list[str]:
     return [table.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value for row in range(table.row_count)]
 
@@ -44,8 +42,9 @@ def live_run(runs_dir, run_id: str) -> RunFolder:
     """A running run whose recorded process is this one (so it stays live), with two steps."""
     folder = RunFolder.create(runs_dir, run_id)
     folder.initial_state(os.getpid())
-    folder.write_state(status=Status.RUNNING, max_steps=10, root_pid=os.getpid(),
-                       root_start_time=process_start_time(os.getpid()))
+    folder.write_state(
+        status=Status.RUNNING, max_steps=10, root_pid=os.getpid(), root_start_time=process_start_time(os.getpid())
+    )
     emit_steps(folder, range(1, 3))
     return folder
 
@@ -101,13 +100,36 @@ def write_summarised_runs(runs_dir, count: int) -> list[str]:
         run_id = f"20250101-{i // 3600:02d}{i // 60 % 60:02d}{i % 60:02d}-000-{i:06x}"
         started = BASE_TIME + i * 60
         ended = started + 30.0
-        summary = {"ended": ended, "events_size": 0, "step": i % 40 + 1, "reward": 0.5, "last_event_time": None,
-                   "total": 40, "project": f"p{i % 7}", "model": "org/m", "warnings": 0, "last_warning": None,
-                   "crash": None, "duration": 30.0}
+        summary = {
+            "ended": ended,
+            "events_size": 0,
+            "step": i % 40 + 1,
+            "reward": 0.5,
+            "last_event_time": None,
+            "total": 40,
+            "project": f"p{i % 7}",
+            "model": "org/m",
+            "warnings": 0,
+            "last_warning": None,
+            "crash": None,
+            "duration": 30.0,
+        }
         (runs_dir / run_id).mkdir(mode=0o700)
-        (runs_dir / run_id / "state.json").write_text(json.dumps({
-            "format_version": FORMAT_VERSION, "run_id": run_id, "status": "completed", "started": started,
-            "ended": ended, "max_steps": 40, "last_step": i % 40 + 1, "exit_reason": None, "summary": summary}))
+        (runs_dir / run_id / "state.json").write_text(
+            json.dumps(
+                {
+                    "format_version": FORMAT_VERSION,
+                    "run_id": run_id,
+                    "status": "completed",
+                    "started": started,
+                    "ended": ended,
+                    "max_steps": 40,
+                    "last_step": i % 40 + 1,
+                    "exit_reason": None,
+                    "summary": summary,
+                }
+            )
+        )
         ids.append(run_id)
     return ids[::-1]
 

@@ -96,8 +96,14 @@ def runs_listed(count: int):
 async def monitor_loaded(pilot, status: str = "completed") -> None:
     """The monitor has read the whole run and its reader has stopped (a finished run is read once)."""
     app = pilot.app
-    await wait_until(pilot, lambda: getattr(app.screen, "status", None) == status and app.screen.loaded
-                     and not [w for w in app.workers if w.group == "tail"])
+    await wait_until(
+        pilot,
+        lambda: (
+            getattr(app.screen, "status", None) == status
+            and app.screen.loaded
+            and not [w for w in app.workers if w.group == "tail"]
+        ),
+    )
 
 
 class TestRunsScreen:
@@ -176,8 +182,13 @@ class TestCompareScreen:
         async def run_before(pilot):
             await runs_listed(3)(pilot)
             await pilot.press("down", "space", "down", "space", "c")
-            await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "CompareScreen"
-                             and "comparing" in str(pilot.app.screen.query_one("#legend").render()))
+            await wait_until(
+                pilot,
+                lambda: (
+                    type(pilot.app.screen).__name__ == "CompareScreen"
+                    and "comparing" in str(pilot.app.screen.query_one("#legend").render())
+                ),
+            )
 
         assert snap_compare(app_for(tmp_path / "runs"), terminal_size=size, run_before=run_before)
 

@@ -57,9 +57,24 @@ class Harness(App):
 
 
 def info(text: str) -> RunInfo:
-    return RunInfo(run_id=text, path=Path("/x"), project=text, model=text, status=Status.QUEUED, step=1, total=2,
-                   last_reward=0.1, started=time.time(), ended=None, duration=3.0, warnings=2, last_warning=text,
-                   exit_reason=text, host=text, queue_reason=text)
+    return RunInfo(
+        run_id=text,
+        path=Path("/x"),
+        project=text,
+        model=text,
+        status=Status.QUEUED,
+        step=1,
+        total=2,
+        last_reward=0.1,
+        started=time.time(),
+        ended=None,
+        duration=3.0,
+        warnings=2,
+        last_warning=text,
+        exit_reason=text,
+        host=text,
+        queue_reason=text,
+    )
 
 
 async def show_everywhere(text: str) -> None:
@@ -68,13 +83,18 @@ async def show_everywhere(text: str) -> None:
         warning = HealthWarning(rule=text, severity=Severity.CRITICAL, step=3, message=text, advice=text)
         app.query_one(RunHeader).show(text, text, text, 1, 2, 3.0, 1.0, 10.0)
         app.query_one(CriticalBanner).show(warning)
-        app.query_one(CompletionsTable).set_samples([{"step": text, "reward": 0.5, "prompt": text, "completion": text},
-                                                     {"step": 2, "reward": text, "prompt": text, "completion": text}])
+        app.query_one(CompletionsTable).set_samples(
+            [
+                {"step": text, "reward": 0.5, "prompt": text, "completion": text},
+                {"step": 2, "reward": text, "prompt": text, "completion": text},
+            ]
+        )
         app.query_one(HealthPanel).set_warnings([warning])
         app.query_one(RunsTable).show([info(text)], frozenset())
         app.query_one(LogView).add(f"{text}\n\x1b[1mbold\x1b[0m {text}\n")
-        app.query_one(GpuPanel).show([GPU(index=0, name=text, memory_total=1 << 30, memory_used=0, utilization=5)],
-                                     where=f"host {text}")
+        app.query_one(GpuPanel).show(
+            [GPU(index=0, name=text, memory_total=1 << 30, memory_used=0, utilization=5)], where=f"host {text}"
+        )
         chart = app.query_one(MetricChart)
         chart.title = text
         chart._retitle(text)
@@ -94,8 +114,9 @@ def test_hostile_text_in_every_widget_is_shown_literally(text):
 
 def hostile_run(runs_dir: Path, run_id: str, text: str) -> RunFolder:
     folder = RunFolder.create(runs_dir, run_id)
-    RunConfig(model=f"org/{text}", rl_env_module="env.py", rl_env_class="Env", project_name=text,
-              max_steps=4).save(folder.config_file)
+    RunConfig(model=f"org/{text}", rl_env_module="env.py", rl_env_class="Env", project_name=text, max_steps=4).save(
+        folder.config_file
+    )
     folder.initial_state(1)
     folder.write_state(status=Status.FAILED, ended=time.time(), last_step=2, exit_reason=text)
     with EventWriter(folder.events_file) as events:
@@ -154,8 +175,9 @@ async def compare_runs(paths: list[Path]) -> None:
         assert_no_control(screen_text(app), "compare screen")
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(hostile_name, hostile)
 def test_the_compare_screen_shows_hostile_run_names_literally(tmp_path_factory, name, text):
     runs_dir = tmp_path_factory.mktemp("runs")

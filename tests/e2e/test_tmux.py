@@ -44,9 +44,27 @@ def watch_argv(run: str, runs_dir: Path) -> list[str]:
 
 def launch_args(model: str, runs_dir: Path, *extra: str) -> list[str]:
     """As tests/integration/test_supervisor.py launches: the pattern environment, quick steps."""
-    return ["launch", "--json", "--model", model, "--rl-env-module", str(EXAMPLES / "pattern_env.py"),
-            "--rl-env-class", "PatternEnv", "--rl-num-generations", "4", "--batch-size", "8",
-            "--rl-max-new-tokens", "12", "--lr", "0.002", "--runs-dir", str(runs_dir), *extra]
+    return [
+        "launch",
+        "--json",
+        "--model",
+        model,
+        "--rl-env-module",
+        str(EXAMPLES / "pattern_env.py"),
+        "--rl-env-class",
+        "PatternEnv",
+        "--rl-num-generations",
+        "4",
+        "--batch-size",
+        "8",
+        "--rl-max-new-tokens",
+        "12",
+        "--lr",
+        "0.002",
+        "--runs-dir",
+        str(runs_dir),
+        *extra,
+    ]
 
 
 def shown_step(text: str) -> int:
@@ -83,7 +101,9 @@ def test_watch_stop_and_quit_a_live_run_in_a_real_terminal(tiny_model, runs_dir,
         tmux.wait_screen(lambda s: not charts_shown(s) and warnings_shown(s), what="the Warnings tab")
         # 4: the Log tab shows the trainer's progress lines, one per logged step
         tmux.send("4")
-        log = tmux.wait_screen(lambda s: re.search(r"^ *step \d+/2000 +reward", s, re.M), what="progress lines in the Log tab")
+        log = tmux.wait_screen(
+            lambda s: re.search(r"^ *step \d+/2000 +reward", s, re.M), what="progress lines in the Log tab"
+        )
         assert not charts_shown(log)
         # 1: back to the charts
         tmux.send("1")
@@ -124,8 +144,20 @@ def test_the_demo_opens_its_run_and_says_what_became_of_it(pretrained_tiny_model
     cache = tmp_path / "cache"
     (cache / "grpo-tui").mkdir(parents=True)
     (cache / "grpo-tui" / "tiny-model").symlink_to(pretrained_tiny_model)  # the demo's cached model: nothing to build
-    tmux.start([f"XDG_CACHE_HOME={cache}", sys.executable, "-m", "grpo_tui", "demo", "--max-steps", "4",
-                "--runs-dir", str(runs_dir)], ROOT)
+    tmux.start(
+        [
+            f"XDG_CACHE_HOME={cache}",
+            sys.executable,
+            "-m",
+            "grpo_tui",
+            "demo",
+            "--max-steps",
+            "4",
+            "--runs-dir",
+            str(runs_dir),
+        ],
+        ROOT,
+    )
     tmux.wait_screen(lambda s: "COMPLETED" in s and "step 4/4" in s, what="the demo run COMPLETED at step 4/4")
     tmux.send("q")
     assert tmux.wait_exit() == 0

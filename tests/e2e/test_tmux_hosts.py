@@ -29,11 +29,16 @@ def test_two_hosts_runs_in_one_list_and_a_remote_monitor(remote, tiny_model, tmp
     hosts_file.write_text(yaml.safe_dump({name: hosts[name] for name in ("gpubox", "otherbox", "deadbox")}))
     hosts_file.chmod(0o600)
 
-    term = Tmux(env={**os.environ, **remote.env, "GRPO_TUI_HOSTS": str(hosts_file)}, width=140, height=36, session="hosts")
+    term = Tmux(
+        env={**os.environ, **remote.env, "GRPO_TUI_HOSTS": str(hosts_file)}, width=140, height=36, session="hosts"
+    )
     try:
         term.start([sys.executable, "-m", "grpo_tui", "--runs-dir", str(tmp_path / "local")], cwd=ROOT)
-        screen = term.wait_screen(lambda s: first in s and second in s and "deadbox ✗" in s, timeout=90,
-                                  what="both hosts' runs and the dead host's error")
+        screen = term.wait_screen(
+            lambda s: first in s and second in s and "deadbox ✗" in s,
+            timeout=90,
+            what="both hosts' runs and the dead host's error",
+        )
         assert "gpubox ✓ 1 runs" in screen and "otherbox ✓ 1 runs" in screen and "unreachable" in screen
         rows = {run_id: line for run_id in (first, second) for line in screen.splitlines() if run_id in line}
         assert "gpubox" in rows[first] and "otherbox" in rows[second]

@@ -21,9 +21,25 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 
 def test_a_run_on_hostile_prompts_is_shown_literally_in_a_real_terminal(tiny_model, runs_dir):
-    result = cli("train", "--model", tiny_model, "--rl-env-module", str(ENVS / "hostile_env.py"), "--rl-env-class",
-                 "HostileEnv", "--rl-num-generations", "4", "--batch-size", "8", "--rl-max-new-tokens", "8",
-                 "--max-steps", "3", "--runs-dir", str(runs_dir))
+    result = cli(
+        "train",
+        "--model",
+        tiny_model,
+        "--rl-env-module",
+        str(ENVS / "hostile_env.py"),
+        "--rl-env-class",
+        "HostileEnv",
+        "--rl-num-generations",
+        "4",
+        "--batch-size",
+        "8",
+        "--rl-max-new-tokens",
+        "8",
+        "--max-steps",
+        "3",
+        "--runs-dir",
+        str(runs_dir),
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "\x1b" not in result.stdout and "\x1b" not in result.stderr  # the piped train lines too
     run = only_run(runs_dir)
@@ -32,8 +48,9 @@ def test_a_run_on_hostile_prompts_is_shown_literally_in_a_real_terminal(tiny_mod
 
     tmux = Tmux(width=WIDTH + 40, height=HEIGHT)
     try:
-        tmux.start([sys.executable, "-m", "grpo_tui", "watch", run.name, "--runs-dir", str(runs_dir)], ROOT,
-                   clipboard=True)
+        tmux.start(
+            [sys.executable, "-m", "grpo_tui", "watch", run.name, "--runs-dir", str(runs_dir)], ROOT, clipboard=True
+        )
         tmux.wait_screen(lambda s: "COMPLETED" in s and "step 3/3" in s, what="the completed run")
         tmux.send("3")
         shown = tmux.wait_screen(lambda s: "[INST]" in s, what="the prompts in the Completions tab")

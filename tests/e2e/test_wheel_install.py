@@ -42,8 +42,9 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (the app is opened in tmux)"),
 ]
 
-NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "venv", "build", "dist", "runs", "*.egg-info", "__pycache__",
-                                    ".pytest_cache")
+NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv", "venv", "build", "dist", "runs", "*.egg-info", "__pycache__", ".pytest_cache"
+)
 STEPS = 20
 
 
@@ -57,16 +58,23 @@ class Installed:
         self.cache = base / "cache"
         self.work.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GRPO_TUI_", "VIRTUAL_ENV"))}
-        self.env = {**env, "PATH": f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
-                    "VIRTUAL_ENV": str(self.venv), "XDG_CACHE_HOME": str(self.cache),
-                    "GRPO_TUI_RUNS_DIR": str(self.runs), "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+        self.env = {
+            **env,
+            "PATH": f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+            "VIRTUAL_ENV": str(self.venv),
+            "XDG_CACHE_HOME": str(self.cache),
+            "GRPO_TUI_RUNS_DIR": str(self.runs),
+            "HF_HUB_OFFLINE": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
 
     def bin(self, name: str) -> str:
         return str(self.venv / "bin" / name)
 
     def run(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run(argv, cwd=self.work, env=self.env, stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=timeout)
+        return subprocess.run(
+            argv, cwd=self.work, env=self.env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
+        )
 
     def python(self, code: str) -> subprocess.CompletedProcess:
         return self.run(self.bin("python"), "-c", code)
@@ -79,7 +87,7 @@ def checked(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 
 def sgr(kind: int, colour: str) -> str:
     """The 24-bit SGR parameters tmux writes for ``colour`` (#RRGGBB) as foreground (38) or background (48)."""
-    return f"{kind};2;" + ";".join(str(int(colour[i:i + 2], 16)) for i in (1, 3, 5))
+    return f"{kind};2;" + ";".join(str(int(colour[i : i + 2], 16)) for i in (1, 3, 5))
 
 
 def dev_site_packages() -> list[str]:
@@ -92,26 +100,65 @@ def installed(tmp_path_factory) -> Installed:
     base = tmp_path_factory.mktemp("installed")
     source, dist = base / "source", base / "dist"
     shutil.copytree(ROOT, source, symlinks=True, ignore=NOT_SOURCE)
-    checked(subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                            str(source), "-w", str(dist)], capture_output=True, text=True, timeout=120))
+    checked(
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--no-build-isolation",
+                "--no-index",
+                str(source),
+                "-w",
+                str(dist),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    )
     wheel = next(dist.glob("grpo_tui-*.whl"))
     shutil.rmtree(source)
 
     target = Installed(base)
     base_python = getattr(sys, "_base_executable", None) or sys.executable
-    checked(subprocess.run([base_python, "-m", "venv", "--without-pip", str(target.venv)], capture_output=True,
-                           text=True, timeout=120))
-    checked(subprocess.run([sys.executable, "-m", "pip", "--python", target.bin("python"), "install", "--no-deps",
-                            "--no-index", "--no-compile", str(wheel)], capture_output=True, text=True, timeout=120))
+    checked(
+        subprocess.run(
+            [base_python, "-m", "venv", "--without-pip", str(target.venv)], capture_output=True, text=True, timeout=120
+        )
+    )
+    checked(
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "--python",
+                target.bin("python"),
+                "install",
+                "--no-deps",
+                "--no-index",
+                "--no-compile",
+                str(wheel),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    )
     site = checked(target.python("import sysconfig; print(sysconfig.get_paths()['purelib'])")).stdout.strip()
     Path(site, "zz_dev_dependencies.pth").write_text("".join(f"{p}\n" for p in dev_site_packages()))
     return target
 
 
 def test_the_packages_import_from_the_venv_not_the_checkout(installed):
-    code = ("import json, sys, grpo_tui, trainer_core, grpo_tui.resources as r; print(json.dumps({"
-            "'files': [grpo_tui.__file__, trainer_core.__file__, str(r.demo_config_file()), str(r.demo_env_file())],"
-            "'editable': [m for m in sys.modules if m.startswith('__editable__')]}))")
+    code = (
+        "import json, sys, grpo_tui, trainer_core, grpo_tui.resources as r; print(json.dumps({"
+        "'files': [grpo_tui.__file__, trainer_core.__file__, str(r.demo_config_file()), str(r.demo_env_file())],"
+        "'editable': [m for m in sys.modules if m.startswith('__editable__')]}))"
+    )
     seen = json.loads(checked(installed.python(code)).stdout)
     venv = installed.venv.resolve()
     for file in seen["files"]:
@@ -159,7 +206,11 @@ def test_the_app_opens_on_the_demo_run_with_its_theme(installed, demo_run, tmux)
 
     def shown():
         text = tmux.screen()
-        return text if ("runs in" in text and run_id in text) or "Traceback" in text or tmux.exit_code() is not None else None
+        return (
+            text
+            if ("runs in" in text and run_id in text) or "Traceback" in text or tmux.exit_code() is not None
+            else None
+        )
 
     try:
         text = wait_for(shown, timeout=90, interval=0.25)

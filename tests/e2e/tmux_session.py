@@ -31,8 +31,14 @@ class Tmux:
 
     def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         # -u: UTF-8 whatever the locale; -f /dev/null: none of the user's tmux.conf
-        return subprocess.run(["tmux", "-u", "-f", "/dev/null", "-L", self.socket, *args], capture_output=True,
-                              text=True, env=self.env, check=check, timeout=30)
+        return subprocess.run(
+            ["tmux", "-u", "-f", "/dev/null", "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            check=check,
+            timeout=30,
+        )
 
     def start(self, argv: list[str], cwd: Path, clipboard: bool = False) -> None:
         """``clipboard``: tmux takes OSC 52 from the pane into a paste buffer (``buffers()``), so a test can
@@ -40,8 +46,26 @@ class Tmux:
         line = shlex.join(["env", "TERM=xterm-256color", "COLORTERM=truecolor", "PYTHONUNBUFFERED=1", *argv])
         line += f"; echo $? > {shlex.quote(str(self.status_file))}"
         first = ["start-server", ";", "set-option", "-g", "set-clipboard", "on", ";"] if clipboard else []
-        self.tmux(*first, "new-session", "-d", "-s", self.session, "-x", str(self.width), "-y", str(self.height),
-                  "-c", str(cwd), line, ";", "set-option", "-t", self.session, "remain-on-exit", "on")
+        self.tmux(
+            *first,
+            "new-session",
+            "-d",
+            "-s",
+            self.session,
+            "-x",
+            str(self.width),
+            "-y",
+            str(self.height),
+            "-c",
+            str(cwd),
+            line,
+            ";",
+            "set-option",
+            "-t",
+            self.session,
+            "remain-on-exit",
+            "on",
+        )
         self.socket_path = self.pane("#{socket_path}")
 
     def screen(self, colours: bool = False) -> str:

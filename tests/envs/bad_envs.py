@@ -60,12 +60,21 @@ class MissingScore:
 
 class WithTools(Good):
     def get_tools(self):
-        return [{"type": "function", "function": {"name": "search_hotels", "description": "Find hotels",
-                                                  "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": "search_hotels",
+                    "description": "Find hotels",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                },
+            }
+        ]
 
     def build_dataset(self, tokenizer):
-        return Dataset.from_list([{"prompt": [{"role": "user", "content": f"book paris {i}"}], "city": "paris", "idx": i}
-                                  for i in range(8)])
+        return Dataset.from_list(
+            [{"prompt": [{"role": "user", "content": f"book paris {i}"}], "city": "paris", "idx": i} for i in range(8)]
+        )
 
 
 class RaisesLater(Good):
@@ -86,4 +95,6 @@ class OutOfMemory(Good):
     def score_episode(self, model, tokenizer, completion, city, idx):
         import torch
 
-        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0; 79.11 GiB total capacity)")
+        raise torch.OutOfMemoryError(
+            "CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0; 79.11 GiB total capacity)"
+        )

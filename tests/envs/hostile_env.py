@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from datasets import Dataset
 
-HOSTILE = ("<s>[INST] [bold]Hello[/] [link=https://evil.example]click[/link] "
-           "\x1b]52;c;T1dORUQ=\x07 \x1b[2J\x1b[H \x1b]8;;https://evil.example\x1b\\here\x1b]8;;\x1b\\ \x9b31m [/INST]")
+HOSTILE = (
+    "<s>[INST] [bold]Hello[/] [link=https://evil.example]click[/link] "
+    "\x1b]52;c;T1dORUQ=\x07 \x1b[2J\x1b[H \x1b]8;;https://evil.example\x1b\\here\x1b]8;;\x1b\\ \x9b31m [/INST]"
+)
 
 
 class HostileEnv:

@@ -48,7 +48,9 @@ def names(folder: RunFolder) -> list[str]:
     return [p.name for p in folder.checkpoints()]
 
 
-def plant_torn(folder: RunFolder, good: int, step: int, *, drop: str | None = None, truncate: str | None = None) -> Path:
+def plant_torn(
+    folder: RunFolder, good: int, step: int, *, drop: str | None = None, truncate: str | None = None
+) -> Path:
     """A copy of checkpoint-``good`` as checkpoint-``step``, with a file dropped or cut in half."""
     path = folder.checkpoints_dir / f"checkpoint-{step}"
     shutil.copytree(folder.checkpoints_dir / f"checkpoint-{good}", path)
@@ -68,7 +70,9 @@ def test_planted_torn_checkpoints_are_skipped_by_merge_and_resume(tiny_model, ru
     plant_torn(folder, 5, 6, drop="trainer_state.json")
     plant_torn(folder, 5, 7, truncate="model.safetensors")
 
-    refused = cli("merge", folder.run_id, "--runs-dir", str(runs_dir), "--output", str(tmp_path / "m7"), "--checkpoint", "7")
+    refused = cli(
+        "merge", folder.run_id, "--runs-dir", str(runs_dir), "--output", str(tmp_path / "m7"), "--checkpoint", "7"
+    )
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "checkpoint-7" in refused.stderr and "model.safetensors is truncated" in refused.stderr
     final = folder.path / "final"
@@ -104,11 +108,24 @@ def test_planted_torn_checkpoints_are_skipped_by_merge_and_resume(tiny_model, ru
 
 
 def test_a_checkpoint_cut_by_a_sigkill_during_its_save_is_skipped_by_resume(tiny_model, runs_dir):
-    handle = launch(tiny_model, runs_dir, "--max-steps", "6", "--save-steps", "2", "--rl-max-new-tokens", "8",
-                    env_module=str(ENVS / "slow_save_env.py"), env_class="SlowSavePattern")
+    handle = launch(
+        tiny_model,
+        runs_dir,
+        "--max-steps",
+        "6",
+        "--save-steps",
+        "2",
+        "--rl-max-new-tokens",
+        "8",
+        env_module=str(ENVS / "slow_save_env.py"),
+        env_class="SlowSavePattern",
+    )
     cut = handle.folder.checkpoints_dir / "checkpoint-4"
-    wait_for(lambda: (cut / "model.safetensors").exists() and not (cut / "trainer_state.json").exists(),
-             timeout=180, interval=0.02)
+    wait_for(
+        lambda: (cut / "model.safetensors").exists() and not (cut / "trainer_state.json").exists(),
+        timeout=180,
+        interval=0.02,
+    )
     procs = run_processes(handle.folder)
     for proc in procs:
         proc.send_signal(signal.SIGKILL)
@@ -173,7 +190,11 @@ def test_a_resume_that_fails_keeps_the_run_history(tiny_model, runs_dir):
     state = folder.read_state()
     assert state["status"] == "failed" and state["last_step"] == 5
     assert state["exit_reason"].startswith("resume from checkpoints/checkpoint-4 failed")
-    assert state["before_resume"] == {**state["before_resume"], "status": "completed", "last_step": 5,
-                                      "exit_reason": None}
+    assert state["before_resume"] == {
+        **state["before_resume"],
+        "status": "completed",
+        "last_step": 5,
+        "exit_reason": None,
+    }
     assert (folder.path / "final" / "model.safetensors").read_bytes() == final  # the first leg's model stays
     assert "run failed at step 5 (resume from checkpoints/checkpoint-4 failed" in result.stdout

@@ -43,7 +43,7 @@ def generate(model_dir: str, prompts: list[str], max_new_tokens: int, **sampling
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     batch = tokenizer(prompts, return_tensors="pt", padding=True)
     out = model.generate(**batch, max_new_tokens=max_new_tokens, **sampling)
-    rows = [row[batch["input_ids"].shape[1]:].tolist() for row in out]
+    rows = [row[batch["input_ids"].shape[1] :].tolist() for row in out]
     return [(tokenizer.decode(row, skip_special_tokens=True), tokenizer.eos_token_id in row) for row in rows]
 
 

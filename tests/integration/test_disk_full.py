@@ -30,8 +30,9 @@ DISK_SIZE = "6M"  # a checkpoint of the tiny model is ~1.3 MiB: the 5th does not
 
 
 def _mount(target: Path, size: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(target)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(target)], capture_output=True, text=True
+    )
 
 
 @pytest.fixture
@@ -76,8 +77,9 @@ async def _app_shows_the_failure(runs_dir: Path, run: Path, reason: str) -> None
     async with app.run_test(size=(120, 30)) as pilot:
         monitor = app.screen
         assert isinstance(monitor, MonitorScreen)
-        await wait_until(pilot, lambda: monitor.status == "failed"
-                         and "crash_disk_full" in [w.rule for w in monitor._all_warnings()])
+        await wait_until(
+            pilot, lambda: monitor.status == "failed" and "crash_disk_full" in [w.rule for w in monitor._all_warnings()]
+        )
         assert "FAILED" in header_text(monitor)
         crash = next(w for w in monitor._all_warnings() if w.rule == "crash_disk_full")
         assert "Free space" in crash.advice and crash.severity is Severity.CRITICAL
@@ -136,7 +138,7 @@ async def test_a_full_disk_fails_the_run_with_its_cause_and_a_resume_continues(t
     events = events_of(run)
     starts = [e for e in events if isinstance(e, RunStarted)]
     assert len(starts) == 2 and starts[-1].resumed_from == last
-    after = [e.step for e in events[events.index(starts[-1]):] if isinstance(e, Metrics)]
+    after = [e.step for e in events[events.index(starts[-1]) :] if isinstance(e, Metrics)]
     assert after == list(range(from_step + 1, finished.step + 3))
     assert json.loads((run / "state.json").read_text())["status"] == "completed"
 
@@ -163,8 +165,9 @@ def test_the_watcher_warns_as_the_disk_fills_and_names_a_full_disk_for_a_lost_ru
     _fill(disk, 98)
     [critical] = watcher_warnings(folder, Status.RUNNING)
     assert critical.severity is Severity.CRITICAL and critical.evidence["percent_used"] >= 97
-    quiet = watcher_warnings(folder, Status.RUNNING, config={"health": {"disk_warn_percent": 99.9,
-                                                                         "disk_critical_percent": 99.9}})
+    quiet = watcher_warnings(
+        folder, Status.RUNNING, config={"health": {"disk_warn_percent": 99.9, "disk_critical_percent": 99.9}}
+    )
     assert quiet == []
     _fill(disk, 100)
     [lost] = watcher_warnings(folder, Status.LOST)  # gone without a word, on a full disk

@@ -121,11 +121,14 @@ def test_tools_appear_in_the_rendered_prompt(tiny_model, runs_dir):
 
 
 def test_composed_rewards_log_each_function(tiny_model, runs_dir):
-    result, events, _ = run(tiny_model, runs_dir, "MathEnv", module=str(EXAMPLES / "math_env.py"),
-                            rl_env_config={"num_problems": 16})
+    result, events, _ = run(
+        tiny_model, runs_dir, "MathEnv", module=str(EXAMPLES / "math_env.py"), rl_env_config={"num_problems": 16}
+    )
     assert result.status is Status.COMPLETED, events[-2:]
     metrics = [e for e in events if isinstance(e, Metrics)]
-    assert metrics and all({"rewards/score_episode/mean", "rewards/format_reward/mean"} <= set(m.values) for m in metrics)
+    assert metrics and all(
+        {"rewards/score_episode/mean", "rewards/format_reward/mean"} <= set(m.values) for m in metrics
+    )
 
 
 def test_dotted_module_path_from_the_current_directory(tiny_model, runs_dir, monkeypatch):

@@ -71,7 +71,8 @@ class CountingGenerate:
 
 def sample_completions(model, tokenizer, prompts: list, tools=None, n: int = 4) -> list[str]:
     texts = [
-        p if isinstance(p, str)
+        p
+        if isinstance(p, str)
         else tokenizer.apply_chat_template(p, tools=tools, add_generation_prompt=True, tokenize=False)
         for p in prompts[:n]
     ]
@@ -79,10 +80,11 @@ def sample_completions(model, tokenizer, prompts: list, tools=None, n: int = 4) 
     torch.manual_seed(0)
     with torch.no_grad():
         out = model.generate(**batch, max_new_tokens=16, do_sample=True, pad_token_id=tokenizer.pad_token_id)
-    return tokenizer.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+    return tokenizer.batch_decode(out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
 
 
 # --- hotel -----------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
 def test_hotel_dataset_columns_and_constraints(tiny, difficulty):
@@ -182,6 +184,7 @@ def test_hotel_booking_in_a_later_turn_earns_full_credit(tiny):
 
 # --- math ------------------------------------------------------------------------------------------------
 
+
 def test_math_dataset_and_scores(tiny):
     model, tokenizer = tiny
     env = math_env.MathEnv(num_problems=16, max_operand=9, seed=3)
@@ -212,6 +215,7 @@ def test_math_format_reward_handles_text_and_chat_completions():
 
 # --- pattern and constant --------------------------------------------------------------------------------
 
+
 def test_pattern_dataset_and_dense_scores(tiny):
     model, tokenizer = tiny
     env = pattern.PatternEnv(target="b", num_prompts=16)
@@ -241,6 +245,7 @@ def test_constant_env_shares_pattern_prompts(tiny):
 
 
 # --- live generations ------------------------------------------------------------------------------------
+
 
 def test_scores_of_tiny_model_generations_stay_in_unit_interval(tiny):
     model, tokenizer = tiny

@@ -23,8 +23,14 @@ COLLAPSE_RULES = {"mode_collapse", "entropy_collapse"}
 
 def pattern_run(tiny_model, runs_dir, lr, steps, **extra):
     settings = dict(rl_num_generations=4, batch_size=8, rl_max_new_tokens=16, rl_kl_coef=0.1, save_steps=1000)
-    config = RunConfig(model=tiny_model, rl_env_module=str(EXAMPLES / "pattern_env.py"), rl_env_class="PatternEnv",
-                       lr=lr, max_steps=steps, **{**settings, **extra})
+    config = RunConfig(
+        model=tiny_model,
+        rl_env_module=str(EXAMPLES / "pattern_env.py"),
+        rl_env_class="PatternEnv",
+        lr=lr,
+        max_steps=steps,
+        **{**settings, **extra},
+    )
     result = train(config, runs_dir=runs_dir)
     events = read_events(result.path / "events.jsonl")
     return result, [e for e in events if isinstance(e, Metrics)], [e for e in events if isinstance(e, HealthWarning)]
@@ -45,11 +51,22 @@ def test_a_high_learning_rate_collapses_and_is_caught(tiny_model, runs_dir):
 
 
 def test_constant_rewards_raise_no_learning_signal_within_five_steps(tiny_model, runs_dir):
-    config = RunConfig(model=tiny_model, rl_env_module=str(EXAMPLES / "constant_env.py"), rl_env_class="ConstantEnv",
-                       rl_num_generations=4, batch_size=8, rl_max_new_tokens=8, max_steps=6, save_steps=1000)
+    config = RunConfig(
+        model=tiny_model,
+        rl_env_module=str(EXAMPLES / "constant_env.py"),
+        rl_env_class="ConstantEnv",
+        rl_num_generations=4,
+        batch_size=8,
+        rl_max_new_tokens=8,
+        max_steps=6,
+        save_steps=1000,
+    )
     result = train(config, runs_dir=runs_dir)
-    fired = [e for e in read_events(result.path / "events.jsonl")
-             if isinstance(e, HealthWarning) and e.rule == "no_learning_signal"]
+    fired = [
+        e
+        for e in read_events(result.path / "events.jsonl")
+        if isinstance(e, HealthWarning) and e.rule == "no_learning_signal"
+    ]
     assert fired and fired[0].step <= 5 and fired[0].severity is Severity.WARN
 
 
@@ -78,19 +95,24 @@ def test_stop_on_kl_explosion_stops_with_a_checkpoint(tiny_model, runs_dir):
 
 
 def test_a_paused_trainer_is_reported_as_stalled(tiny_model, runs_dir):
-    handle = launch(tiny_model, runs_dir, "--max-steps", "2000", "--health", "stall_min_seconds=2",
-                    "--health", "stall_factor=3")
+    handle = launch(
+        tiny_model, runs_dir, "--max-steps", "2000", "--health", "stall_min_seconds=2", "--health", "stall_factor=3"
+    )
     wait_step(handle, 4)
     pid = handle.folder.read_state()["pid"]
     os.kill(pid, signal.SIGSTOP)
     try:
+
         def stalled():
             runs = json.loads(cli("runs", "--json", "--runs-dir", str(runs_dir)).stdout)
             return [a for a in runs[0]["alerts"] if a["rule"] == "stall"]
 
         alert = wait_for(stalled, timeout=30, interval=0.5)[0]
         evidence = alert["evidence"]  # rounded to 0.1 s: a wait just past the limit can show as equal to it
-        assert alert["severity"] in ("warn", "critical") and evidence["seconds_since_last_step"] >= evidence["limit_seconds"] >= 2
+        assert (
+            alert["severity"] in ("warn", "critical")
+            and evidence["seconds_since_last_step"] >= evidence["limit_seconds"] >= 2
+        )
         shown = cli("watch", handle.run_id, "--once", "--runs-dir", str(runs_dir), timeout=30)
     finally:
         os.kill(pid, signal.SIGCONT)
@@ -99,7 +121,9 @@ def test_a_paused_trainer_is_reported_as_stalled(tiny_model, runs_dir):
 
 
 def test_an_out_of_memory_crash_is_classified(tiny_model, runs_dir):
-    handle = launch(tiny_model, runs_dir, "--max-steps", "3", env_module=str(ENVS / "bad_envs.py"), env_class="OutOfMemory")
+    handle = launch(
+        tiny_model, runs_dir, "--max-steps", "3", env_module=str(ENVS / "bad_envs.py"), env_class="OutOfMemory"
+    )
     assert handle.wait(timeout=120) is Status.FAILED
     run = json.loads(cli("runs", "--json", "--runs-dir", str(runs_dir)).stdout)[0]
     assert run["alerts"][0]["rule"] == "crash_oom" and "gradient-checkpointing" in run["alerts"][0]["advice"]

@@ -27,9 +27,12 @@ GOOD_ON_GPUBOX = "20260101-000000-000-aaaaaa"
 def hostile_hosts(remote: RemoteHosts) -> tuple[Path, dict[str, str]]:  # noqa: F811
     """A hosts file with ``hostile`` (the stand-in) next to the real ``gpubox`` (with one finished run); the env."""
     hosts = yaml.safe_load(remote.hosts_file.read_text())
-    hosts["hostile"] = {**hosts["gpubox"], "command": f"{sys.executable} {STANDIN}",
-                        "runs_dir": str(remote.dir / "hostile-runs"),
-                        "env": {"HOSTILE_SENTINEL": str(remote.dir / "sentinel"), "HOSTILE_RUN_FORMAT": str(FORMAT_VERSION)}}
+    hosts["hostile"] = {
+        **hosts["gpubox"],
+        "command": f"{sys.executable} {STANDIN}",
+        "runs_dir": str(remote.dir / "hostile-runs"),
+        "env": {"HOSTILE_SENTINEL": str(remote.dir / "sentinel"), "HOSTILE_RUN_FORMAT": str(FORMAT_VERSION)},
+    }
     path = remote.dir / "hostile-hosts.yaml"
     path.write_text(yaml.safe_dump(hosts))
     if not (remote.runs / "gpubox" / GOOD_ON_GPUBOX).exists():
@@ -44,9 +47,12 @@ def tree(root: Path) -> set[str]:
 def written_outside_the_cache(root: Path, before: set[str]) -> list[str]:
     """What appeared under ``root`` that is not in a host's cache folder or the SSH control folder."""
     allowed = ("cache/grpo-tui/hosts/hostile", "cache/grpo-tui/hosts/gpubox", "ssh")
-    return sorted(p for p in tree(root) - before
-                  if not any(p == a or p.startswith(a + "/") for a in allowed) and p not in ("cache", "cache/grpo-tui",
-                                                                                            "cache/grpo-tui/hosts"))
+    return sorted(
+        p
+        for p in tree(root) - before
+        if not any(p == a or p.startswith(a + "/") for a in allowed)
+        and p not in ("cache", "cache/grpo-tui", "cache/grpo-tui/hosts")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +71,10 @@ def test_the_cli_lists_the_good_rows_and_names_the_host_once(hostile):
     assert sorted((r["host"], r["run_id"]) for r in rows) == [("gpubox", GOOD_ON_GPUBOX), ("hostile", "good-run")]
     lines = listed.stderr.splitlines()
     assert len(lines) == 1, listed.stderr
-    assert lines[0].startswith("error: host hostile: left out 8 of the 9 runs it listed, their rows are not valid: "
-                               "row 1: run_id: expected a run id")
+    assert lines[0].startswith(
+        "error: host hostile: left out 8 of the 9 runs it listed, their rows are not valid: "
+        "row 1: run_id: expected a run id"
+    )
     assert "'../../../../x'" in lines[0]
 
     table = remote_hosts.cli("runs", "--host", "hostile", env=env)
@@ -82,8 +90,10 @@ def test_watching_a_hostile_run_is_one_error_and_writes_nothing_outside_the_cach
     before = tree(remote_hosts.dir)
     watched = remote_hosts.cli("watch", "good-run", "--host", "hostile", "--once", env=env)
     assert watched.returncode == 2 and watched.stderr.count("\n") == 1, watched.stderr
-    assert watched.stderr.startswith("error: host hostile: run good-run: its events stream sent a bad line (file: "
-                                     "expected one of config.yaml, state.json")
+    assert watched.stderr.startswith(
+        "error: host hostile: run good-run: its events stream sent a bad line (file: "
+        "expected one of config.yaml, state.json"
+    )
     escaped = remote_hosts.cli("watch", "../../../../x", "--host", "hostile", "--once", env=env)
     assert escaped.returncode == 2 and escaped.stderr.count("\n") == 1, escaped.stderr
     assert escaped.stderr.startswith("error: host hostile: left out 1 of the 1 runs it listed")

@@ -28,8 +28,22 @@ LOAD_AND_GENERATE = (
 
 
 def inspect(tiny_model, runs_dir, module, cls, *extra, samples="16"):
-    result = cli("inspect", "--model", tiny_model, "--rl-env-module", str(module), "--rl-env-class", cls,
-                 "--rl-max-new-tokens", "12", "--samples", samples, "--runs-dir", str(runs_dir), *extra)
+    result = cli(
+        "inspect",
+        "--model",
+        tiny_model,
+        "--rl-env-module",
+        str(module),
+        "--rl-env-class",
+        cls,
+        "--rl-max-new-tokens",
+        "12",
+        "--samples",
+        samples,
+        "--runs-dir",
+        str(runs_dir),
+        *extra,
+    )
     result.stdout = " ".join(result.stdout.split())
     folders = sorted((runs_dir / "inspections").iterdir())
     summary = json.loads((folders[-1] / "summary.json").read_text())
@@ -84,8 +98,19 @@ def test_out_of_range_scores_are_flagged(tiny_model, runs_dir):
 
 
 def test_a_lora_run_stopped_at_step_3_resumes_with_steps_4_to_6_then_merges(tiny_model, runs_dir, tmp_path):
-    handle = launch(tiny_model, runs_dir, "--max-steps", "6", "--peft", "--lora-r", "4", "--save-steps", "1000",
-                    env_module=str(ENVS / "slow_env.py"), env_class="SlowPattern")
+    handle = launch(
+        tiny_model,
+        runs_dir,
+        "--max-steps",
+        "6",
+        "--peft",
+        "--lora-r",
+        "4",
+        "--save-steps",
+        "1000",
+        env_module=str(ENVS / "slow_env.py"),
+        env_class="SlowPattern",
+    )
     wait_for(lambda: 2 in metrics_steps(handle), timeout=120, interval=0.05)
     handle.folder.request_stop("test")
     assert handle.wait(timeout=120) is Status.STOPPED
@@ -103,13 +128,24 @@ def test_a_lora_run_stopped_at_step_3_resumes_with_steps_4_to_6_then_merges(tiny
     merged = tmp_path / "merged"
     result = cli("merge", handle.run_id, "--output", str(merged), "--runs-dir", str(runs_dir))
     assert result.returncode == 0 and "LoRA adapters merged" in result.stdout, result.stderr
-    out = subprocess.run([sys.executable, "-c", LOAD_AND_GENERATE, str(merged)], capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD_AND_GENERATE, str(merged)], capture_output=True, text=True, cwd=ROOT
+    )
     assert out.stdout.split() == ["LlamaForCausalLM", "False", "5"], out.stderr
 
 
 def test_resume_refuses_what_it_cannot_do(tiny_model, runs_dir):
-    done = train(RunConfig(model=tiny_model, rl_env_module=str(EXAMPLES / "pattern_env.py"), rl_env_class="PatternEnv",
-                           batch_size=8, rl_max_new_tokens=8, max_steps=1), runs_dir=runs_dir)
+    done = train(
+        RunConfig(
+            model=tiny_model,
+            rl_env_module=str(EXAMPLES / "pattern_env.py"),
+            rl_env_class="PatternEnv",
+            batch_size=8,
+            rl_max_new_tokens=8,
+            max_steps=1,
+        ),
+        runs_dir=runs_dir,
+    )
     result = cli("train", "--resume", done.run_id, "--runs-dir", str(runs_dir))
     assert result.returncode == 2 and "is completed" in result.stderr
     result = cli("train", "--resume", done.run_id, "--lr", "0.1", "--runs-dir", str(runs_dir))
@@ -117,12 +153,23 @@ def test_resume_refuses_what_it_cannot_do(tiny_model, runs_dir):
 
 
 def test_a_full_fine_tune_final_model_saves_and_loads(tiny_model, runs_dir, tmp_path):
-    result = train(RunConfig(model=tiny_model, rl_env_module=str(EXAMPLES / "pattern_env.py"), rl_env_class="PatternEnv",
-                             batch_size=8, rl_max_new_tokens=8, max_steps=2), runs_dir=runs_dir)
+    result = train(
+        RunConfig(
+            model=tiny_model,
+            rl_env_module=str(EXAMPLES / "pattern_env.py"),
+            rl_env_class="PatternEnv",
+            batch_size=8,
+            rl_max_new_tokens=8,
+            max_steps=2,
+        ),
+        runs_dir=runs_dir,
+    )
     out = tmp_path / "export"
     merged = cli("merge", str(result.path), "--output", str(out))
     assert merged.returncode == 0 and "full fine-tune exported" in merged.stdout, merged.stderr
-    loaded = subprocess.run([sys.executable, "-c", LOAD_AND_GENERATE, str(out)], capture_output=True, text=True, cwd=ROOT)
+    loaded = subprocess.run(
+        [sys.executable, "-c", LOAD_AND_GENERATE, str(out)], capture_output=True, text=True, cwd=ROOT
+    )
     assert loaded.stdout.split() == ["LlamaForCausalLM", "False", "5"], loaded.stderr
     missing = cli("merge", str(result.path), "--output", str(out), "--checkpoint", "9")
     assert missing.returncode == 2 and "has no checkpoint 9" in missing.stderr
@@ -130,8 +177,18 @@ def test_a_full_fine_tune_final_model_saves_and_loads(tiny_model, runs_dir, tmp_
 
 def test_a_run_records_versions_seed_and_environment_hash(tiny_model, runs_dir):
     env_file = EXAMPLES / "pattern_env.py"
-    result = train(RunConfig(model=tiny_model, rl_env_module=str(env_file), rl_env_class="PatternEnv", batch_size=8,
-                             rl_max_new_tokens=8, max_steps=1, seed=7), runs_dir=runs_dir)
+    result = train(
+        RunConfig(
+            model=tiny_model,
+            rl_env_module=str(env_file),
+            rl_env_class="PatternEnv",
+            batch_size=8,
+            rl_max_new_tokens=8,
+            max_steps=1,
+            seed=7,
+        ),
+        runs_dir=runs_dir,
+    )
     record = json.loads((RunFolder(result.path).path / "provenance.json").read_text())
     assert record["seed"] == 7
     assert {"torch", "transformers", "trl", "peft", "accelerate", "vllm"} <= set(record["versions"])
@@ -140,8 +197,15 @@ def test_a_run_records_versions_seed_and_environment_hash(tiny_model, runs_dir):
 
 
 def test_inspecting_the_multi_turn_hotel_environment(tiny_model, runs_dir):
-    result, summary, records = inspect(tiny_model, runs_dir, EXAMPLES / "hotel_env.py", "HotelEnv",
-                                       "--rl-env-config", '{"max_turns": 2, "num_requests": 8}', samples="8")
+    result, summary, records = inspect(
+        tiny_model,
+        runs_dir,
+        EXAMPLES / "hotel_env.py",
+        "HotelEnv",
+        "--rl-env-config",
+        '{"max_turns": 2, "num_requests": 8}',
+        samples="8",
+    )
     assert result.returncode in (0, 4), result.stdout + result.stderr
     assert len(records) == 8 and summary["errors"] == 0
     assert all(0 <= r["score"] <= 1 for r in records)

@@ -19,8 +19,13 @@ LIGHT_TRAINER_MODULES = ("trainer_core", "trainer_core.run_root", "trainer_core.
 
 def loaded_after(code: str) -> set[str]:
     """Every module in ``sys.modules`` after a fresh interpreter runs ``code``."""
-    out = subprocess.run([sys.executable, "-c", f"{code}\nimport sys; print(' '.join(sys.modules))"],
-                         capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys; print(' '.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    ).stdout
     return set(out.split())
 
 
@@ -34,8 +39,11 @@ def modules_on_disk(package: str) -> set[str]:
     folder = ROOT.joinpath(*package.split("."))
     names = set()
     for path in folder.rglob("*.py"):
-        if not all((parent / "__init__.py").exists() for parent in [path.parent, *path.parent.parents]
-                   if parent.is_relative_to(folder)):
+        if not all(
+            (parent / "__init__.py").exists()
+            for parent in [path.parent, *path.parent.parents]
+            if parent.is_relative_to(folder)
+        ):
             continue
         parts = path.relative_to(ROOT).with_suffix("").parts
         names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
@@ -57,11 +65,25 @@ def test_the_app_side_never_imports_the_training_stack():
         "    build_parser().parse_args(command.split())"
     )
     expected = set(LIGHT_TRAINER_MODULES).union(*(modules_on_disk(p) for p in LIGHT_PACKAGES))
-    assert {"grpo_tui.cli.train", "grpo_tui.cli.launch", "grpo_tui.cli.runs", "grpo_tui.cli.stop", "grpo_tui.cli.logs",
-            "grpo_tui.cli.watch", "grpo_tui.cli.inspect", "grpo_tui.cli.merge", "grpo_tui.cli.tiny_model",
-            "grpo_tui.cli.demo", "grpo_tui.services.catalog", "grpo_tui.services.run_status",
-            "grpo_tui.services.live_view", "grpo_tui.api", "trainer_core.contract.events",
-            "trainer_core.contract.status", "trainer_core.contract.event_log"} <= expected
+    assert {
+        "grpo_tui.cli.train",
+        "grpo_tui.cli.launch",
+        "grpo_tui.cli.runs",
+        "grpo_tui.cli.stop",
+        "grpo_tui.cli.logs",
+        "grpo_tui.cli.watch",
+        "grpo_tui.cli.inspect",
+        "grpo_tui.cli.merge",
+        "grpo_tui.cli.tiny_model",
+        "grpo_tui.cli.demo",
+        "grpo_tui.services.catalog",
+        "grpo_tui.services.run_status",
+        "grpo_tui.services.live_view",
+        "grpo_tui.api",
+        "trainer_core.contract.events",
+        "trainer_core.contract.status",
+        "trainer_core.contract.event_log",
+    } <= expected
     assert expected <= loaded, sorted(expected - loaded)
     heavy = {name.split(".")[0] for name in loaded} & set(HEAVY)
     assert not heavy, heavy
@@ -87,8 +109,13 @@ def test_tiny_model_command_writes_a_loadable_model(tmp_path):
         "out = m.generate(**ids, max_new_tokens=4, do_sample=False)\n"
         "print(out.shape[1] > ids['input_ids'].shape[1], t.padding_side)"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "tiny")], capture_output=True, text=True,
-                         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "tiny")],
+        capture_output=True,
+        text=True,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
+        cwd=ROOT,
+    )
     assert out.stdout.split() == ["True", "left"], out.stderr
 
 
@@ -106,8 +133,16 @@ def test_demo_builds_the_model_once_and_trains(tmp_path):
 
 def test_the_kl_pathology_demo_explodes_warns_and_stops_itself(tmp_path):
     runs = tmp_path / "runs"
-    result = cli("demo", "--pathology", "kl", "--max-steps", "300", "--runs-dir", str(runs),
-                 env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    result = cli(
+        "demo",
+        "--pathology",
+        "kl",
+        "--max-steps",
+        "300",
+        "--runs-dir",
+        str(runs),
+        env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
+    )
     assert result.returncode == 3, result.stdout + result.stderr  # the exit code of a stopped run
     assert "warning kl_explosion" in result.stdout and "advice:" in result.stdout
     folder = only_run(runs)

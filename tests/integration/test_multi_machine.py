@@ -33,8 +33,9 @@ from ..helpers import EXAMPLES, events_of, wait_for
 
 
 def two_machines(port: int, **extra) -> Placement:
-    return Placement(**{"num_processes": 1, "num_machines": 2, "main_process_ip": "127.0.0.1", "main_process_port": port,
-                        **extra})
+    return Placement(
+        **{"num_processes": 1, "num_machines": 2, "main_process_ip": "127.0.0.1", "main_process_port": port, **extra}
+    )
 
 
 def run_processes(folder: RunFolder) -> list[psutil.Process]:
@@ -43,8 +44,11 @@ def run_processes(folder: RunFolder) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
         try:
-            if proc.pid != os.getpid() and any(target in part for part in proc.info["cmdline"] or []) \
-                    and proc.status() != psutil.STATUS_ZOMBIE:
+            if (
+                proc.pid != os.getpid()
+                and any(target in part for part in proc.info["cmdline"] or [])
+                and proc.status() != psutil.STATUS_ZOMBIE
+            ):
                 found.append(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
@@ -75,8 +79,17 @@ def started_roots(folder: RunFolder, placement: Placement, *, machine_rank_flags
     roots: list[subprocess.Popen] = []
     try:
         for flag in machine_rank_flags:
-            cmd = [sys.executable, "-m", "trainer_core", "run", str(folder.path), "--placement",
-                   json.dumps(placement.to_dict()), "--machine-rank", flag]
+            cmd = [
+                sys.executable,
+                "-m",
+                "trainer_core",
+                "run",
+                str(folder.path),
+                "--placement",
+                json.dumps(placement.to_dict()),
+                "--machine-rank",
+                flag,
+            ]
             rank = machine_rank_of(flag, extra_env or {})
             env = run_env(folder.path, extra_env)
             roots.append(spawn_logged(cmd, machine_log(folder, rank), env, new_session=True))
@@ -86,9 +99,17 @@ def started_roots(folder: RunFolder, placement: Placement, *, machine_rank_flags
 
 
 def create(tiny_model, runs_dir: Path, max_steps: int) -> RunFolder:
-    config = RunConfig(model=tiny_model, rl_env_module=str(EXAMPLES / "pattern_env.py"), rl_env_class="PatternEnv",
-                       rl_num_generations=4, batch_size=4, rl_max_new_tokens=12, lr=2e-3, save_steps=1000,
-                       max_steps=max_steps)
+    config = RunConfig(
+        model=tiny_model,
+        rl_env_module=str(EXAMPLES / "pattern_env.py"),
+        rl_env_class="PatternEnv",
+        rl_num_generations=4,
+        batch_size=4,
+        rl_max_new_tokens=12,
+        lr=2e-3,
+        save_steps=1000,
+        max_steps=max_steps,
+    )
     folder, _ = create_run(config, runs_dir, num_processes=2)  # checked for the run's world size: 2 ranks
     return folder
 
@@ -119,8 +140,9 @@ def assert_one_record(folder: RunFolder, roots: list[subprocess.Popen], port: in
 def test_two_machines_write_one_record_and_stop_in_the_same_step(tiny_model, runs_dir):
     folder = create(tiny_model, runs_dir, max_steps=500)
     port = free_port()
-    with started_roots(folder, two_machines(port), machine_rank_flags=("0", "slurm"),
-                       extra_env={"SLURM_NODEID": "1"}) as roots:
+    with started_roots(
+        folder, two_machines(port), machine_rank_flags=("0", "slurm"), extra_env={"SLURM_NODEID": "1"}
+    ) as roots:
         wait_for(lambda: len(metrics_steps(folder)) >= 2 or any(r.poll() is not None for r in roots), timeout=240)
         assert all(r.poll() is None for r in roots), why(folder)
         roots[0].send_signal(signal.SIGTERM)
@@ -157,13 +179,33 @@ def test_two_machines_run_to_completion(tiny_model, runs_dir):
 
 
 def test_the_launcher_of_two_machines_gets_the_total_and_machine_zeros_address():
-    cmd = worker_command(Path("/r"), 2, port=29501, python="py", num_machines=3, machine_rank=1,
-                         main_process_ip="10.0.0.1")
-    assert cmd == ["py", "-m", "accelerate.commands.launch", "--num_processes", "6", "--num_machines", "3",
-                   "--machine_rank", "1", "--main_process_ip", "10.0.0.1", "--main_process_port", "29501",
-                   "--multi_gpu", "-m", "trainer_core", "worker", "/r", "--echo"]
-    one = worker_command(Path("/r"), 1, port=29501, python="py", num_machines=2, machine_rank=0,
-                         main_process_ip="10.0.0.1")
+    cmd = worker_command(
+        Path("/r"), 2, port=29501, python="py", num_machines=3, machine_rank=1, main_process_ip="10.0.0.1"
+    )
+    assert cmd == [
+        "py",
+        "-m",
+        "accelerate.commands.launch",
+        "--num_processes",
+        "6",
+        "--num_machines",
+        "3",
+        "--machine_rank",
+        "1",
+        "--main_process_ip",
+        "10.0.0.1",
+        "--main_process_port",
+        "29501",
+        "--multi_gpu",
+        "-m",
+        "trainer_core",
+        "worker",
+        "/r",
+        "--echo",
+    ]
+    one = worker_command(
+        Path("/r"), 1, port=29501, python="py", num_machines=2, machine_rank=0, main_process_ip="10.0.0.1"
+    )
     assert one[one.index("--num_processes") + 1] == "2" and "--multi_gpu" in one
     assert worker_command(Path("/r"), 1, python="py") == ["py", "-m", "trainer_core", "worker", "/r", "--echo"]
 
@@ -184,12 +226,22 @@ def test_placements_keep_their_machines_and_old_records_are_one_machine():
 
 def _follower(folder: RunFolder, placement: Placement, launcher: str, linger: float = 0.5) -> subprocess.Popen:
     """Machine 1's root with a stand-in launcher (``launcher`` is Python code) and a short linger."""
-    code = ("import sys; import trainer_core.run_root as r; "
-            f"r.LINGER_S = {linger}; r.POLL_S = 0.1; "
-            f"r.placement_command = lambda *a, **k: [sys.executable, '-c', {launcher!r}]; "
-            "sys.exit(r.main(sys.argv[1:]))")
-    cmd = [sys.executable, "-c", code, str(folder.path), "--placement", json.dumps(placement.to_dict()),
-           "--machine-rank", "1"]
+    code = (
+        "import sys; import trainer_core.run_root as r; "
+        f"r.LINGER_S = {linger}; r.POLL_S = 0.1; "
+        f"r.placement_command = lambda *a, **k: [sys.executable, '-c', {launcher!r}]; "
+        "sys.exit(r.main(sys.argv[1:]))"
+    )
+    cmd = [
+        sys.executable,
+        "-c",
+        code,
+        str(folder.path),
+        "--placement",
+        json.dumps(placement.to_dict()),
+        "--machine-rank",
+        "1",
+    ]
     return spawn_logged(cmd, machine_log(folder, 1), run_env(folder.path), new_session=True)
 
 
@@ -211,8 +263,10 @@ def test_machine_ones_root_passes_a_signal_on_as_a_stop_request_and_ends_ranks_t
     folder.write_state(status=Status.STOPPED, ended=1.0)  # a previous leg's end: not this leg's
     root = _follower(folder, two_machines(free_port()), "import time; time.sleep(600)")
     try:
-        wait_for(lambda: any("time.sleep(600)" in " ".join(p.cmdline()) for p in psutil.Process(root.pid).children()),
-                 timeout=60)
+        wait_for(
+            lambda: any("time.sleep(600)" in " ".join(p.cmdline()) for p in psutil.Process(root.pid).children()),
+            timeout=60,
+        )
         time.sleep(1.5)  # longer than the linger: the stale end did not end the launcher
         assert root.poll() is None
         folder.write_state(status=Status.STARTING, ended=None)

@@ -67,9 +67,14 @@ def test_launch_list_watch_logs_and_stop_a_run_on_a_host(remote, tiny_model):  #
 
 def test_a_dropped_connection_loses_no_step_and_repeats_none(remote, tiny_model):  # noqa: F811
     run_id = remote.launch(tiny_model, "--max-steps", "90", "--host", "otherbox")
-    watch = subprocess.Popen([sys.executable, "-m", "grpo_tui", "watch", run_id, "--host", "otherbox"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                             env={**os.environ, **remote.env, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"})
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "grpo_tui", "watch", run_id, "--host", "otherbox"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **remote.env, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
+    )
     steps, killed = [], 0
     try:
         for line in watch.stdout:
@@ -100,14 +105,36 @@ def test_hostile_values_reach_the_host_as_data(remote, tiny_model, tmp_path):  #
     env_file = env_dir / "pattern_env.py"
     env_file.write_text((ROOT / "examples" / "pattern_env.py").read_text())
     target = f"$(touch {marker}4);touch {marker}5"
-    done = remote.cli("launch", "--host", "gpubox", "--model", tiny_model, "--rl-env-module", str(env_file),
-                      "--rl-env-class", "PatternEnv", "--rl-env-config", json.dumps({"target": target}),
-                      "--project-name", project, "--rl-num-generations", "2", "--batch-size", "2",
-                      "--rl-max-new-tokens", "4", "--max-steps", "2", "--json")
+    done = remote.cli(
+        "launch",
+        "--host",
+        "gpubox",
+        "--model",
+        tiny_model,
+        "--rl-env-module",
+        str(env_file),
+        "--rl-env-class",
+        "PatternEnv",
+        "--rl-env-config",
+        json.dumps({"target": target}),
+        "--project-name",
+        project,
+        "--rl-num-generations",
+        "2",
+        "--batch-size",
+        "2",
+        "--rl-max-new-tokens",
+        "4",
+        "--max-steps",
+        "2",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     folder = remote.run_folder(json.loads(done.stdout)["run_id"])
     wait_for(lambda: json.loads((folder / "state.json").read_text()).get("status") in ("completed", "failed"), 120)
-    assert json.loads((folder / "state.json").read_text())["status"] == "completed", (folder / "trainer.log").read_text()
+    assert json.loads((folder / "state.json").read_text())["status"] == "completed", (
+        folder / "trainer.log"
+    ).read_text()
     import yaml
 
     config = yaml.safe_load((folder / "config.yaml").read_text())
@@ -121,7 +148,11 @@ def test_hostile_values_reach_the_host_as_data(remote, tiny_model, tmp_path):  #
 def test_unreachable_and_unknown_hosts_fail_in_one_line_and_hide_no_other_host(remote, tiny_model):  # noqa: F811
     dead = remote.cli("runs", "--host", "deadbox")
     assert dead.returncode == 1
-    assert dead.stderr.count("\n") == 1 and "host deadbox: unreachable" in dead.stderr and "Connection refused" in dead.stderr
+    assert (
+        dead.stderr.count("\n") == 1
+        and "host deadbox: unreachable" in dead.stderr
+        and "Connection refused" in dead.stderr
+    )
     stranger = remote.cli("runs", "--host", "strangerbox")
     assert stranger.returncode == 1 and stranger.stderr.count("\n") == 1
     assert "host strangerbox: its SSH host key is not in your known_hosts" in stranger.stderr
@@ -131,7 +162,10 @@ def test_unreachable_and_unknown_hosts_fail_in_one_line_and_hide_no_other_host(r
     assert every.returncode == 1
     hosts = {row["host"] for row in json.loads(every.stdout)}
     assert "gpubox" in hosts and "otherbox" in hosts
-    assert sorted(line.split(":")[1].strip() for line in every.stderr.splitlines()) == ["host deadbox", "host strangerbox"]
+    assert sorted(line.split(":")[1].strip() for line in every.stderr.splitlines()) == [
+        "host deadbox",
+        "host strangerbox",
+    ]
 
     launch = remote.cli("launch", "--host", "deadbox", "--model", tiny_model, "--max-steps", "1")
     assert launch.returncode == 2 and launch.stderr.startswith("error: host deadbox: unreachable")
@@ -146,7 +180,7 @@ def test_a_missing_or_different_grpo_tui_on_the_host_is_named(remote, tmp_path):
 
     hosts = yaml.safe_load(remote.hosts_file.read_text())
     old = tmp_path / "old-grpo-tui"
-    old.write_text("#!/bin/sh\necho '{\"version\": \"9.0.0\", \"run_format\": 99}'\n")
+    old.write_text('#!/bin/sh\necho \'{"version": "9.0.0", "run_format": 99}\'\n')
     old.chmod(0o755)
     hosts["bare"] = {**hosts["gpubox"], "command": "/nonexistent/bin/grpo-tui"}
     hosts["future"] = {**hosts["gpubox"], "command": str(old)}

@@ -23,8 +23,12 @@ def _wait_for(predicate, timeout: float, what: str):
 def _script(folder: Path, body: str, *directives: str) -> tuple[Path, Path]:
     """A batch script that appends its output to a file of its own; returns (script, output)."""
     script, output = folder / "job.sh", folder / "job.out"
-    header = ["#!/bin/bash", f"#SBATCH --output={output}", "#SBATCH --open-mode=append",
-              *(f"#SBATCH {directive}" for directive in directives)]
+    header = [
+        "#!/bin/bash",
+        f"#SBATCH --output={output}",
+        "#SBATCH --open-mode=append",
+        *(f"#SBATCH {directive}" for directive in directives),
+    ]
     script.write_text("\n".join(header) + "\n" + body)
     return script, output
 

@@ -15,13 +15,26 @@ from trainer_core.contract.events import Metrics, RunStarted
 
 pytestmark = pytest.mark.slow
 
-TRAIN = ("--rl-env-module", str(EXAMPLES / "pattern_env.py"), "--rl-env-class", "PatternEnv", "--rl-num-generations",
-         "4", "--batch-size", "8", "--rl-max-new-tokens", "12", "--lr", "0.002")
+TRAIN = (
+    "--rl-env-module",
+    str(EXAMPLES / "pattern_env.py"),
+    "--rl-env-class",
+    "PatternEnv",
+    "--rl-num-generations",
+    "4",
+    "--batch-size",
+    "8",
+    "--rl-max-new-tokens",
+    "12",
+    "--lr",
+    "0.002",
+)
 
 
 def submit(slurm, tiny_model, runs_dir, *extra):  # noqa: F811
-    done = cli("launch", "--slurm", "--model", tiny_model, *TRAIN, "--runs-dir", str(runs_dir), "--json", *extra,
-               env=slurm.env)
+    done = cli(
+        "launch", "--slurm", "--model", tiny_model, *TRAIN, "--runs-dir", str(runs_dir), "--json", *extra, env=slurm.env
+    )
     assert done.returncode == 0, done.stderr
     started = json.loads(done.stdout)
     return started["run_id"], started["slurm_job_id"], runs_dir / started["run_id"]
@@ -55,8 +68,16 @@ def test_a_submitted_run_completes_and_its_script_says_how(slurm, tiny_model, tm
 
 def test_queued_then_stopped_in_the_queue_and_a_running_job_stopped_gracefully(slurm, tiny_model, tmp_path):  # noqa: F811
     runs = tmp_path / "runs"
-    big, big_job, big_folder = submit(slurm, tiny_model, runs, "--max-steps", "3000", "--save-steps", "1000",
-                                      f"--sbatch-arg=--cpus-per-task={slurm.cpus}")
+    big, big_job, big_folder = submit(
+        slurm,
+        tiny_model,
+        runs,
+        "--max-steps",
+        "3000",
+        "--save-steps",
+        "1000",
+        f"--sbatch-arg=--cpus-per-task={slurm.cpus}",
+    )
     waiting, _, waiting_folder = submit(slurm, tiny_model, runs, "--max-steps", "3")
     wait_for(lambda: row(slurm, runs, waiting)["queue_reason"] == "Resources", timeout=60, interval=1)
     assert row(slurm, runs, waiting)["status"] == "queued"
@@ -78,8 +99,19 @@ def test_queued_then_stopped_in_the_queue_and_a_running_job_stopped_gracefully(s
 
 def test_the_time_limit_stops_the_run_with_a_checkpoint(slurm, tiny_model, tmp_path):  # noqa: F811
     # TERM comes 50 s before a 1-minute limit; slurmctld looks every 30 s, so within ~40 s of the start
-    run_id, _, folder = submit(slurm, tiny_model, tmp_path / "runs", "--max-steps", "5000", "--save-steps", "1000",
-                               "--time", "1", "--slurm-grace", "50")
+    run_id, _, folder = submit(
+        slurm,
+        tiny_model,
+        tmp_path / "runs",
+        "--max-steps",
+        "5000",
+        "--save-steps",
+        "1000",
+        "--time",
+        "1",
+        "--slurm-grace",
+        "50",
+    )
     wait_for(lambda: state(folder).get("status") in ("stopped", "failed", "completed"), timeout=150, interval=1)
     final = state(folder)
     assert final["status"] == "stopped" and final["exit_reason"] == "time_limit", final
@@ -104,7 +136,9 @@ def test_a_requeued_job_resumes_from_its_checkpoint_in_the_same_folder(slurm, ti
     assert len(starts) == 2 and starts[1].restart == 1 and starts[1].resumed_from == final["resume_from"]
     steps = [e.step for e in events if isinstance(e, Metrics)]
     resumed = int(final["resume_from"].rsplit("checkpoint-", 1)[1])
-    cut = steps.index(resumed + 1, steps.index(resumed) + 1) if steps.count(resumed + 1) > 1 else steps.index(resumed + 1)
+    cut = (
+        steps.index(resumed + 1, steps.index(resumed) + 1) if steps.count(resumed + 1) > 1 else steps.index(resumed + 1)
+    )
     assert steps[cut:] == list(range(resumed + 1, 81)), steps  # the second attempt continues the count
 
 
@@ -134,8 +168,11 @@ def test_a_job_killed_without_a_word_is_lost_with_slurms_reason(slurm, tiny_mode
     wait_for(lambda: slurm.squeue_state(job) is None, timeout=60)
     seen = []
     try:
-        listed = wait_for(lambda: ((r := row(slurm, runs, run_id))["status"] == "lost" and r) or seen.append(r),
-                          timeout=30, interval=1)
+        listed = wait_for(
+            lambda: ((r := row(slurm, runs, run_id))["status"] == "lost" and r) or seen.append(r),
+            timeout=30,
+            interval=1,
+        )
     except AssertionError:
         raise AssertionError(f"never lost: {seen[-1:]}, state {state(folder)}") from None
     assert state(folder)["status"] in ("starting", "running")  # the folder never heard of the end

@@ -19,8 +19,13 @@ def _wait_for(predicate, timeout: float = 10) -> None:
 
 
 def _start_sleeper(server: SshServer) -> subprocess.Popen:
-    return subprocess.Popen(["ssh", "-F", str(server.config), "-o", "BatchMode=yes", "gpubox", "sleep", "60"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        ["ssh", "-F", str(server.config), "-o", "BatchMode=yes", "gpubox", "sleep", "60"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_known_hosts_run_commands(sshd):  # noqa: F811

@@ -32,8 +32,15 @@ def planted_run(runs_dir, pid: int, folder: RunFolder | None = None) -> RunFolde
     folder = folder or RunFolder.create(runs_dir)
     folder.config_file.write_text("project_name: p\nmodel: m\nmax_steps: 10\n")
     start = process_start_time(pid)
-    folder.write_state(run_id=folder.run_id, status="running", pid=pid, pid_start_time=start, root_pid=pid,
-                       root_start_time=start, started=time.time() - 60)
+    folder.write_state(
+        run_id=folder.run_id,
+        status="running",
+        pid=pid,
+        pid_start_time=start,
+        root_pid=pid,
+        root_start_time=start,
+        started=time.time() - 60,
+    )
     return folder
 
 

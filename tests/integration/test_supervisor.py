@@ -25,9 +25,27 @@ from ..helpers import ENVS, EXAMPLES, ROOT, cli, wait_for
 
 
 def launch_args(model, runs_dir, *extra, env_module=str(EXAMPLES / "pattern_env.py"), env_class="PatternEnv"):
-    return ["launch", "--json", "--model", model, "--rl-env-module", env_module, "--rl-env-class", env_class,
-            "--rl-num-generations", "4", "--batch-size", "8", "--rl-max-new-tokens", "12", "--lr", "0.002",
-            "--runs-dir", str(runs_dir), *extra]
+    return [
+        "launch",
+        "--json",
+        "--model",
+        model,
+        "--rl-env-module",
+        env_module,
+        "--rl-env-class",
+        env_class,
+        "--rl-num-generations",
+        "4",
+        "--batch-size",
+        "8",
+        "--rl-max-new-tokens",
+        "12",
+        "--lr",
+        "0.002",
+        "--runs-dir",
+        str(runs_dir),
+        *extra,
+    ]
 
 
 def launch(model, runs_dir, *extra, **kw) -> RunHandle:
@@ -69,7 +87,9 @@ def assert_nothing_left(handle):
 
 def test_a_run_survives_hangup_and_kill_of_the_shell_that_launched_it(tiny_model, runs_dir, tmp_path):
     out = tmp_path / "launch.json"
-    argv = " ".join(f"'{a}'" for a in [sys.executable, "-m", "grpo_tui", *launch_args(tiny_model, runs_dir, "--max-steps", "12")])
+    argv = " ".join(
+        f"'{a}'" for a in [sys.executable, "-m", "grpo_tui", *launch_args(tiny_model, runs_dir, "--max-steps", "12")]
+    )
     shell = subprocess.Popen(["bash", "-c", f"{argv} > '{out}'; sleep 600"], cwd=ROOT, start_new_session=True)
     wait_for(lambda: out.exists() and out.read_text().strip(), timeout=60)
     handle = RunHandle(RunFolder(Path(json.loads(out.read_text())["path"])))
@@ -85,9 +105,16 @@ def test_a_run_survives_hangup_and_kill_of_the_shell_that_launched_it(tiny_model
 def test_killing_viewers_leaves_the_run_alone(tiny_model, runs_dir):
     handle = launch(tiny_model, runs_dir, "--max-steps", "10")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    viewers = [subprocess.Popen([sys.executable, "-m", "grpo_tui", cmd, handle.run_id, "--runs-dir", str(runs_dir), *flags],
-                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-               for cmd, flags in (("watch", []), ("logs", ["-f"]))]
+    viewers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "grpo_tui", cmd, handle.run_id, "--runs-dir", str(runs_dir), *flags],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for cmd, flags in (("watch", []), ("logs", ["-f"]))
+    ]
     wait_step(handle, 1)
     for viewer in viewers:
         viewer.send_signal(signal.SIGKILL)
@@ -112,8 +139,16 @@ def test_stop_during_training_checkpoints_and_leaves_nothing(tiny_model, runs_di
 
 def test_a_trainer_ignoring_sigterm_is_killed_with_its_own_session_child(tiny_model, runs_dir, tmp_path):
     pid_file = tmp_path / "child.pid"
-    handle = launch(tiny_model, runs_dir, "--max-steps", "50", "--rl-env-config", json.dumps({"child_pid_file": str(pid_file)}),
-                    env_module=str(ENVS / "stubborn_env.py"), env_class="Stubborn")
+    handle = launch(
+        tiny_model,
+        runs_dir,
+        "--max-steps",
+        "50",
+        "--rl-env-config",
+        json.dumps({"child_pid_file": str(pid_file)}),
+        env_module=str(ENVS / "stubborn_env.py"),
+        env_class="Stubborn",
+    )
     child = int(wait_for(lambda: pid_file.exists() and pid_file.read_text(), timeout=120))
     assert os.getsid(child) == child != os.getsid(handle.folder.read_state()["pid"])
     started = time.monotonic()
@@ -129,8 +164,15 @@ def test_a_trainer_ignoring_sigterm_is_killed_with_its_own_session_child(tiny_mo
 def _fake_running_folder(runs_dir, pid, start_time) -> RunFolder:
     folder = RunFolder.create(runs_dir)
     (folder.config_file).write_text("project_name: p\nmodel: m\nmax_steps: 10\n")
-    folder.write_state(run_id=folder.run_id, status="running", pid=pid, pid_start_time=start_time,
-                       root_pid=pid, root_start_time=start_time, started=time.time() - 60)
+    folder.write_state(
+        run_id=folder.run_id,
+        status="running",
+        pid=pid,
+        pid_start_time=start_time,
+        root_pid=pid,
+        root_start_time=start_time,
+        started=time.time() - 60,
+    )
     with EventWriter(folder.events_file) as writer:
         writer.emit(RunStarted(run_id=folder.run_id))
         writer.emit(Metrics(step=1, values={"reward": 0.25}))
@@ -187,17 +229,45 @@ def test_runs_json_reports_every_status(tiny_model, runs_dir):
 
 def test_vllm_server_mode_places_starts_checks_and_stops_the_server(tiny_model, runs_dir, tmp_path):
     record = tmp_path / "server.json"
-    env = {"GRPO_TUI_FAKE_GPUS": "3", "GRPO_TUI_VLLM_SERVE": str(ROOT / "tests" / "standins" / "fake_vllm_serve.py"),
-           "FAKE_VLLM_RECORD": str(record)}
-    result = cli(*launch_args(tiny_model, runs_dir, "--max-steps", "2", "--use-vllm", "--vllm-mode", "server",
-                              "--vllm-server-gpus", "1", "--gpus", "0,1,2", "--num-processes", "3"), env=env)
+    env = {
+        "GRPO_TUI_FAKE_GPUS": "3",
+        "GRPO_TUI_VLLM_SERVE": str(ROOT / "tests" / "standins" / "fake_vllm_serve.py"),
+        "FAKE_VLLM_RECORD": str(record),
+    }
+    result = cli(
+        *launch_args(
+            tiny_model,
+            runs_dir,
+            "--max-steps",
+            "2",
+            "--use-vllm",
+            "--vllm-mode",
+            "server",
+            "--vllm-server-gpus",
+            "1",
+            "--gpus",
+            "0,1,2",
+            "--num-processes",
+            "3",
+        ),
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     handle = RunHandle(RunFolder(Path(json.loads(result.stdout)["path"])))
     handle.wait(timeout=180)
     server = json.loads(record.read_text())
     state = handle.folder.read_state()
     port = state["vllm_server"]["port"]
-    assert server["argv"] == ["--model", tiny_model, "--tensor-parallel-size", "1", "--host", "127.0.0.1", "--port", str(port)]
+    assert server["argv"] == [
+        "--model",
+        tiny_model,
+        "--tensor-parallel-size",
+        "1",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     assert server["cuda_visible_devices"] == "0"
     assert state["placement"] == {"train_gpus": [1, 2], "server_gpus": [0], "num_processes": 2}
     assert "request /health/" in (handle.path / "vllm_server.log").read_text()
@@ -208,9 +278,15 @@ def test_vllm_server_mode_places_starts_checks_and_stops_the_server(tiny_model, 
 
 
 def test_an_unhealthy_vllm_server_fails_the_run_with_its_log(tiny_model, runs_dir, tmp_path):
-    env = {"GRPO_TUI_FAKE_GPUS": "2", "GRPO_TUI_VLLM_SERVE": str(ROOT / "tests" / "standins" / "fake_vllm_serve.py"),
-           "FAKE_VLLM_RECORD": str(tmp_path / "s.json"), "FAKE_VLLM_UNHEALTHY": "1"}
-    result = cli(*launch_args(tiny_model, runs_dir, "--use-vllm", "--vllm-mode", "server", "--vllm-timeout", "3"), env=env)
+    env = {
+        "GRPO_TUI_FAKE_GPUS": "2",
+        "GRPO_TUI_VLLM_SERVE": str(ROOT / "tests" / "standins" / "fake_vllm_serve.py"),
+        "FAKE_VLLM_RECORD": str(tmp_path / "s.json"),
+        "FAKE_VLLM_UNHEALTHY": "1",
+    }
+    result = cli(
+        *launch_args(tiny_model, runs_dir, "--use-vllm", "--vllm-mode", "server", "--vllm-timeout", "3"), env=env
+    )
     handle = RunHandle(RunFolder(Path(json.loads(result.stdout)["path"])))
     assert handle.wait(timeout=60) is Status.FAILED
     error = handle.events(EventType.ERROR)[0]
@@ -218,11 +294,14 @@ def test_an_unhealthy_vllm_server_fails_the_run_with_its_log(tiny_model, runs_di
     assert_nothing_left(handle)
 
 
-@pytest.mark.parametrize("gpus,fake,message", [
-    ("5", "2", "GPU 5 does not exist; this machine has GPUs 0, 1"),
-    ("0", None, "this machine has none"),
-    ("0,0", "2", "lists a GPU twice"),
-])
+@pytest.mark.parametrize(
+    "gpus,fake,message",
+    [
+        ("5", "2", "GPU 5 does not exist; this machine has GPUs 0, 1"),
+        ("0", None, "this machine has none"),
+        ("0,0", "2", "lists a GPU twice"),
+    ],
+)
 def test_bad_gpu_choices_are_refused_before_anything_starts(tiny_model, runs_dir, gpus, fake, message):
     env = {"GRPO_TUI_FAKE_GPUS": fake} if fake else {}
     result = cli(*launch_args(tiny_model, runs_dir, "--gpus", gpus), env=env)
@@ -231,8 +310,10 @@ def test_bad_gpu_choices_are_refused_before_anything_starts(tiny_model, runs_dir
 
 
 def test_server_mode_without_enough_gpus_is_refused(tiny_model, runs_dir):
-    result = cli(*launch_args(tiny_model, runs_dir, "--use-vllm", "--vllm-mode", "server", "--gpus", "0"),
-                 env={"GRPO_TUI_FAKE_GPUS": "2"})
+    result = cli(
+        *launch_args(tiny_model, runs_dir, "--use-vllm", "--vllm-mode", "server", "--gpus", "0"),
+        env={"GRPO_TUI_FAKE_GPUS": "2"},
+    )
     assert result.returncode == 2 and "needs 1 GPU(s) for the server and at least 1 to train" in result.stderr
 
 
@@ -240,8 +321,10 @@ def test_a_taken_port_is_refused(tiny_model, runs_dir):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-        result = cli(*launch_args(tiny_model, runs_dir, "--use-vllm", "--vllm-mode", "server", "--vllm-port", str(port)),
-                     env={"GRPO_TUI_FAKE_GPUS": "2"})
+        result = cli(
+            *launch_args(tiny_model, runs_dir, "--use-vllm", "--vllm-mode", "server", "--vllm-port", str(port)),
+            env={"GRPO_TUI_FAKE_GPUS": "2"},
+        )
     assert result.returncode == 2 and f"port {port} on 127.0.0.1 is already taken" in result.stderr
 
 

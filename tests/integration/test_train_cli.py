@@ -36,8 +36,15 @@ def test_train_writes_a_complete_run_folder(tiny_model, runs_dir):
     steps = metrics(events)
     assert [m.step for m in steps] == [1, 2, 3, 4, 5]
     for m in steps:
-        assert {"reward", "reward_std", "kl", "loss", "entropy", "completions/mean_length",
-                "rewards/score_episode/mean"} <= set(m.values)
+        assert {
+            "reward",
+            "reward_std",
+            "kl",
+            "loss",
+            "entropy",
+            "completions/mean_length",
+            "rewards/score_episode/mean",
+        } <= set(m.values)
         assert isinstance(m.time, float)
     assert [e.step for e in of_type(events, Checkpoint)] == [3, 5, 5]
     assert (run / "checkpoints" / "checkpoint-3").is_dir() and (run / "final" / "config.json").exists()
@@ -50,7 +57,10 @@ def test_train_writes_a_complete_run_folder(tiny_model, runs_dir):
 
 
 def test_config_yaml_repeats_the_run(tiny_model, runs_dir, tmp_path):
-    assert cli(*pattern_args(tiny_model, runs_dir, "--max-steps", "2", "--rl-env-config", '{"target": "b"}')).returncode == 0
+    assert (
+        cli(*pattern_args(tiny_model, runs_dir, "--max-steps", "2", "--rl-env-config", '{"target": "b"}')).returncode
+        == 0
+    )
     first = only_run(runs_dir)
     again = tmp_path / "again"
     result = cli("train", "--config", str(first / "config.yaml"), "--runs-dir", str(again))
@@ -63,8 +73,14 @@ def test_config_yaml_repeats_the_run(tiny_model, runs_dir, tmp_path):
 
 def _start(tiny_model, runs_dir, *extra):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "grpo_tui", *pattern_args(tiny_model, runs_dir, *extra)],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "grpo_tui", *pattern_args(tiny_model, runs_dir, *extra)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _wait_for_step(runs_dir, step):
@@ -114,7 +130,9 @@ def test_sigterm_to_the_command_and_a_second_one_forces(tiny_model, runs_dir):
 
 def test_two_cpu_processes_write_one_stream(tiny_model, runs_dir):
     result = cli(*pattern_args(tiny_model, runs_dir, "--max-steps", "3", "--batch-size", "4", "--num-processes", "2"))
-    assert result.returncode == 0, result.stdout + result.stderr + (only_run(runs_dir) / "trainer.log").read_text()[-3000:]
+    assert result.returncode == 0, (
+        result.stdout + result.stderr + (only_run(runs_dir) / "trainer.log").read_text()[-3000:]
+    )
     run = only_run(runs_dir)
     events = events_of(run)
     assert [e.type for e in events].count("run_started") == 1

@@ -30,19 +30,48 @@ def open_r1_demo(model: str, dataset: str) -> dict:
     """open-r1's recipes/DeepSeek-R1-Distill-Qwen-1.5B/grpo/config_demo.yaml, with the tiny model, a local JSONL
     in place of the Hub dataset, and sizes a CPU trains in seconds."""
     return {
-        "model_name_or_path": model, "model_revision": "main", "torch_dtype": "bfloat16", "attn_implementation": "sdpa",
-        "dataset_name": dataset, "dataset_prompt_column": "prompt",
+        "model_name_or_path": model,
+        "model_revision": "main",
+        "torch_dtype": "bfloat16",
+        "attn_implementation": "sdpa",
+        "dataset_name": dataset,
+        "dataset_prompt_column": "prompt",
         "system_prompt": "You are a helpful AI Assistant. Respond in the following format: <think>\n...\n</think>\n"
-                         "<answer>\n...\n</answer>",
-        "seed": 42, "bf16": True, "use_vllm": False, "do_eval": False, "gradient_accumulation_steps": 1,
-        "gradient_checkpointing": True, "gradient_checkpointing_kwargs": {"use_reentrant": False},
-        "hub_model_id": "tiny-GRPO", "hub_strategy": "every_save", "learning_rate": 2.0e-05, "log_completions": False,
-        "log_level": "info", "logging_first_step": True, "logging_steps": 1, "logging_strategy": "steps",
-        "lr_scheduler_type": "cosine", "max_prompt_length": 256, "max_completion_length": 16, "max_steps": 3,
-        "num_generations": 4, "num_train_epochs": 1, "output_dir": "data/tiny-GRPO", "overwrite_output_dir": True,
-        "per_device_eval_batch_size": 4, "per_device_train_batch_size": 4, "push_to_hub": False, "report_to": ["none"],
-        "reward_funcs": ["accuracy_reward", "think_format_reward"], "reward_weights": [1.0, 1.0],
-        "save_strategy": "steps", "save_steps": 2, "save_total_limit": 1, "temperature": 0.7, "warmup_ratio": 0.1,
+        "<answer>\n...\n</answer>",
+        "seed": 42,
+        "bf16": True,
+        "use_vllm": False,
+        "do_eval": False,
+        "gradient_accumulation_steps": 1,
+        "gradient_checkpointing": True,
+        "gradient_checkpointing_kwargs": {"use_reentrant": False},
+        "hub_model_id": "tiny-GRPO",
+        "hub_strategy": "every_save",
+        "learning_rate": 2.0e-05,
+        "log_completions": False,
+        "log_level": "info",
+        "logging_first_step": True,
+        "logging_steps": 1,
+        "logging_strategy": "steps",
+        "lr_scheduler_type": "cosine",
+        "max_prompt_length": 256,
+        "max_completion_length": 16,
+        "max_steps": 3,
+        "num_generations": 4,
+        "num_train_epochs": 1,
+        "output_dir": "data/tiny-GRPO",
+        "overwrite_output_dir": True,
+        "per_device_eval_batch_size": 4,
+        "per_device_train_batch_size": 4,
+        "push_to_hub": False,
+        "report_to": ["none"],
+        "reward_funcs": ["accuracy_reward", "think_format_reward"],
+        "reward_weights": [1.0, 1.0],
+        "save_strategy": "steps",
+        "save_steps": 2,
+        "save_total_limit": 1,
+        "temperature": 0.7,
+        "warmup_ratio": 0.1,
     }
 
 
@@ -80,13 +109,24 @@ def test_tensorboard_writes_the_reward_series_in_the_run_folder(tiny_model, runs
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    recipe = write(tmp_path, {
-        "model_name_or_path": tiny_model, "datasets": [{"path": "json", "data_files": math_jsonl(tmp_path)}],
-        "reward_funcs": [f"{REWARDS}:letter_share", f"{REWARDS}:exact_solution"], "reward_weights": [1.0, 2.0],
-        "num_generations": 4, "per_device_train_batch_size": 8, "max_completion_length": 12, "max_steps": 3,
-        "logging_steps": 1, "bf16": False, "gradient_checkpointing": False, "learning_rate": 2e-3,
-        "report_to": ["tensorboard"],
-    })
+    recipe = write(
+        tmp_path,
+        {
+            "model_name_or_path": tiny_model,
+            "datasets": [{"path": "json", "data_files": math_jsonl(tmp_path)}],
+            "reward_funcs": [f"{REWARDS}:letter_share", f"{REWARDS}:exact_solution"],
+            "reward_weights": [1.0, 2.0],
+            "num_generations": 4,
+            "per_device_train_batch_size": 8,
+            "max_completion_length": 12,
+            "max_steps": 3,
+            "logging_steps": 1,
+            "bf16": False,
+            "gradient_checkpointing": False,
+            "learning_rate": 2e-3,
+            "report_to": ["tensorboard"],
+        },
+    )
     result = cli("train", "--config", recipe, "--runs-dir", str(runs_dir))
     assert result.returncode == 0, result.stderr[-3000:]
     run = only_run(runs_dir)
@@ -105,9 +145,25 @@ def test_tensorboard_writes_the_reward_series_in_the_run_folder(tiny_model, runs
 
 
 def test_a_failing_reward_function_stops_the_run_with_its_name(tiny_model, runs_dir, tmp_path):
-    result = cli("train", "--model", tiny_model, "--dataset", math_jsonl(tmp_path), "--reward-func", f"{REWARDS}:broken",
-                 "--rl-num-generations", "4", "--batch-size", "4", "--rl-max-new-tokens", "8", "--max-steps", "2",
-                 "--runs-dir", str(runs_dir))
+    result = cli(
+        "train",
+        "--model",
+        tiny_model,
+        "--dataset",
+        math_jsonl(tmp_path),
+        "--reward-func",
+        f"{REWARDS}:broken",
+        "--rl-num-generations",
+        "4",
+        "--batch-size",
+        "4",
+        "--rl-max-new-tokens",
+        "8",
+        "--max-steps",
+        "2",
+        "--runs-dir",
+        str(runs_dir),
+    )
     assert result.returncode == 1
     errors = [e for e in events_of(only_run(runs_dir)) if isinstance(e, Error)]
     assert errors and errors[0].kind == "environment"
@@ -116,10 +172,23 @@ def test_a_failing_reward_function_stops_the_run_with_its_name(tiny_model, runs_
 
 
 def test_inspection_gate_scores_a_dataset_run(tiny_model, runs_dir, tmp_path):
-    common = ["--model", tiny_model, "--dataset", math_jsonl(tmp_path), "--rl-num-generations", "4",
-              "--rl-max-new-tokens", "8", "--samples", "8", "--runs-dir", str(runs_dir)]
-    result = cli("inspect", *common, "--reward-func", f"{REWARDS}:letter_share",
-                 "--reward-func", f"{REWARDS}:exact_solution=2")
+    common = [
+        "--model",
+        tiny_model,
+        "--dataset",
+        math_jsonl(tmp_path),
+        "--rl-num-generations",
+        "4",
+        "--rl-max-new-tokens",
+        "8",
+        "--samples",
+        "8",
+        "--runs-dir",
+        str(runs_dir),
+    ]
+    result = cli(
+        "inspect", *common, "--reward-func", f"{REWARDS}:letter_share", "--reward-func", f"{REWARDS}:exact_solution=2"
+    )
     assert result.returncode in (0, 4), result.stderr[-3000:]
     folder = next((runs_dir / "inspections").iterdir())
     summary = json.loads((folder / "summary.json").read_text())

@@ -19,7 +19,9 @@ parser.add_argument("--port", type=int)
 args = parser.parse_args()
 
 with open(os.environ["FAKE_VLLM_RECORD"], "w") as fh:
-    json.dump({"argv": sys.argv[1:], "pid": os.getpid(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}, fh)
+    json.dump(
+        {"argv": sys.argv[1:], "pid": os.getpid(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}, fh
+    )
 
 
 class Health(BaseHTTPRequestHandler):

@@ -27,9 +27,25 @@ STATE = json.dumps({"format_version": 1, "status": "running", "started": 1.0}).e
 
 def rows(runs_dir: str) -> list:
     sentinel = os.environ.get("HOSTILE_SENTINEL", "/nonexistent")
-    good = {"run_id": "good-run", "path": f"{runs_dir}/good-run", "project": "fine", "model": "tiny", "status": "running",
-            "step": 3, "total": 10, "last_reward": 0.5, "started": 1.0, "ended": None, "duration": 2.0, "warnings": 0,
-            "last_warning": None, "exit_reason": None, "alerts": [], "host": None, "queue_reason": None}
+    good = {
+        "run_id": "good-run",
+        "path": f"{runs_dir}/good-run",
+        "project": "fine",
+        "model": "tiny",
+        "status": "running",
+        "step": 3,
+        "total": 10,
+        "last_reward": 0.5,
+        "started": 1.0,
+        "ended": None,
+        "duration": 2.0,
+        "warnings": 0,
+        "last_warning": None,
+        "exit_reason": None,
+        "alerts": [],
+        "host": None,
+        "queue_reason": None,
+    }
     return [
         {**good, "run_id": "../../../../x", "path": f"{runs_dir}/x"},  # lands four folders above the host's cache
         {**good, "run_id": f"{sentinel}/absolute", "path": f"{sentinel}/absolute"},
@@ -91,14 +107,27 @@ def main(argv: list[str]) -> int:
     runs_dir = argv[argv.index("--runs-dir") + 1] if "--runs-dir" in argv else "runs"
     words = [w for i, w in enumerate(argv[1:], 1) if not w.startswith("-") and argv[i - 1] != "--runs-dir"]
     if command == "info":
-        line({"version": "0.0-hostile", "run_format": int(os.environ.get("HOSTILE_RUN_FORMAT", "1")),
-              "hostname": "hostile", "runs_dir": runs_dir, "python": "3", "gpus": []})
+        line(
+            {
+                "version": "0.0-hostile",
+                "run_format": int(os.environ.get("HOSTILE_RUN_FORMAT", "1")),
+                "hostname": "hostile",
+                "runs_dir": runs_dir,
+                "python": "3",
+                "gpus": [],
+            }
+        )
         return 0
     if command == "runs":
         listed = rows(runs_dir)
         if words and words != ["latest"]:
-            listed = [r for r in listed if isinstance(r, dict) and isinstance(r["run_id"], str)
-                      and any(r["run_id"].startswith(w) for w in words)][:1]  # a ref names one run
+            listed = [
+                r
+                for r in listed
+                if isinstance(r, dict)
+                and isinstance(r["run_id"], str)
+                and any(r["run_id"].startswith(w) for w in words)
+            ][:1]  # a ref names one run
         line(listed)
         return 0
     if command == "events" and "--mirror" in argv:

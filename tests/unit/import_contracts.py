@@ -52,9 +52,12 @@ class AllowedImportsContract(Contract):
         illegal = []
         for importer in sorted(m for m in graph.modules if _within(m, sources)):
             for imported in sorted(graph.find_modules_directly_imported_by(importer)):
-                if (_within(imported, sources) or _within(imported, allowed)
-                        or imported.split(".")[0] in sys.stdlib_module_names
-                        or (checked and not _within(imported, checked))):
+                if (
+                    _within(imported, sources)
+                    or _within(imported, allowed)
+                    or imported.split(".")[0] in sys.stdlib_module_names
+                    or (checked and not _within(imported, checked))
+                ):
                     continue
                 illegal.append((importer, imported, _line_numbers(graph, importer, imported)))
         return ContractCheck(kept=not illegal, metadata={"illegal": illegal, "allowed": allowed})
@@ -85,8 +88,11 @@ class AcyclicModulesContract(Contract):
                 circles.add(frozenset(both_ways | {module}))
         found = []
         for circle in sorted(circles, key=sorted):
-            edges = [(a, b, _line_numbers(graph, a, b)) for a in sorted(circle)
-                     for b in sorted(graph.find_modules_directly_imported_by(a) & circle)]
+            edges = [
+                (a, b, _line_numbers(graph, a, b))
+                for a in sorted(circle)
+                for b in sorted(graph.find_modules_directly_imported_by(a) & circle)
+            ]
             found.append((sorted(circle), edges))
         return ContractCheck(kept=not found, metadata={"circles": found})
 

@@ -33,10 +33,15 @@ def write_run(runs_dir, steps: int) -> RunFolder:
 
 def state(stream: RunStream) -> dict:
     return {
-        "offset": stream.tail.offset, "bad": stream.tail.bad_lines, "read": stream.metrics_read,
-        "steps": list(stream.steps), "last": stream.last_metrics,
+        "offset": stream.tail.offset,
+        "bad": stream.tail.bad_lines,
+        "read": stream.metrics_read,
+        "steps": list(stream.steps),
+        "last": stream.last_metrics,
         "series": {k: (list(s.steps), list(s.values)) for k, s in stream.series.items()},
-        "times": list(stream.times.values), "warnings": stream.warnings, "lifecycle": stream.lifecycle,
+        "times": list(stream.times.values),
+        "warnings": stream.warnings,
+        "lifecycle": stream.lifecycle,
     }
 
 
@@ -64,8 +69,12 @@ def test_steps_written_while_the_child_reads_are_read_once(tmp_path):
     def write_more():
         with EventWriter(folder.events_file) as events:
             for step in range(21, 3001):
-                events.emit(Metrics(step=step, values={"reward": 0.5, "kl": 0.01, "loss": 0.5, "epoch": 0.1,
-                                                        "rewards/format/mean": 0.25}))
+                events.emit(
+                    Metrics(
+                        step=step,
+                        values={"reward": 0.5, "kl": 0.01, "loss": 0.5, "epoch": 0.1, "rewards/format/mean": 0.25},
+                    )
+                )
         writer_done.set()
 
     writer = threading.Thread(target=write_more)

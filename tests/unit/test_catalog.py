@@ -54,30 +54,52 @@ from ..helpers import ROOT, wait_for
 IDS = ["20260101-090000-aaaaaa", "20260102-090000-bbbbbb", "20260102-091500-bbbccc", "20260103-120000-cccccc"]
 
 
-def make_run(runs_dir: Path, run_id: str, status: Status | str = Status.COMPLETED, pid: int | None = None,
-             **config) -> RunFolder:
+def make_run(
+    runs_dir: Path, run_id: str, status: Status | str = Status.COMPLETED, pid: int | None = None, **config
+) -> RunFolder:
     status = Status(status)
     folder = RunFolder.create(runs_dir, run_id)
-    settings = {"model": "org/Qwen2.5-0.5B-Instruct", "rl_env_module": "env.py", "rl_env_class": "Env",
-                "project_name": "demo", "max_steps": 10, **config}
+    settings = {
+        "model": "org/Qwen2.5-0.5B-Instruct",
+        "rl_env_module": "env.py",
+        "rl_env_class": "Env",
+        "project_name": "demo",
+        "max_steps": 10,
+        **config,
+    }
     RunConfig(**settings).save(folder.config_file)
     folder.initial_state(pid or os.getpid())
     if status is Status.RUNNING:
         folder.write_state(status=Status.RUNNING, max_steps=settings["max_steps"])
     elif status.is_final:
-        folder.write_state(status=status, ended=round(time.time() + 5, 3), last_step=3,
-                           exit_reason=None if status is Status.COMPLETED else f"{status} for a reason")
+        folder.write_state(
+            status=status,
+            ended=round(time.time() + 5, 3),
+            last_step=3,
+            exit_reason=None if status is Status.COMPLETED else f"{status} for a reason",
+        )
     return folder
 
 
 def emit_steps(folder: RunFolder, steps: range, **extra) -> None:
     with EventWriter(folder.events_file) as writer:
         for step in steps:
-            writer.emit(Metrics(step=step, values={
-                "loss": 0.01 * step, "reward": step / 10, "reward_std": 0.2, "entropy": 1.5,
-                "completions/mean_length": 11.0, "completions/clipped_ratio": 0.0,
-                "rewards/score_episode/mean": step / 10, "rewards/score_episode/std": 0.1, **extra,
-            }))
+            writer.emit(
+                Metrics(
+                    step=step,
+                    values={
+                        "loss": 0.01 * step,
+                        "reward": step / 10,
+                        "reward_std": 0.2,
+                        "entropy": 1.5,
+                        "completions/mean_length": 11.0,
+                        "completions/clipped_ratio": 0.0,
+                        "rewards/score_episode/mean": step / 10,
+                        "rewards/score_episode/std": 0.1,
+                        **extra,
+                    },
+                )
+            )
 
 
 def emit(folder: RunFolder, *events: Event) -> None:
@@ -204,8 +226,10 @@ def test_backward_lines_match_the_forward_read_for_any_block_size(tmp_path):
 
 def test_scan_events_stops_at_the_last_complete_line(tmp_path):
     path = tmp_path / "events.jsonl"
-    done = ('{"type":"warning","rule":"a","severity":"warn","step":1,"message":"m"}\n{"type":"metrics","step":1}\n'
-            '{"type":"error","message":"boom"}\n')
+    done = (
+        '{"type":"warning","rule":"a","severity":"warn","step":1,"message":"m"}\n{"type":"metrics","step":1}\n'
+        '{"type":"error","message":"boom"}\n'
+    )
     path.write_text(done + '{"type":"warning","rule":"torn"')
     events, end = scan_events(path, (EventType.WARNING, EventType.ERROR))
     assert [e.type for e in events] == ["warning", "error"] and end == len(done)
@@ -320,8 +344,18 @@ def test_the_table_renders_every_status(runs_dir, sleeper):
     console = Console(record=True, width=200, file=io.StringIO())
     console.print(format_table(list_runs(runs_dir)))
     text = console.export_text()
-    for word in ("completed", "stopped", "failed", "lost", "running", "Qwen2.5-0.5B-Instruct", "3/10", "0.300",
-                 "1 (reward_flat)", "demo"):
+    for word in (
+        "completed",
+        "stopped",
+        "failed",
+        "lost",
+        "running",
+        "Qwen2.5-0.5B-Instruct",
+        "3/10",
+        "0.300",
+        "1 (reward_flat)",
+        "demo",
+    ):
         assert word in text, word
     assert "org/" not in text
 
@@ -329,7 +363,11 @@ def test_the_table_renders_every_status(runs_dir, sleeper):
 def test_durations_steps_and_models_in_plain_words():
     assert format_duration(3723) == "1:02:03" and format_duration(None) == "-"
     assert (format_steps(None, None), format_steps(None, 40), format_steps(3, 40), format_steps(3, None)) == (
-        "-", "-/40", "3/40", "3")
+        "-",
+        "-/40",
+        "3/40",
+        "3",
+    )
     assert short_model("org/Qwen2.5-0.5B-Instruct") == "Qwen2.5-0.5B-Instruct" and short_model(None) == "-"
     assert short_model("/models/llama/") == "llama" and short_model("x" * 40, width=10) == "x" * 9 + "…"
 
@@ -353,8 +391,12 @@ def frame(folder: RunFolder) -> str:
 
 def test_watch_shows_metrics_and_says_kl_is_not_measured_without_a_kl_penalty(runs_dir):
     folder = make_run(runs_dir, IDS[0], "running", rl_kl_coef=0.0)
-    emit(folder, RunStarted(run_id=folder.run_id, pid=os.getpid(), host="h", world_size=1, project_name="demo",
-                            model="m", max_steps=10))
+    emit(
+        folder,
+        RunStarted(
+            run_id=folder.run_id, pid=os.getpid(), host="h", world_size=1, project_name="demo", model="m", max_steps=10
+        ),
+    )
     emit_steps(folder, range(1, 5))
     text = frame(folder)
     assert IDS[0] in text and "running" in text and "step 4/10" in text
@@ -365,10 +407,14 @@ def test_watch_shows_metrics_and_says_kl_is_not_measured_without_a_kl_penalty(ru
 def test_watch_shows_kl_when_measured_and_a_warnings_advice_and_the_error(runs_dir):
     folder = make_run(runs_dir, IDS[0], "failed", rl_kl_coef=0.1)
     emit_steps(folder, range(1, 3), kl=0.0123)
-    emit(folder,
-         warning("reward_flat", Severity.WARN, 2, "Every completion scores 0.", "Check score_episode on a few rows by hand."),
-         Error(kind="exception", message="RuntimeError: out of memory", traceback="Traceback ...", step=2),
-         RunFinished(status=Status.FAILED, reason="RuntimeError: out of memory", step=2))
+    emit(
+        folder,
+        warning(
+            "reward_flat", Severity.WARN, 2, "Every completion scores 0.", "Check score_episode on a few rows by hand."
+        ),
+        Error(kind="exception", message="RuntimeError: out of memory", traceback="Traceback ...", step=2),
+        RunFinished(status=Status.FAILED, reason="RuntimeError: out of memory", step=2),
+    )
     text = frame(folder)
     assert "0.0123" in text and "not measured" not in text
     assert "reward_flat" in text and "advice: Check score_episode on a few rows by hand." in text
@@ -452,8 +498,9 @@ def test_logs_print_the_log_once_or_follow_it_until_the_process_ends(runs_dir):
     )
     proc = subprocess.Popen([sys.executable, "-c", script, str(folder.log_file)], cwd=ROOT)
     try:
-        folder.write_state(status="running", pid=proc.pid, pid_start_time=process_start_time(proc.pid),
-                           started=time.time())
+        folder.write_state(
+            status="running", pid=proc.pid, pid_start_time=process_start_time(proc.pid), started=time.time()
+        )
         wait_for(lambda: folder.log_file.exists(), timeout=20)
         once = io.StringIO()
         assert follow_log(folder, once) == Status.RUNNING
@@ -475,13 +522,18 @@ def test_logs_of_a_run_without_a_log_print_nothing(runs_dir):
 
 
 def test_the_views_never_import_the_training_stack_or_textual():
-    code = ("import sys, grpo_tui.services.catalog, grpo_tui.services.run_status, grpo_tui.services.live_view\n"
-            "import grpo_tui.formatting, grpo_tui.palette, grpo_tui.cli.runs\n"
-            "from grpo_tui.services.catalog import list_runs; from grpo_tui.cli.runs import format_table\n"
-            "format_table(list_runs('/nonexistent'))\n"
-            "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
-    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                                check=True).stdout.split())
+    code = (
+        "import sys, grpo_tui.services.catalog, grpo_tui.services.run_status, grpo_tui.services.live_view\n"
+        "import grpo_tui.formatting, grpo_tui.palette, grpo_tui.cli.runs\n"
+        "from grpo_tui.services.catalog import list_runs; from grpo_tui.cli.runs import format_table\n"
+        "format_table(list_runs('/nonexistent'))\n"
+        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+        ).stdout.split()
+    )
     assert not loaded & {"torch", "transformers", "trl", "datasets", "peft", "textual"}
 
 

@@ -16,7 +16,7 @@ def reference(values, start: int, size: int):
     """Min, max, mean per block, computed the obvious way."""
     out = []
     for i in range(start, len(values), size):
-        chunk = values[i:i + size]
+        chunk = values[i : i + size]
         out.append((min(chunk), max(chunk), sum(chunk) / len(chunk)))
     return out
 
@@ -113,8 +113,7 @@ def test_the_raster_sets_the_dots_a_line_needs():
         spans = [None if rand.random() < 0.05 else (v, v + rand.random() * 0.2) for v in values]
         grid = raster.Raster.blank(5, 20)
         grid.draw(spans, 0.0, 1.2)
-        got = {(r, c) for r in range(20) for c in range(40)
-               if grid.line[r // 4][c // 2] & raster.DOTS[r % 4][c % 2]}
+        got = {(r, c) for r in range(20) for c in range(40) if grid.line[r // 4][c // 2] & raster.DOTS[r % 4][c % 2]}
         assert got == dots_by_hand(spans, 5, 0.0, 1.2)
 
 

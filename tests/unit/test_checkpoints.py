@@ -31,8 +31,9 @@ from ..helpers import EXAMPLES
 
 
 def safetensors(path: Path, nbytes: int = 16, cut: int = 0) -> None:
-    header = json.dumps({"__metadata__": {"format": "pt"},
-                         "w": {"dtype": "F32", "shape": [nbytes // 4], "data_offsets": [0, nbytes]}}).encode()
+    header = json.dumps(
+        {"__metadata__": {"format": "pt"}, "w": {"dtype": "F32", "shape": [nbytes // 4], "data_offsets": [0, nbytes]}}
+    ).encode()
     data = struct.pack("<Q", len(header)) + header + b"\0" * nbytes
     path.write_bytes(data[: len(data) - cut])
 
@@ -57,8 +58,11 @@ def checkpoint(root: Path, step: int, *, weights: str = "full", state_step: int 
     elif weights == "sharded":
         for shard in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
             safetensors(path / shard)
-        (path / "model.safetensors.index.json").write_text(json.dumps(
-            {"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+        (path / "model.safetensors.index.json").write_text(
+            json.dumps(
+                {"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}
+            )
+        )
     elif weights == "bin":
         torch_file(path / "pytorch_model.bin")
     torch_file(path / "optimizer.pt")
@@ -72,16 +76,19 @@ def test_a_whole_checkpoint_is_complete(tmp_path, weights):
     assert check.complete and check.has_model and check.step == 4 and check.why() == "complete"
 
 
-@pytest.mark.parametrize("damage, why", [
-    (lambda p: (p / "trainer_state.json").unlink(), "trainer_state.json is missing"),
-    (lambda p: (p / "trainer_state.json").write_text('{"global_st'), "trainer_state.json is truncated or damaged"),
-    (lambda p: (p / "trainer_state.json").write_text('{"global_step": 3}'), "records step 3, not 4"),
-    (lambda p: (p / "model.safetensors").unlink(), "no model weights"),
-    (lambda p: safetensors(p / "model.safetensors", cut=5), "model.safetensors is truncated"),
-    (lambda p: (p / "model.safetensors").write_bytes(b"\x07\x00"), "model.safetensors is truncated (2 bytes)"),
-    (lambda p: (p / "model.safetensors").write_bytes(struct.pack("<Q", 4) + b"{no}"), "has a damaged header"),
-    (lambda p: (p / "model.safetensors").write_bytes(struct.pack("<Q", 1 << 40)), "is truncated (header"),
-])
+@pytest.mark.parametrize(
+    "damage, why",
+    [
+        (lambda p: (p / "trainer_state.json").unlink(), "trainer_state.json is missing"),
+        (lambda p: (p / "trainer_state.json").write_text('{"global_st'), "trainer_state.json is truncated or damaged"),
+        (lambda p: (p / "trainer_state.json").write_text('{"global_step": 3}'), "records step 3, not 4"),
+        (lambda p: (p / "model.safetensors").unlink(), "no model weights"),
+        (lambda p: safetensors(p / "model.safetensors", cut=5), "model.safetensors is truncated"),
+        (lambda p: (p / "model.safetensors").write_bytes(b"\x07\x00"), "model.safetensors is truncated (2 bytes)"),
+        (lambda p: (p / "model.safetensors").write_bytes(struct.pack("<Q", 4) + b"{no}"), "has a damaged header"),
+        (lambda p: (p / "model.safetensors").write_bytes(struct.pack("<Q", 1 << 40)), "is truncated (header"),
+    ],
+)
 def test_a_damaged_trainer_state_or_model_is_named(tmp_path, damage, why):
     path = checkpoint(tmp_path, 4)
     damage(path)
@@ -108,8 +115,11 @@ def test_a_missing_or_cut_optimizer_keeps_the_weights_mergeable_but_not_resumabl
     torch_file(path / "scheduler.pt", cut=3)
     check = check_checkpoint(path)
     assert check.has_model and not check.complete
-    assert check.why() == "optimizer.pt is missing; scheduler.pt is truncated or not a torch file (" + \
-        f"{(path / 'scheduler.pt').stat().st_size} bytes)"
+    assert (
+        check.why()
+        == "optimizer.pt is missing; scheduler.pt is truncated or not a torch file ("
+        + f"{(path / 'scheduler.pt').stat().st_size} bytes)"
+    )
     with zipfile.ZipFile(path / "optimizer.pt", "w") as archive:
         archive.writestr("junk", b"x")
     assert "optimizer.pt is not a torch file" in check_checkpoint(path).why()
@@ -149,11 +159,15 @@ def test_moved_aside_checkpoints_are_kept_out_of_the_trainers_sight(tmp_path):
 
 def ended_run(tmp_path: Path, status: Status, last: int, *steps: int) -> RunFolder:
     folder = RunFolder.create(tmp_path / "runs", "run")
-    folder.save_config(RunConfig(model="org/model", rl_env_module=str(EXAMPLES / "pattern_env.py"),
-                                 rl_env_class="PatternEnv", max_steps=last))
+    folder.save_config(
+        RunConfig(
+            model="org/model", rl_env_module=str(EXAMPLES / "pattern_env.py"), rl_env_class="PatternEnv", max_steps=last
+        )
+    )
     folder.write_state(run_id="run", status=Status.STARTING)
-    folder.write_state(status=status, last_step=last, exit_reason=None if status is Status.COMPLETED else "why",
-                       ended=1.0)
+    folder.write_state(
+        status=status, last_step=last, exit_reason=None if status is Status.COMPLETED else "why", ended=1.0
+    )
     with EventWriter(folder.events_file) as writer:
         for step in range(1, last + 1):
             writer.emit(Metrics(step=step, values={"reward": 0.1}))
@@ -169,8 +183,11 @@ def test_merge_takes_the_newest_whole_checkpoint_and_refuses_a_torn_one(tmp_path
     notes: list[str] = []
     assert merge_source(folder, notes=notes) == folder.checkpoints_dir / "checkpoint-4"
     assert notes == ["skipped checkpoint-6: trainer_state.json is missing (the save did not finish)"]
-    with pytest.raises(MergeError, match=r"checkpoint-6 of run run is incomplete: trainer_state.json is missing.*"
-                                         r"Checkpoints that can be merged: 2, 4\."):
+    with pytest.raises(
+        MergeError,
+        match=r"checkpoint-6 of run run is incomplete: trainer_state.json is missing.*"
+        r"Checkpoints that can be merged: 2, 4\.",
+    ):
         merge_source(folder, 6)
     final = folder.path / "final"
     final.mkdir()
@@ -221,8 +238,13 @@ def test_a_resume_records_the_run_before_it_and_a_failed_leg_keeps_the_step(tmp_
     ]
     state = folder.read_state()
     assert state["status"] == "starting" and state["resume_from"] == "checkpoints/checkpoint-4"
-    assert state["before_resume"] == {"status": "completed", "last_step": 5, "exit_reason": None, "ended": 1.0,
-                                      "max_steps": None}
+    assert state["before_resume"] == {
+        "status": "completed",
+        "last_step": 5,
+        "exit_reason": None,
+        "ended": 1.0,
+        "max_steps": None,
+    }
     assert state["restarts"] == 1 and state["resume_skipped"] == plan.skipped
     assert RunConfig.load(folder.config_file).max_steps == 9
 

@@ -34,11 +34,33 @@ def error_of(**changes) -> ConfigError:
 def test_defaults_follow_the_grpo_interface():
     c = RunConfig()
     expected = dict(
-        project_name="grpo-run", trainer="grpo", rl_env_config=None, rl_num_generations=4, rl_loss_type="grpo",
-        rl_mask_truncated_completions=False, use_vllm=False, vllm_mode="colocate", vllm_gpu_memory_utilization=0.3,
-        vllm_server_url=None, vllm_tensor_parallel_size=1, vllm_server_gpus=1, rl_kl_coef=0.1, rl_clip_range=0.2,
-        rl_max_new_tokens=128, rl_top_k=50, rl_top_p=1.0, rl_temperature=1.0, epochs=1, batch_size=4, lr=1e-5,
-        peft=False, lora_r=16, lora_alpha=32, logging_steps=1, report_to="none", mixed_precision="auto",
+        project_name="grpo-run",
+        trainer="grpo",
+        rl_env_config=None,
+        rl_num_generations=4,
+        rl_loss_type="grpo",
+        rl_mask_truncated_completions=False,
+        use_vllm=False,
+        vllm_mode="colocate",
+        vllm_gpu_memory_utilization=0.3,
+        vllm_server_url=None,
+        vllm_tensor_parallel_size=1,
+        vllm_server_gpus=1,
+        rl_kl_coef=0.1,
+        rl_clip_range=0.2,
+        rl_max_new_tokens=128,
+        rl_top_k=50,
+        rl_top_p=1.0,
+        rl_temperature=1.0,
+        epochs=1,
+        batch_size=4,
+        lr=1e-5,
+        peft=False,
+        lora_r=16,
+        lora_alpha=32,
+        logging_steps=1,
+        report_to="none",
+        mixed_precision="auto",
     )
     assert {k: getattr(c, k) for k in expected} == expected
     assert all(f.metadata.get("help") for f in config_fields())
@@ -92,13 +114,23 @@ def test_batch_not_divisible_by_num_generations_explains_the_product():
 def test_server_mode_needs_url_or_gpus():
     exc = error_of(use_vllm=True, vllm_mode="server", vllm_server_gpus=0)
     assert "--vllm-server-url" in str(exc) and "--vllm-server-gpus" in str(exc)
-    RunConfig(**VALID, use_vllm=True, vllm_mode="server", vllm_server_gpus=0, vllm_server_url="http://127.0.0.1:8000").validate()
+    RunConfig(
+        **VALID, use_vllm=True, vllm_mode="server", vllm_server_gpus=0, vllm_server_url="http://127.0.0.1:8000"
+    ).validate()
 
 
-@pytest.mark.parametrize("field,value", [
-    ("rl_temperature", 0), ("rl_top_p", 0), ("rl_top_p", 1.5), ("rl_top_k", -1),
-    ("vllm_gpu_memory_utilization", 1.2), ("rl_kl_coef", -0.1), ("lr", float("nan")),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("rl_temperature", 0),
+        ("rl_top_p", 0),
+        ("rl_top_p", 1.5),
+        ("rl_top_k", -1),
+        ("vllm_gpu_memory_utilization", 1.2),
+        ("rl_kl_coef", -0.1),
+        ("lr", float("nan")),
+    ],
+)
 def test_sampling_and_numeric_ranges(field, value):
     exc = error_of(**{field: value})
     assert exc.field == field and repr(value) in str(exc)
@@ -122,8 +154,14 @@ def test_unknown_file_key_suggests_the_closest(tmp_path):
 
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])
 def test_round_trip_through_files(tmp_path, suffix):
-    original = RunConfig(**VALID, rl_env_config={"max_turns": 2}, peft=True, lr=3e-4, grpo_args={"max_grad_norm": 0.5},
-                         max_prompt_length=64)
+    original = RunConfig(
+        **VALID,
+        rl_env_config={"max_turns": 2},
+        peft=True,
+        lr=3e-4,
+        grpo_args={"max_grad_norm": 0.5},
+        max_prompt_length=64,
+    )
     path = original.save(tmp_path / f"run{suffix}")
     text = path.read_text()
     (yaml.safe_load if suffix == ".yaml" else json.loads)(text)
@@ -158,9 +196,25 @@ def test_cli_rejects_bad_config_before_any_heavy_import(runs_dir):
         "print('HEAVY', heavy, file=sys.stderr); sys.exit(rc)"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code, "train", "--model", "m", "--rl-env-module", "e", "--rl-env-class", "E",
-         "--rl-loss-type", "ppo", "--runs-dir", str(runs_dir)],
-        capture_output=True, text=True, cwd=ROOT,
+        [
+            sys.executable,
+            "-c",
+            code,
+            "train",
+            "--model",
+            "m",
+            "--rl-env-module",
+            "e",
+            "--rl-env-class",
+            "E",
+            "--rl-loss-type",
+            "ppo",
+            "--runs-dir",
+            str(runs_dir),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert result.returncode == 2
     assert "rl_loss_type must be one of grpo, dr_grpo" in result.stderr
@@ -181,4 +235,6 @@ def test_configuration_reference_is_current():
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert (ROOT / "docs" / "configuration.md").read_text() == module.render(), "run python docs/make_config_reference.py"
+    assert (ROOT / "docs" / "configuration.md").read_text() == module.render(), (
+        "run python docs/make_config_reference.py"
+    )

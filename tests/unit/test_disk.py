@@ -32,8 +32,16 @@ for _i in range(2):
     TENSORS[f"model.layers.{_i}.input_layernorm.weight"] = [16]
     TENSORS[f"model.layers.{_i}.post_attention_layernorm.weight"] = [16]
 PARAMS = 100 * 16 + 16 + 2 * (4 * 256 + 3 * 512 + 2 * 16)
-CONFIG = {"hidden_size": 16, "num_hidden_layers": 2, "vocab_size": 100, "num_attention_heads": 4,
-          "num_key_value_heads": 4, "intermediate_size": 32, "tie_word_embeddings": True, "dtype": "bfloat16"}
+CONFIG = {
+    "hidden_size": 16,
+    "num_hidden_layers": 2,
+    "vocab_size": 100,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "intermediate_size": 32,
+    "tie_word_embeddings": True,
+    "dtype": "bfloat16",
+}
 
 
 def write_safetensors(path: Path, tensors: dict[str, list[int]], dtype: str = "F32", size: int = 4) -> None:
@@ -72,8 +80,10 @@ def test_the_model_size_comes_from_the_safetensors_headers(model_dir):
 def test_sharded_weights_are_read_through_their_index_and_other_copies_ignored(model_dir):
     (model_dir / "model.safetensors").unlink()
     names = sorted(TENSORS)
-    halves = {"model-00001-of-00002.safetensors": names[: len(names) // 2],
-              "model-00002-of-00002.safetensors": names[len(names) // 2:]}
+    halves = {
+        "model-00001-of-00002.safetensors": names[: len(names) // 2],
+        "model-00002-of-00002.safetensors": names[len(names) // 2 :],
+    }
     for shard, tensors in halves.items():
         write_safetensors(model_dir / shard, {n: TENSORS[n] for n in tensors})
     weight_map = {n: shard for shard, tensors in halves.items() for n in tensors}
@@ -151,8 +161,15 @@ def test_disk_thresholds_are_validated():
     assert Thresholds.from_mapping({"disk_check": 0}).disk_check == 0
 
 
-@pytest.mark.parametrize("number, kind", [(errno.ENOSPC, "disk_full"), (errno.EDQUOT, "quota_exceeded"),
-                                          (errno.EROFS, "read_only_filesystem"), (errno.EIO, "io_error")])
+@pytest.mark.parametrize(
+    "number, kind",
+    [
+        (errno.ENOSPC, "disk_full"),
+        (errno.EDQUOT, "quota_exceeded"),
+        (errno.EROFS, "read_only_filesystem"),
+        (errno.EIO, "io_error"),
+    ],
+)
 def test_a_disk_errno_names_the_fault_even_wrapped(tmp_path, number, kind):
     error = OSError(number, "failed", str(tmp_path / "events.jsonl"))
     fault = disk_fault(error, tmp_path)
@@ -167,8 +184,9 @@ def test_a_disk_errno_names_the_fault_even_wrapped(tmp_path, number, kind):
 
 
 def test_a_message_or_a_full_filesystem_names_the_fault_when_the_errno_is_gone(tmp_path, monkeypatch):
-    text = RuntimeError("Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "
-                        '"No space left on device" })')
+    text = RuntimeError(
+        'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })'
+    )
     assert disk_fault(text, tmp_path).kind == "disk_full"
     target = str(tmp_path / "checkpoints" / "checkpoint-5" / "optimizer.pt")
 
@@ -199,9 +217,17 @@ def test_usage_reads_the_real_filesystem(tmp_path):
 
 
 def test_crash_rules_know_disk_faults():
-    full = Error(kind="disk_full", message="disk_full (ENOSPC): no space left …", step=5,
-                 extra={"errno": "ENOSPC", "path": "checkpoints/checkpoint-5/optimizer.pt", "free_bytes": 0,
-                        "last_checkpoint": "checkpoints/checkpoint-4"})
+    full = Error(
+        kind="disk_full",
+        message="disk_full (ENOSPC): no space left …",
+        step=5,
+        extra={
+            "errno": "ENOSPC",
+            "path": "checkpoints/checkpoint-5/optimizer.pt",
+            "free_bytes": 0,
+            "last_checkpoint": "checkpoints/checkpoint-4",
+        },
+    )
     crash = classify_crash("", [full], None)
     assert crash.rule == "crash_disk_full" and crash.evidence["last_checkpoint"] == "checkpoints/checkpoint-4"
     assert "Free space" in crash.advice and "--resume" in crash.advice
@@ -269,5 +295,7 @@ def test_the_reserve_is_made_and_released(tmp_path):
 
 def test_a_fault_describes_an_unknown_path_and_no_checkpoint(tmp_path):
     fault = DiskFault("quota_exceeded", "EDQUOT", None, None)
-    assert fault.describe(tmp_path, None) == ("quota_exceeded (EDQUOT): disk quota exceeded on the filesystem holding "
-                                              "the run folder: writing the run folder failed; no complete checkpoint")
+    assert fault.describe(tmp_path, None) == (
+        "quota_exceeded (EDQUOT): disk quota exceeded on the filesystem holding "
+        "the run folder: writing the run folder failed; no complete checkpoint"
+    )

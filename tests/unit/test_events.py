@@ -41,8 +41,9 @@ from trainer_core.contract.status import IllegalTransition, Status
 
 def test_nan_and_inf_become_null_and_lines_are_strict_json(tmp_path):
     writer = EventWriter(tmp_path / "events.jsonl")
-    writer.emit(Metrics(step=1, values={"loss": float("nan"), "kl": float("inf"), "reward": 0.5,
-                                        "nested": {"x": -math.inf}}))
+    writer.emit(
+        Metrics(step=1, values={"loss": float("nan"), "kl": float("inf"), "reward": 0.5, "nested": {"x": -math.inf}})
+    )
     writer.close()
     line = (tmp_path / "events.jsonl").read_text()
     assert "NaN" not in line and "Infinity" not in line
@@ -100,9 +101,20 @@ def test_clean_handles_tensor_like_items():
 
 ONE_OF_EACH = [
     RunStarted(time=1.0, run_id="r", pid=12, host="h", world_size=2, project_name="p", model="m", max_steps=10),
-    RunStarted(time=1.5, run_id="r", pid=13, resumed_from="checkpoints/checkpoint-3", restart=1,
-               skipped_checkpoints=[{"name": "checkpoint-4", "problems": ["trainer_state.json is missing"],
-                                     "moved_to": "checkpoints/torn/checkpoint-4.20260101-000000"}]),
+    RunStarted(
+        time=1.5,
+        run_id="r",
+        pid=13,
+        resumed_from="checkpoints/checkpoint-3",
+        restart=1,
+        skipped_checkpoints=[
+            {
+                "name": "checkpoint-4",
+                "problems": ["trainer_state.json is missing"],
+                "moved_to": "checkpoints/torn/checkpoint-4.20260101-000000",
+            }
+        ],
+    ),
     Metrics(time=2.0, step=1, values={"reward": 0.5, "rewards/score_episode/mean": 0.5, "kl": None}),
     Summary(time=3.0, step=10, values={"train_runtime": 12.5, "train_loss": 0.01}),
     Checkpoint(time=4.0, step=5, path="checkpoints/checkpoint-5"),
@@ -111,7 +123,9 @@ ONE_OF_EACH = [
     RunFinished(time=6.0, status=Status.STOPPED, reason="SIGTERM received", step=6),
     Error(time=7.0, kind="environment", message="boom", traceback="Traceback ...", case={"columns": {"a": 1}}, step=2),
     Error(time=7.5, message="the trainer exited with code 1"),
-    HealthWarning("kl_explosion", Severity.CRITICAL, 9, "KL is 3", "Lower --lr", {"kl_last_steps": [1, 2, 3]}, time=8.0),
+    HealthWarning(
+        "kl_explosion", Severity.CRITICAL, 9, "KL is 3", "Lower --lr", {"kl_last_steps": [1, 2, 3]}, time=8.0
+    ),
 ]
 
 
@@ -181,7 +195,10 @@ def test_an_unknown_key_of_a_known_type_is_kept_in_extra_and_written_back(tmp_pa
 def test_an_unknown_status_or_severity_is_kept_as_written():
     finished = decode({"type": "run_finished", "time": 1.0, "status": "paused", "step": 1})
     assert finished.status == "paused" and finished.to_record()["status"] == "paused"
-    assert decode({"type": "warning", "severity": "fatal", "rule": "r", "step": 1, "message": "m"}).severity is Severity.WARN
+    assert (
+        decode({"type": "warning", "severity": "fatal", "rule": "r", "step": 1, "message": "m"}).severity
+        is Severity.WARN
+    )
 
 
 def test_the_enums_are_their_values():
@@ -206,8 +223,18 @@ def test_status_groups():
 
 def test_a_legal_chain_of_transitions_is_written(tmp_path):
     folder = RunFolder.create(tmp_path)
-    for status in ("starting", Status.RUNNING, Status.STOPPING, Status.STOPPED, Status.STARTING, Status.RUNNING,
-                   Status.RUNNING, Status.FAILED, Status.STARTING, Status.COMPLETED):
+    for status in (
+        "starting",
+        Status.RUNNING,
+        Status.STOPPING,
+        Status.STOPPED,
+        Status.STARTING,
+        Status.RUNNING,
+        Status.RUNNING,
+        Status.FAILED,
+        Status.STARTING,
+        Status.COMPLETED,
+    ):
         state = folder.write_state(status=status)
         assert state["status"] == status and type(state["status"]) is str
         assert folder.status() is Status(status)

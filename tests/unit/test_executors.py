@@ -97,8 +97,12 @@ def test_the_local_info_is_what_info_json_prints(tmp_path, monkeypatch):
     monkeypatch.setenv("GRPO_TUI_FAKE_GPUS", "2")
     info = LocalExecutor(tmp_path).info()
     assert info.runs_dir == str(tmp_path.absolute()) and [g.index for g in info.gpus] == [0, 1]
-    printed = subprocess.run([sys.executable, "-m", "grpo_tui", "info", "--json", "--runs-dir", str(tmp_path)],
-                             capture_output=True, text=True, check=True).stdout
+    printed = subprocess.run(
+        [sys.executable, "-m", "grpo_tui", "info", "--json", "--runs-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert json.loads(printed) == info.to_dict()
 
 
@@ -117,8 +121,14 @@ def test_a_recorded_process_that_is_not_the_runs_is_refused_and_judged_an_error(
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # no run marker
     try:
         time.sleep(0.2)
-        state = {**folder.read_state(), "status": "running", "ended": None, "summary": None,
-                 "root_pid": stranger.pid, "root_start_time": process_start_time(stranger.pid)}
+        state = {
+            **folder.read_state(),
+            "status": "running",
+            "ended": None,
+            "summary": None,
+            "root_pid": stranger.pid,
+            "root_start_time": process_start_time(stranger.pid),
+        }
         folder.state_file.write_text(json.dumps(state))  # planted: names a process that is not the run's
         outcome = LocalExecutor(tmp_path).stop(RunAt(run.name, run), force=True, timeout=1)
         assert stranger.poll() is None, "a process that is not the run's is never signalled"
@@ -143,28 +153,49 @@ def test_resuming_a_run_without_a_checkpoint_is_one_line(tmp_path):
 # -- typed results: the same record from here and from a host ------------------------------------------------------
 
 
-@pytest.mark.parametrize("report", [
-    StopReport("r1", was_running=True, graceful=True, status=Status.STOPPED),
-    StopReport("r1", was_running=True, forced=[41, 42], left=[42], status=Status.STOPPED),
-    StopReport("r1", was_running=False, status=Status.RUNNING, refused=["Process 7 was not signalled: ..."]),
-    StopReport("r1", was_running=True, graceful=False, forced=[0], left=[0], status=Status.RUNNING),  # a Slurm job
-])
+@pytest.mark.parametrize(
+    "report",
+    [
+        StopReport("r1", was_running=True, graceful=True, status=Status.STOPPED),
+        StopReport("r1", was_running=True, forced=[41, 42], left=[42], status=Status.STOPPED),
+        StopReport("r1", was_running=False, status=Status.RUNNING, refused=["Process 7 was not signalled: ..."]),
+        StopReport("r1", was_running=True, graceful=False, forced=[0], left=[0], status=Status.RUNNING),  # a Slurm job
+    ],
+)
 def test_what_stop_json_prints_is_what_the_caller_parses(report):
     outcome = report.outcome()
     assert outcome.message == report.describe() and outcome.failed == report.failed
     assert parse_stop_reply(json.loads(json.dumps(outcome.to_wire()))) == outcome
-    assert list(outcome.to_wire()) == ["run_id", "was_running", "graceful", "forced", "left", "refused", "status",
-                                       "message"]
+    assert list(outcome.to_wire()) == [
+        "run_id",
+        "was_running",
+        "graceful",
+        "forced",
+        "left",
+        "refused",
+        "status",
+        "message",
+    ]
     assert judge_stop(outcome).failed == report.failed
 
 
 def test_an_older_hosts_stop_reply_still_parses_and_a_bad_one_names_its_field():
-    older = {"run_id": "r", "was_running": True, "graceful": False, "forced": [12], "left": [], "status": "stopped",
-             "message": "run r forced to stop"}  # before `refused` existed
+    older = {
+        "run_id": "r",
+        "was_running": True,
+        "graceful": False,
+        "forced": [12],
+        "left": [],
+        "status": "stopped",
+        "message": "run r forced to stop",
+    }  # before `refused` existed
     reply = parse_stop_reply(older)
     assert reply.forced == (12,) and reply.refused == () and not judge_stop(reply).failed
-    for bad, where in (({"forced": True, "message": "m"}, "forced"), ({"forced": [-1], "message": "m"}, r"forced\[0\]"),
-                       ({"refused": [3], "message": "m"}, r"refused\[0\]")):
+    for bad, where in (
+        ({"forced": True, "message": "m"}, "forced"),
+        ({"forced": [-1], "message": "m"}, r"forced\[0\]"),
+        ({"refused": [3], "message": "m"}, r"refused\[0\]"),
+    ):
         with pytest.raises(WireError, match=where):
             parse_stop_reply(bad)
 

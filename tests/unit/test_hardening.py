@@ -45,6 +45,7 @@ def leftovers(folder: Path) -> list[str]:
 
 def full_disk(monkeypatch) -> None:
     """Every atomic write fails after its data went to the temporary file, before it replaces the old one."""
+
     def fsync(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 

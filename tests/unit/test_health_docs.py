@@ -32,8 +32,12 @@ from trainer_core.contract.severity import Severity
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 # every module but the enums' own (whose advice table names every member)
-SOURCES = [p for pkg in (grpo_tui, trainer_core) for p in sorted(Path(pkg.__path__[0]).rglob("*.py"))
-           if p.name != "health_rules.py"]
+SOURCES = [
+    p
+    for pkg in (grpo_tui, trainer_core)
+    for p in sorted(Path(pkg.__path__[0]).rglob("*.py"))
+    if p.name != "health_rules.py"
+]
 
 
 def _literal(node: ast.AST | None) -> str | None:
@@ -56,8 +60,12 @@ def _emitted() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
             where = f"{path.name}:{getattr(node, 'lineno', 0)}"
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in members \
-                    and node.attr.isupper():
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in members
+                and node.attr.isupper()
+            ):
                 enum, found = members[node.value.id]
                 found.setdefault(enum[node.attr].value, set()).add(where)
             if not isinstance(node, ast.Call):
@@ -87,13 +95,17 @@ def _documented_rules() -> set[str]:
 
 
 def test_the_scan_finds_the_emitters_it_is_meant_to():
-    assert {"kl_explosion", "crash_killed", "connection_lost", "prompt_too_long", "torn_checkpoint"} <= set(EMITTED_RULES)
+    assert {"kl_explosion", "crash_killed", "connection_lost", "prompt_too_long", "torn_checkpoint"} <= set(
+        EMITTED_RULES
+    )
     assert {"environment", "exception", "trainer_exit", "vllm_server"} <= set(EMITTED_KINDS)
 
 
 @pytest.mark.parametrize("rule", sorted(EMITTED_RULES))
 def test_every_emitted_rule_is_a_health_rule(rule):
-    assert HealthRule.parse(rule) is not None, f"{rule!r} is emitted at {sorted(EMITTED_RULES[rule])} but not a HealthRule"
+    assert HealthRule.parse(rule) is not None, (
+        f"{rule!r} is emitted at {sorted(EMITTED_RULES[rule])} but not a HealthRule"
+    )
 
 
 def test_every_rule_has_its_row_in_the_health_page():
@@ -138,7 +150,9 @@ def test_a_warning_carries_its_rules_one_advice_and_stays_plain_on_disk():
 
 @pytest.mark.parametrize("kind", sorted(EMITTED_KINDS))
 def test_every_emitted_error_kind_is_an_error_kind(kind):
-    assert ErrorKind.parse(kind) is not None, f"{kind!r} is emitted at {sorted(EMITTED_KINDS[kind])} but not an ErrorKind"
+    assert ErrorKind.parse(kind) is not None, (
+        f"{kind!r} is emitted at {sorted(EMITTED_KINDS[kind])} but not an ErrorKind"
+    )
 
 
 def test_every_error_kind_is_listed_in_the_run_format():

@@ -24,8 +24,16 @@ def stream(n, **series) -> list[Metrics]:
     return out
 
 
-HEALTHY = dict(reward=lambda i: 0.2 + 0.01 * i, reward_std=0.3, frac_reward_zero_std=0.1, kl=0.02, entropy=6.0,
-               loss=0.01, grad_norm=1.0, completions__clipped_ratio=0.1)
+HEALTHY = dict(
+    reward=lambda i: 0.2 + 0.01 * i,
+    reward_std=0.3,
+    frac_reward_zero_std=0.1,
+    kl=0.02,
+    entropy=6.0,
+    loss=0.01,
+    grad_norm=1.0,
+    completions__clipped_ratio=0.1,
+)
 
 
 def rules(events, **thresholds):
@@ -149,11 +157,17 @@ def test_stall_uses_the_median_step_time():
     assert stall_warning(times, 20, now=times[-1] + 400, process_alive=True).severity == "critical"
 
 
-@pytest.mark.parametrize("line,rule", [
-    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "crash_oom"),
-    ("RuntimeError: probability tensor contains either `inf`, `nan` or element < 0", "crash_nan_probabilities"),
-    ("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE)", "crash_nccl_timeout"),
-])
+@pytest.mark.parametrize(
+    "line,rule",
+    [
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "crash_oom"),
+        ("RuntimeError: probability tensor contains either `inf`, `nan` or element < 0", "crash_nan_probabilities"),
+        (
+            "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE)",
+            "crash_nccl_timeout",
+        ),
+    ],
+)
 def test_crash_classification_from_the_log(line, rule):
     finished = RunFinished(status=Status.FAILED, reason="exit code 1", step=3)
     warning = classify_crash(f"step 3\n{line}\nmore\n", [], finished)

@@ -73,25 +73,66 @@ SERVICES_NO_UI = "Services and executors use no Textual, widgets or screens"
 WIDGETS_NO_SCREENS = "Widgets import no screens"
 
 
-@pytest.mark.parametrize(("where", "line", "named", "contract"), [
-    ("grpo_tui/planted.py", "from trainer_core import runner", "grpo_tui.planted -> trainer_core.runner",
-     APP_TO_CORE),
-    ("grpo_tui/planted.py", "import torch", "grpo_tui.planted -> torch", APP_TO_HEAVY),
-    ("trainer_core/contract/events.py", "import textual", "trainer_core.contract.events -> textual", CONTRACT_LAYER),
-    ("trainer_core/contract/config.py", "import trainer_core.runner",
-     "trainer_core.contract.config -> trainer_core.runner", CONTRACT_LAYER),
-    ("trainer_core/contract/planted.py", "import requests", "trainer_core.contract.planted -> requests",
-     CONTRACT_LAYER),
-    ("trainer_core/planted.py", "import grpo_tui.app", "trainer_core.planted -> grpo_tui.app", TRAINER_TO_APP),
-    ("grpo_tui/services/planted.py", "import textual.widgets", "grpo_tui.services.planted -> textual",
-     SERVICES_NO_UI),
-    ("grpo_tui/executors/planted.py", "from grpo_tui.widgets import runs_table",
-     "grpo_tui.executors.planted -> grpo_tui.widgets.runs_table", SERVICES_NO_UI),
-    ("grpo_tui/widgets/planted.py", "from grpo_tui.screens import confirm",
-     "grpo_tui.widgets.planted -> grpo_tui.screens.confirm", WIDGETS_NO_SCREENS),
-], ids=["app-imports-heavy-module", "app-imports-torch", "contract-imports-textual",
-        "contract-imports-heavy-side", "contract-imports-unlisted-package", "trainer-imports-app",
-        "service-imports-textual", "executor-imports-a-widget", "widget-imports-a-screen"])
+@pytest.mark.parametrize(
+    ("where", "line", "named", "contract"),
+    [
+        (
+            "grpo_tui/planted.py",
+            "from trainer_core import runner",
+            "grpo_tui.planted -> trainer_core.runner",
+            APP_TO_CORE,
+        ),
+        ("grpo_tui/planted.py", "import torch", "grpo_tui.planted -> torch", APP_TO_HEAVY),
+        (
+            "trainer_core/contract/events.py",
+            "import textual",
+            "trainer_core.contract.events -> textual",
+            CONTRACT_LAYER,
+        ),
+        (
+            "trainer_core/contract/config.py",
+            "import trainer_core.runner",
+            "trainer_core.contract.config -> trainer_core.runner",
+            CONTRACT_LAYER,
+        ),
+        (
+            "trainer_core/contract/planted.py",
+            "import requests",
+            "trainer_core.contract.planted -> requests",
+            CONTRACT_LAYER,
+        ),
+        ("trainer_core/planted.py", "import grpo_tui.app", "trainer_core.planted -> grpo_tui.app", TRAINER_TO_APP),
+        (
+            "grpo_tui/services/planted.py",
+            "import textual.widgets",
+            "grpo_tui.services.planted -> textual",
+            SERVICES_NO_UI,
+        ),
+        (
+            "grpo_tui/executors/planted.py",
+            "from grpo_tui.widgets import runs_table",
+            "grpo_tui.executors.planted -> grpo_tui.widgets.runs_table",
+            SERVICES_NO_UI,
+        ),
+        (
+            "grpo_tui/widgets/planted.py",
+            "from grpo_tui.screens import confirm",
+            "grpo_tui.widgets.planted -> grpo_tui.screens.confirm",
+            WIDGETS_NO_SCREENS,
+        ),
+    ],
+    ids=[
+        "app-imports-heavy-module",
+        "app-imports-torch",
+        "contract-imports-textual",
+        "contract-imports-heavy-side",
+        "contract-imports-unlisted-package",
+        "trainer-imports-app",
+        "service-imports-textual",
+        "executor-imports-a-widget",
+        "widget-imports-a-screen",
+    ],
+)
 def test_a_planted_import_breaks_its_contract(copy, where, line, named, contract):
     plant(copy / where, line)
     result = lint_imports(copy)

@@ -31,8 +31,16 @@ PLANTS = {
 
 
 def checkout_copy(dest: Path) -> Path:
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         source = ROOT / name
         if source.is_file():
@@ -53,8 +61,7 @@ def test_ci_fails_on_a_planted_violation_of_each_check_before_testing(tmp_path):
     ran = tmp_path / "tests-ran"  # written by a planted test module as soon as pytest imports it
     (copy / "tests/unit/test_planted_marker.py").write_text(f"from pathlib import Path\n\nPath({str(ran)!r}).touch()\n")
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "500"}
-    result = subprocess.run([str(copy / ".ci" / "run")], cwd=copy, env=env, capture_output=True, text=True,
-                            timeout=600)
+    result = subprocess.run([str(copy / ".ci" / "run")], cwd=copy, env=env, capture_output=True, text=True, timeout=600)
     out = result.stdout + result.stderr
     assert result.returncode != 0, out
     assert "grpo_tui.services.planted_layer -> textual" in out, out  # import-linter

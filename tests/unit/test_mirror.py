@@ -26,6 +26,7 @@ def mirror(tmp_path, monkeypatch):
 
     def make(run: RunFolder) -> Mirror:
         return Mirror(Connection(Host("box")), run.run_id, str(run.path))
+
     return make
 
 
@@ -43,7 +44,7 @@ def test_events_carry_offsets_that_resume_exactly(tmp_path):
     lines = [loads(line) for line in event_lines(run)]
     data = run.events_file.read_bytes()
     for line in lines:
-        assert loads(data[line["offset"]:line["end"]]) == line["event"]
+        assert loads(data[line["offset"] : line["end"]]) == line["event"]
     assert lines[-1]["event"]["type"] == "run_finished" and all(x["event"].get("step") != 99 for x in lines)
     later = [loads(line) for line in event_lines(run, start=lines[5]["end"])]
     assert later == lines[6:]
@@ -68,7 +69,7 @@ def test_a_stream_resumed_from_the_copys_sizes_repeats_nothing(tmp_path, mirror)
     run = RunFolder(make_finished_run(tmp_path / "runs", steps=20))
     full = run.events_file.read_bytes()
     cut = full.index(b"\n", len(full) // 2) + 1
-    run.events_file.write_bytes(full[:cut] + full[cut:cut + 7])  # the host is mid-line when the link drops
+    run.events_file.write_bytes(full[:cut] + full[cut : cut + 7])  # the host is mid-line when the link drops
     copy = mirror(run)
     apply_all(copy, mirror_lines(run, {}))
     assert (copy.folder.path / "events.jsonl").read_bytes() == full[:cut]  # whole lines only

@@ -37,12 +37,15 @@ def test_server_url_means_no_server_gpus():
     assert plan(config, available=[0, 1]).server_gpus == []
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    (dict(gpus=[4]), "GPU 4 does not exist; this machine has GPUs 0, 1, 2, 3"),
-    (dict(gpus=[1, 1]), "lists a GPU twice"),
-    (dict(gpus=[0, 1], num_processes=3), "--num-processes 3 needs 3 GPUs"),
-    (dict(num_processes=0), "--num-processes must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(gpus=[4]), "GPU 4 does not exist; this machine has GPUs 0, 1, 2, 3"),
+        (dict(gpus=[1, 1]), "lists a GPU twice"),
+        (dict(gpus=[0, 1], num_processes=3), "--num-processes 3 needs 3 GPUs"),
+        (dict(num_processes=0), "--num-processes must be >= 1"),
+    ],
+)
 def test_refusals(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         plan(RunConfig(**BASE), available=[0, 1, 2, 3], **kwargs)
@@ -61,8 +64,21 @@ def test_parse_gpus():
 
 def test_server_command_binds_loopback_only():
     cmd = server_command(SERVER, 8011, executable=["trl", "vllm-serve"])
-    assert cmd == ["trl", "vllm-serve", "--model", "m", "--tensor-parallel-size", "2", "--host", "127.0.0.1", "--port", "8011"]
-    four = RunConfig(**{**BASE, "use_vllm": True, "vllm_mode": "server", "vllm_server_gpus": 4, "vllm_tensor_parallel_size": 2})
+    assert cmd == [
+        "trl",
+        "vllm-serve",
+        "--model",
+        "m",
+        "--tensor-parallel-size",
+        "2",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8011",
+    ]
+    four = RunConfig(
+        **{**BASE, "use_vllm": True, "vllm_mode": "server", "vllm_server_gpus": 4, "vllm_tensor_parallel_size": 2}
+    )
     assert server_command(four, 1, executable=["x"])[-2:] == ["--data-parallel-size", "2"]
 
 

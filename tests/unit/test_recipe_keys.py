@@ -22,18 +22,45 @@ BASE = {"model_name_or_path": "m"}
 # One value per row: a renamed key reads as its new key with the second value, a honoured key sets its grpo-tui field
 # to the value, an ignored key changes nothing. Every row of the table must have one (see the first test).
 VALUES = {
-    "vllm_max_model_len": (4096, 4096), "vllm_guided_decoding_regex": ("<think>.*", "<think>.*"),
-    "use_liger_loss": (True, True), "wandb_log_unique_prompts": (True, True), "torch_dtype": ("bfloat16", "bfloat16"),
-    "warmup_ratio": (0.1, 0.1), "evaluation_strategy": ("no", "no"), "dataset_configs": (["default"], "default"),
-    "max_prompt_length": 512, "dataset_prompt_column": "problem", "system_prompt": "Think first.",
-    "vllm_device": "auto", "vllm_dtype": "half", "vllm_enable_prefix_caching": True, "overwrite_output_dir": True,
-    "logging_dir": "logs", "chat_template": "{{ messages }}", "callbacks": ["push_to_hub_revision"],
-    "benchmarks": ["aime24"], "hub_model_revision": "v01.00", "push_to_hub_revision": True,
-    "overwrite_hub_revision": True, "wandb_entity": "me", "wandb_project": "r1", "wandb_run_group": "g",
-    "cosine_min_value_wrong": -1.0, "cosine_max_value_wrong": -0.25, "cosine_min_value_correct": 0.25,
-    "cosine_max_value_correct": 2.0, "cosine_max_len": 2000, "repetition_n_grams": 4, "repetition_max_penalty": -0.5,
-    "code_language": "cpp", "code_eval_test_batch_size": 4, "parallel_code_exec_per_proc": 8, "code_provider": "local",
-    "ioi_provider": "morph", "e2b_router_url": "http://127.0.0.1:8000", "morph_router_url": "http://127.0.0.1:8001",
+    "vllm_max_model_len": (4096, 4096),
+    "vllm_guided_decoding_regex": ("<think>.*", "<think>.*"),
+    "use_liger_loss": (True, True),
+    "wandb_log_unique_prompts": (True, True),
+    "torch_dtype": ("bfloat16", "bfloat16"),
+    "warmup_ratio": (0.1, 0.1),
+    "evaluation_strategy": ("no", "no"),
+    "dataset_configs": (["default"], "default"),
+    "max_prompt_length": 512,
+    "dataset_prompt_column": "problem",
+    "system_prompt": "Think first.",
+    "vllm_device": "auto",
+    "vllm_dtype": "half",
+    "vllm_enable_prefix_caching": True,
+    "overwrite_output_dir": True,
+    "logging_dir": "logs",
+    "chat_template": "{{ messages }}",
+    "callbacks": ["push_to_hub_revision"],
+    "benchmarks": ["aime24"],
+    "hub_model_revision": "v01.00",
+    "push_to_hub_revision": True,
+    "overwrite_hub_revision": True,
+    "wandb_entity": "me",
+    "wandb_project": "r1",
+    "wandb_run_group": "g",
+    "cosine_min_value_wrong": -1.0,
+    "cosine_max_value_wrong": -0.25,
+    "cosine_min_value_correct": 0.25,
+    "cosine_max_value_correct": 2.0,
+    "cosine_max_len": 2000,
+    "repetition_n_grams": 4,
+    "repetition_max_penalty": -0.5,
+    "code_language": "cpp",
+    "code_eval_test_batch_size": 4,
+    "parallel_code_exec_per_proc": 8,
+    "code_provider": "local",
+    "ioi_provider": "morph",
+    "e2b_router_url": "http://127.0.0.1:8000",
+    "morph_router_url": "http://127.0.0.1:8001",
     "num_processes": 7,
 }
 ROWS = {row.kind: [r for r in RETIRED_KEYS if r.kind == row.kind] for row in RETIRED_KEYS}
@@ -97,7 +124,8 @@ def test_an_ignored_key_is_named_with_its_reason_and_strict_refuses_it(row):
 
 def test_strict_refuses_current_keys_grpo_tui_ignores_too():
     assert recipe_to_fields({**BASE, "output_dir": "data/x"})[1] == [
-        "output_dir: 'data/x' is ignored: grpo-tui writes checkpoints to RUN/checkpoints and the final model to RUN/final."]
+        "output_dir: 'data/x' is ignored: grpo-tui writes checkpoints to RUN/checkpoints and the final model to RUN/final."
+    ]
     with pytest.raises(ConfigError, match="output_dir") as info:
         recipe_to_fields({**BASE, "output_dir": "data/x"}, strict=True)
     assert info.value.field == "output_dir"
@@ -142,12 +170,26 @@ def test_the_early_2025_open_r1_recipe_reads_key_for_key():
     config = parse(["--config", str(path)], notes)
     assert config.problems(world_size=7) == []  # open-r1 trained it on 7 processes (num_processes: 7)
     assert (config.model, config.dataset, config.dataset_config, config.prompt_column) == (
-        "Qwen/Qwen2.5-1.5B-Instruct", "AI-MO/NuminaMath-TIR", None, "problem")
+        "Qwen/Qwen2.5-1.5B-Instruct",
+        "AI-MO/NuminaMath-TIR",
+        None,
+        "problem",
+    )
     assert (config.warmup_ratio, config.max_prompt_length, config.mixed_precision) == (0.1, 512, "bf16")
     assert config.grpo_args["model_init_kwargs"] == {"dtype": "bfloat16", "attn_implementation": "flash_attention_2"}
     named = [n.split(":")[0] for n in notes]
-    for key in ("torch_dtype", "dataset_configs", "num_processes", "vllm_device", "vllm_gpu_memory_utilization",
-                "max_prompt_length", "overwrite_output_dir", "warmup_ratio", "output_dir", "push_to_hub"):
+    for key in (
+        "torch_dtype",
+        "dataset_configs",
+        "num_processes",
+        "vllm_device",
+        "vllm_gpu_memory_utilization",
+        "max_prompt_length",
+        "overwrite_output_dir",
+        "warmup_ratio",
+        "output_dir",
+        "push_to_hub",
+    ):
         assert key in named, key
     with pytest.raises(ConfigError, match="--strict") as info:
         recipe_to_fields(yaml.safe_load(path.read_text()), str(path), strict=True)

@@ -66,10 +66,12 @@ def mirror_of(run_id: str = "good-run") -> Mirror:
 
 
 def start(copy: Mirror) -> None:
-    for message in ({"run": {"run_id": copy.run_id, "path": "/runs/x", "format_version": 1}},
-                    {"file": "config.yaml", "data": b64(b"model: tiny\n")},
-                    {"file": "state.json", "data": b64(b'{"status": "running"}')},
-                    {"append": "events.jsonl", "offset": 0, "data": b64(b'{"type": "run_started"}\n')}):
+    for message in (
+        {"run": {"run_id": copy.run_id, "path": "/runs/x", "format_version": 1}},
+        {"file": "config.yaml", "data": b64(b"model: tiny\n")},
+        {"file": "state.json", "data": b64(b'{"status": "running"}')},
+        {"append": "events.jsonl", "offset": 0, "data": b64(b'{"type": "run_started"}\n')},
+    ):
         copy._apply(message)
 
 
@@ -81,8 +83,28 @@ def test_run_ids_that_are_one_safe_folder_name(run_id):
     assert parse_run_id(run_id) == run_id
 
 
-@pytest.mark.parametrize("run_id", ["", ".", "..", "../x", "../../../../x", "/tmp/x", "a/b", ".hidden", "-rf",
-                                    "a\0b", "a b", "x" * 129, 7, None, ["a"], "é", "a\nb"])
+@pytest.mark.parametrize(
+    "run_id",
+    [
+        "",
+        ".",
+        "..",
+        "../x",
+        "../../../../x",
+        "/tmp/x",
+        "a/b",
+        ".hidden",
+        "-rf",
+        "a\0b",
+        "a b",
+        "x" * 129,
+        7,
+        None,
+        ["a"],
+        "é",
+        "a\nb",
+    ],
+)
 def test_run_ids_that_could_leave_a_folder_or_pose_as_a_flag_are_refused(run_id):
     with pytest.raises(WireError, match=r"run_id: expected a run id .*got"):
         parse_run_id(run_id)
@@ -94,20 +116,44 @@ def test_a_hostile_runs_reply_keeps_its_good_row_and_names_every_bad_one():
     assert good[0].status is Status.RUNNING and good[0].step == 3 and good[0].last_reward == 0.5
     assert len(problems) == 8 and all(p.startswith("row ") for p in problems)
     text = "\n".join(problems)
-    for expected in ("row 1: run_id: expected a run id", "'../../../../x'", "row 3: step: expected a whole number",
-                     "row 4: run_id", "row 5: expected a JSON object, got 'not a row'", "alerts[0].rule",
-                     "row 7: total", "row 9: run_id: 'good-run' is listed twice"):
+    for expected in (
+        "row 1: run_id: expected a run id",
+        "'../../../../x'",
+        "row 3: step: expected a whole number",
+        "row 4: run_id",
+        "row 5: expected a JSON object, got 'not a row'",
+        "alerts[0].rule",
+        "row 7: total",
+        "row 9: run_id: 'good-run' is listed twice",
+    ):
         assert expected in text
     with pytest.raises(WireError, match="expected a JSON list of runs"):
         parse_run_rows({"run_id": "x"})
 
 
-@pytest.mark.parametrize("field, value", [("step", True), ("step", 1.5), ("step", -1), ("warnings", "3"),
-                                          ("last_reward", "0.5"), ("last_reward", [1]), ("started", -1.0),
-                                          ("duration", {}), ("status", "exploded"), ("status", None),
-                                          ("project", 5), ("model", ["x"]), ("path", ""), ("path", "-x"),
-                                          ("path", None), ("alerts", "stall"), ("alerts", [1]),
-                                          ("exit_reason", "x" * 70000)])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("step", True),
+        ("step", 1.5),
+        ("step", -1),
+        ("warnings", "3"),
+        ("last_reward", "0.5"),
+        ("last_reward", [1]),
+        ("started", -1.0),
+        ("duration", {}),
+        ("status", "exploded"),
+        ("status", None),
+        ("project", 5),
+        ("model", ["x"]),
+        ("path", ""),
+        ("path", "-x"),
+        ("path", None),
+        ("alerts", "stall"),
+        ("alerts", [1]),
+        ("exit_reason", "x" * 70000),
+    ],
+)
 def test_a_row_with_a_field_of_the_wrong_kind_is_named(field, value):
     row = {**rows("/runs")[7], field: value}
     with pytest.raises(WireError) as failed:
@@ -117,12 +163,22 @@ def test_a_row_with_a_field_of_the_wrong_kind_is_named(field, value):
 
 
 def test_the_other_replies_are_checked():
-    info = parse_info({"version": "1.0", "run_format": 1, "runs_dir": "/r", "gpus": [
-        {"index": 0, "name": "H200", "memory_total": 10, "memory_used": 1, "utilization": 5}]})
+    info = parse_info(
+        {
+            "version": "1.0",
+            "run_format": 1,
+            "runs_dir": "/r",
+            "gpus": [{"index": 0, "name": "H200", "memory_total": 10, "memory_used": 1, "utilization": 5}],
+        }
+    )
     assert info.gpus == (GpuRecord(0, "H200", 10, 1, 5),) and info.to_dict()["gpus"][0]["name"] == "H200"
-    for bad, where in (({"run_format": "1"}, "run_format"), ({"run_format": 1, "gpus": {}}, "gpus"),
-                       ({"run_format": 1, "gpus": [{"index": "0"}]}, "gpus[0].index"),
-                       ({"run_format": 1, "version": 2}, "version"), ([], "expected a JSON object")):
+    for bad, where in (
+        ({"run_format": "1"}, "run_format"),
+        ({"run_format": 1, "gpus": {}}, "gpus"),
+        ({"run_format": 1, "gpus": [{"index": "0"}]}, "gpus[0].index"),
+        ({"run_format": 1, "version": 2}, "version"),
+        ([], "expected a JSON object"),
+    ):
         with pytest.raises(WireError, match=where.replace("[", r"\[")):
             parse_info(bad)
     assert parse_launch_reply({"run_id": "r1", "path": "/runs/r1", "pid": 12}).run_id == "r1"
@@ -143,10 +199,17 @@ def test_the_other_replies_are_checked():
 
 def test_every_mirror_message_survives_its_own_encoding():
     warning = HealthWarning("stall", Severity.CRITICAL, 4, "no step", "check", {"seconds": 600})
-    for message in (RunHeader("r1", "/runs/r1", 1), Append("events.jsonl", 12, b"\x00\xffdata\n"),
-                    WholeFile("config.yaml", b"a: 1\n"), WholeFile("state.json", b"{}"),
-                    StatusReport(Status.RUNNING, (warning,)), GpuReport((GpuRecord(0, "g", 1, 0, 0),)),
-                    Reset("trainer.log"), End(Status.FAILED), Heartbeat()):
+    for message in (
+        RunHeader("r1", "/runs/r1", 1),
+        Append("events.jsonl", 12, b"\x00\xffdata\n"),
+        WholeFile("config.yaml", b"a: 1\n"),
+        WholeFile("state.json", b"{}"),
+        StatusReport(Status.RUNNING, (warning,)),
+        GpuReport((GpuRecord(0, "g", 1, 0, 0),)),
+        Reset("trainer.log"),
+        End(Status.FAILED),
+        Heartbeat(),
+    ):
         assert parse_mirror_line(message.encode()) == message
     assert parse_mirror_message({"a newer kind": 1}) is None  # a newer host's message: skipped, not an error
 
@@ -176,10 +239,37 @@ def test_offsets_and_data_are_bounded():
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-                        st.sampled_from(["append", "file", "status", "gpus", "reset", "end", "run", "offset", "data",
-                                         "alerts", "run_id", "path", "step", "x"]), inner, max_size=5), max_leaves=12))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(
+                    [
+                        "append",
+                        "file",
+                        "status",
+                        "gpus",
+                        "reset",
+                        "end",
+                        "run",
+                        "offset",
+                        "data",
+                        "alerts",
+                        "run_id",
+                        "path",
+                        "step",
+                        "x",
+                    ]
+                ),
+                inner,
+                max_size=5,
+            )
+        ),
+        max_leaves=12,
+    )
+)
 def test_anything_a_host_sends_parses_or_is_a_wire_error(value):
     for parse in (parse_mirror_message, parse_run_rows, parse_info, parse_stop_reply, parse_launch_check):
         try:

@@ -80,8 +80,14 @@ def ended_run(runs_dir: Path, run_id: str, status: Status, *events, steps: int =
 
 
 def test_record_end_stores_the_rows_fields_in_the_state(runs_dir):
-    folder = ended_run(runs_dir, IDS[0], Status.COMPLETED, warning("reward_flat", Severity.WARN, 4),
-                       warning("fyi", Severity.INFO, 5), warning("kl_explosion", Severity.CRITICAL, 5))
+    folder = ended_run(
+        runs_dir,
+        IDS[0],
+        Status.COMPLETED,
+        warning("reward_flat", Severity.WARN, 4),
+        warning("fyi", Severity.INFO, 5),
+        warning("kl_explosion", Severity.CRITICAL, 5),
+    )
     state = folder.read_state()
     summary = state["summary"]
     assert summary["ended"] == state["ended"] and summary["events_size"] == folder.events_file.stat().st_size
@@ -145,8 +151,10 @@ def test_the_fixture_runs_list_the_same_with_summaries_and_without(tmp_path, cap
     printed = capsys.readouterr().out
     assert printed == json.dumps(before, indent=2) + "\n"  # the JSON json.dumps printed, byte for byte
     add_summaries(runs_dir)
-    assert all(valid_summary(json.loads(p.read_text()), (p.parent / "events.jsonl").stat().st_size)
-               for p in runs_dir.glob("*/state.json"))
+    assert all(
+        valid_summary(json.loads(p.read_text()), (p.parent / "events.jsonl").stat().st_size)
+        for p in runs_dir.glob("*/state.json")
+    )
     for name in ("config.yaml", "trainer.log"):  # a summarised row needs neither
         for path in runs_dir.glob(f"*/{name}"):
             path.unlink()

@@ -17,7 +17,9 @@ def test_piped_runs_are_plain_columns_that_cut_nothing(tmp_path):
     assert out.returncode == 0, out.stderr
     header, *rows = out.stdout.splitlines()
     assert header.split() == ["id", "status", "step", "reward", "warnings", "started", "duration", "model", "project"]
-    assert rows[0].startswith("20260102-000000-000-bbbbbb  stopped") and rows[1].startswith("20260101-000000-000-aaaaaa")
+    assert rows[0].startswith("20260102-000000-000-bbbbbb  stopped") and rows[1].startswith(
+        "20260101-000000-000-aaaaaa"
+    )
     assert rows[1].endswith(LONG) and "…" not in out.stdout and "\x1b" not in out.stdout
     column = header.index("status")
-    assert all(row[column - 2:column] == "  " and row[column] != " " for row in rows)
+    assert all(row[column - 2 : column] == "  " and row[column] != " " for row in rows)

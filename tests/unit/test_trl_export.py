@@ -25,16 +25,53 @@ def parse(argv):
 
 
 ROUND_TRIP = [
-    RunConfig(model="org/tiny", project_name="recipes", dataset="data/train.jsonl", reward_funcs={
-        "think_format_reward": 1.0, "my_rewards.correct": 2.0}, lr=3e-6, rl_num_generations=4, batch_size=8,
-        rl_kl_coef=0.05, rl_clip_range=0.3, rl_max_new_tokens=64, rl_temperature=0.8, rl_top_p=0.95, rl_top_k=20,
-        rl_loss_type="dr_grpo", rl_mask_truncated_completions=True, gradient_accumulation=2, max_steps=30, epochs=2,
-        seed=7, logging_steps=2, save_steps=10, save_total_limit=2, mixed_precision="no", report_to="tensorboard",
-        warmup_ratio=0.1, scheduler="cosine", peft=True, lora_r=8, lora_alpha=16, lora_dropout=0.1,
-        target_modules="q_proj,v_proj", grpo_args={"max_grad_norm": 0.5}),
-    RunConfig(model="org/tiny", dataset="trl-lib/DeepMath-103K", dataset_config="default", dataset_split="train[:100]",
-              reward_funcs={"accuracy_reward": 1.0}, mixed_precision="no", gradient_checkpointing=True,
-              use_vllm=True, vllm_mode="server", vllm_server_url="http://127.0.0.1:8000", report_to="tensorboard,wandb"),
+    RunConfig(
+        model="org/tiny",
+        project_name="recipes",
+        dataset="data/train.jsonl",
+        reward_funcs={"think_format_reward": 1.0, "my_rewards.correct": 2.0},
+        lr=3e-6,
+        rl_num_generations=4,
+        batch_size=8,
+        rl_kl_coef=0.05,
+        rl_clip_range=0.3,
+        rl_max_new_tokens=64,
+        rl_temperature=0.8,
+        rl_top_p=0.95,
+        rl_top_k=20,
+        rl_loss_type="dr_grpo",
+        rl_mask_truncated_completions=True,
+        gradient_accumulation=2,
+        max_steps=30,
+        epochs=2,
+        seed=7,
+        logging_steps=2,
+        save_steps=10,
+        save_total_limit=2,
+        mixed_precision="no",
+        report_to="tensorboard",
+        warmup_ratio=0.1,
+        scheduler="cosine",
+        peft=True,
+        lora_r=8,
+        lora_alpha=16,
+        lora_dropout=0.1,
+        target_modules="q_proj,v_proj",
+        grpo_args={"max_grad_norm": 0.5},
+    ),
+    RunConfig(
+        model="org/tiny",
+        dataset="trl-lib/DeepMath-103K",
+        dataset_config="default",
+        dataset_split="train[:100]",
+        reward_funcs={"accuracy_reward": 1.0},
+        mixed_precision="no",
+        gradient_checkpointing=True,
+        use_vllm=True,
+        vllm_mode="server",
+        vllm_server_url="http://127.0.0.1:8000",
+        report_to="tensorboard,wandb",
+    ),
 ]
 
 
@@ -48,7 +85,8 @@ def test_export_parses_with_trls_parser_and_round_trips(config, tmp_path):
     path = tmp_path / "recipe.yaml"
     path.write_text(text)
     *parsed, config_left, cli_left = make_parser().parse_args_and_config(
-        ["--config", str(path)], return_remaining_strings=True, separate_remaining_strings=True)
+        ["--config", str(path)], return_remaining_strings=True, separate_remaining_strings=True
+    )
     assert config_left == [] and cli_left == [], "keys trl grpo does not know"
     script, training, model, mixture = parsed
     if "datasets" not in yaml.safe_load(text):  # the triple parses it too
@@ -59,9 +97,16 @@ def test_export_parses_with_trls_parser_and_round_trips(config, tmp_path):
     assert model.model_name_or_path == config.model and script.reward_funcs == list(config.reward_funcs)
     assert training.reward_weights == list(config.reward_funcs.values())
     assert (training.learning_rate, training.beta, training.epsilon, training.num_generations) == (
-        config.lr, config.rl_kl_coef, config.rl_clip_range, config.rl_num_generations)
+        config.lr,
+        config.rl_kl_coef,
+        config.rl_clip_range,
+        config.rl_num_generations,
+    )
     assert (training.max_completion_length, training.per_device_train_batch_size, training.seed) == (
-        config.rl_max_new_tokens, config.batch_size, config.seed)
+        config.rl_max_new_tokens,
+        config.batch_size,
+        config.seed,
+    )
     assert training.gradient_checkpointing == config.gradient_checkpointing and training.bf16 is False
     assert training.report_to == config.report_to.split(",")
     assert model.use_peft == config.peft
@@ -76,23 +121,38 @@ def test_export_parses_with_trls_parser_and_round_trips(config, tmp_path):
 
 def test_export_reports_what_trl_has_no_key_for():
     config = ROUND_TRIP[0]
-    recipe, notes = to_recipe(dataclasses.replace(config, stop_on="kl_explosion", system_prompt="Be brief.",
-                                                  reward_funcs={"rewards/score.py:score": 1.0}, mixed_precision="auto"))
+    recipe, notes = to_recipe(
+        dataclasses.replace(
+            config,
+            stop_on="kl_explosion",
+            system_prompt="Be brief.",
+            reward_funcs={"rewards/score.py:score": 1.0},
+            mixed_precision="auto",
+        )
+    )
     assert recipe["reward_funcs"] == ["score.score"]
     text = "\n".join(notes)
     assert "stop_on" in text and "system_prompt" in text and "run trl grpo from" in text and "bf16: false" in text
 
 
 def test_export_writes_no_retired_key():
-    config = dataclasses.replace(ROUND_TRIP[0], grpo_args={"use_liger_loss": True, "vllm_device": "auto"},
-                                 system_prompt="Be brief.", max_prompt_length=256, prompt_column="problem")
+    config = dataclasses.replace(
+        ROUND_TRIP[0],
+        grpo_args={"use_liger_loss": True, "vllm_device": "auto"},
+        system_prompt="Be brief.",
+        max_prompt_length=256,
+        prompt_column="problem",
+    )
     recipe, notes = to_recipe(config)
     assert not set(recipe) & set(BY_KEY)
     assert recipe["use_liger_kernel"] is True and recipe["warmup_steps"] == config.warmup_ratio
     text = "\n".join(notes)
     assert "use_liger_loss is written as use_liger_kernel" in text and "vllm_device: 'auto' is left out" in text
-    for field, instead in (("system_prompt", "system message"), ("max_prompt_length", "long prompts"),
-                           ("prompt_column", "column to 'prompt'")):
+    for field, instead in (
+        ("system_prompt", "system message"),
+        ("max_prompt_length", "long prompts"),
+        ("prompt_column", "column to 'prompt'"),
+    ):
         assert f"{field}: " in text and instead in text, field
 
 
@@ -105,7 +165,9 @@ def test_export_command(tmp_path, runs_dir):
     assert result.returncode == 2
     assert "no environment concept" in result.stderr and "Python API" in result.stderr
     own = cli("export", env_run.run_id, "--format", "grpo-tui", "--runs-dir", str(runs_dir))
-    assert own.returncode == 0 and RunConfig.from_dict(yaml.safe_load(own.stdout)) == RunConfig.load(env_run.config_file)
+    assert own.returncode == 0 and RunConfig.from_dict(yaml.safe_load(own.stdout)) == RunConfig.load(
+        env_run.config_file
+    )
     data_run = RunFolder.create(runs_dir)
     ROUND_TRIP[1].save(data_run.config_file)
     out = tmp_path / "exported.yaml"

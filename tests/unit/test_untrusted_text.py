@@ -39,8 +39,9 @@ from trainer_core.contract.status import Status
 
 from ..hostile_text import assert_no_control, hostile
 
-PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                           HealthCheck.function_scoped_fixture])
+PROPERTY = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 
 
 def plain_console() -> tuple[Console, io.StringIO]:
@@ -49,9 +50,24 @@ def plain_console() -> tuple[Console, io.StringIO]:
 
 
 def run_info(text: str, host: str | None = None) -> RunInfo:
-    return RunInfo(run_id=text, path=Path("/x"), project=text, model=text, status=Status.RUNNING, step=3, total=10,
-                   last_reward=0.5, started=time.time(), ended=None, duration=12.0, warnings=1, last_warning=text,
-                   exit_reason=text, host=host, queue_reason=text)
+    return RunInfo(
+        run_id=text,
+        path=Path("/x"),
+        project=text,
+        model=text,
+        status=Status.RUNNING,
+        step=3,
+        total=10,
+        last_reward=0.5,
+        started=time.time(),
+        ended=None,
+        duration=12.0,
+        warnings=1,
+        last_warning=text,
+        exit_reason=text,
+        host=host,
+        queue_reason=text,
+    )
 
 
 @PROPERTY
@@ -92,18 +108,34 @@ def test_event_printer_and_the_live_view_show_hostile_events_literally(tmp_path_
     folder = RunFolder.create(tmp_path_factory.mktemp("runs"), "20260101-000000-aaaaaa")
     warning = HealthWarning(rule=text, severity=Severity.CRITICAL, step=2, message=text, advice=text)
     error = Error(kind=text, message=text, traceback=text, step=2)
-    events = [RunStarted(run_id=text, pid=1, resumed_from=text), Metrics(step=1, values={"reward": 0.5, text: 1.0}),
-              Checkpoint(step=2, path=text), warning, StopRequested(reason=text, step=2), error,
-              RunFinished(status=Status.FAILED, reason=text, step=2)]
+    events = [
+        RunStarted(run_id=text, pid=1, resumed_from=text),
+        Metrics(step=1, values={"reward": 0.5, text: 1.0}),
+        Checkpoint(step=2, path=text),
+        warning,
+        StopRequested(reason=text, step=2),
+        error,
+        RunFinished(status=Status.FAILED, reason=text, step=2),
+    ]
     console, out = plain_console()
     printer = EventPrinter(console, folder)
     for event in events:
         printer.show(event)
     assert_no_control(out.getvalue(), "train / piped watch lines")
-    snap = Snapshot(run_id=text, status=Status.FAILED, project=text, model=text, step=2, total=3,
-                    metrics={"reward": 0.5, f"rewards/{text}/mean": 0.1, "loss": text}, warnings=[warning],
-                    error=error, stop_reason=text, finished=RunFinished(status=Status.FAILED, reason=text, step=2),
-                    exit_reason=text)
+    snap = Snapshot(
+        run_id=text,
+        status=Status.FAILED,
+        project=text,
+        model=text,
+        step=2,
+        total=3,
+        metrics={"reward": 0.5, f"rewards/{text}/mean": 0.1, "loss": text},
+        warnings=[warning],
+        error=error,
+        stop_reason=text,
+        finished=RunFinished(status=Status.FAILED, reason=text, step=2),
+        exit_reason=text,
+    )
     console, out = plain_console()
     console.print(render(snap))
     assert_no_control(out.getvalue(), "watch --once")
@@ -126,10 +158,16 @@ def test_logs_print_a_hostile_log_without_its_escapes(tmp_path_factory, text):
 @PROPERTY
 @given(hostile)
 def test_inspection_report_shows_hostile_samples_literally(text):
-    summary = {"flags": [{"severity": "warn", "flag": text, "message": text}], "scored": 1, "samples": 2,
-               "histogram": [1] * 10}
-    records = [{"prompt_index": 0, "score": None, "error": text, "prompt": text, "completion": text,
-                "columns": {text: text}}, {"prompt_index": 1, "score": 0.5, "prompt": text, "completion": text}]
+    summary = {
+        "flags": [{"severity": "warn", "flag": text, "message": text}],
+        "scored": 1,
+        "samples": 2,
+        "histogram": [1] * 10,
+    }
+    records = [
+        {"prompt_index": 0, "score": None, "error": text, "prompt": text, "completion": text, "columns": {text: text}},
+        {"prompt_index": 1, "score": 0.5, "prompt": text, "completion": text},
+    ]
     console, out = plain_console()
     console.print(report(summary, records))
     assert_no_control(out.getvalue(), "inspect report")

@@ -212,7 +212,9 @@ def check_checkpoints(checkpoints_dir: str | os.PathLike) -> list[CheckpointChec
     return [check_checkpoint(p) for p in sorted(found, key=found.__getitem__)]
 
 
-def newest(checks: list[CheckpointCheck], *, for_resume: bool = True) -> tuple[CheckpointCheck | None, list[CheckpointCheck]]:
+def newest(
+    checks: list[CheckpointCheck], *, for_resume: bool = True
+) -> tuple[CheckpointCheck | None, list[CheckpointCheck]]:
     """The newest checkpoint good enough (complete for a resume; whole weights to merge), and the newer ones
     it passed over because they are not."""
     skipped = []
@@ -244,8 +246,12 @@ def move_aside(check: CheckpointCheck, now: float | None = None) -> Path:
         target = torn / f"{check.name}.{stamp}-{suffix}"
     os.replace(check.path, target)
     try:  # best effort: on a full disk the move matters, the note does not
-        note = {"from": f"{check.path.parent.name}/{check.name}", "moved": round(now, 3), "step": check.step,
-                "problems": [*check.problems, *check.training_problems]}
+        note = {
+            "from": f"{check.path.parent.name}/{check.name}",
+            "moved": round(now, 3),
+            "step": check.step,
+            "problems": [*check.problems, *check.training_problems],
+        }
         (target / TORN_NOTE).write_text(json.dumps(note, indent=2) + "\n")
     except OSError:
         pass
@@ -257,6 +263,10 @@ def torn_checkpoint_warning(skipped: list[dict], resumed_from: str, step: int) -
     state's ``resume_skipped``: ``name``, ``problems``, ``moved_to``)."""
     names = ", ".join(s.get("name", "?") for s in skipped)
     why = "; ".join(f"{s.get('name', '?')}: {'; '.join(s.get('problems') or [])}" for s in skipped)
-    return warning(HealthRule.TORN_CHECKPOINT, Severity.WARN, step,
-                   f"resumed from {resumed_from}, skipping incomplete checkpoint(s) {names} ({why}).",
-                   {"resumed_from": resumed_from, "skipped": skipped})
+    return warning(
+        HealthRule.TORN_CHECKPOINT,
+        Severity.WARN,
+        step,
+        f"resumed from {resumed_from}, skipping incomplete checkpoint(s) {names} ({why}).",
+        {"resumed_from": resumed_from, "skipped": skipped},
+    )

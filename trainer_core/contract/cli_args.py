@@ -79,12 +79,20 @@ def _type_for(spec: FieldSpec) -> Callable[[str], Any]:
 
 def add_run_config_arguments(parser: argparse.ArgumentParser) -> None:
     """Add --config and one flag per RunConfig field, grouped as in the form."""
-    parser.add_argument("--config", metavar="FILE",
-                        help="YAML or JSON config file ('-': read it from stdin), or a `trl grpo` recipe; flags given "
-                             "here override it.")
-    parser.add_argument("--format", dest="config_format", choices=RECIPE_FORMATS, default="auto",
-                        help="what --config holds: grpo-tui's own fields, a trl grpo recipe (trl), or auto: a recipe "
-                             "when it has TRL keys such as model_name_or_path (default: auto)")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="YAML or JSON config file ('-': read it from stdin), or a `trl grpo` recipe; flags given "
+        "here override it.",
+    )
+    parser.add_argument(
+        "--format",
+        dest="config_format",
+        choices=RECIPE_FORMATS,
+        default="auto",
+        help="what --config holds: grpo-tui's own fields, a trl grpo recipe (trl), or auto: a recipe "
+        "when it has TRL keys such as model_name_or_path (default: auto)",
+    )
     parser.add_argument("--strict", action="store_true", default=False, help=STRICT_HELP)
     groups: dict[str, argparse._ArgumentGroup] = {}
     for spec in field_specs():

@@ -26,12 +26,21 @@ from .config_checks import (
 )
 from .trl_names import RENAMED, TRL_FIELDS, TRL_REWARD_FUNCS
 
-__all__ = ["ConfigError", "RunConfig", "config_fields", "flag_for", "load_file", "parse_env_config", "reward_funcs_mapping",
-           "stop_on_rules"]
+__all__ = [
+    "ConfigError",
+    "RunConfig",
+    "config_fields",
+    "flag_for",
+    "load_file",
+    "parse_env_config",
+    "reward_funcs_mapping",
+    "stop_on_rules",
+]
 
 
-def _f(default: Any, help: str, group: str, *, flag: str | None = None, required: bool = False,
-       required_unless: str = "") -> Any:
+def _f(
+    default: Any, help: str, group: str, *, flag: str | None = None, required: bool = False, required_unless: str = ""
+) -> Any:
     """A field with its help text and form group; ``required``: a run cannot start without it (the help shows
     'required' for its default), unless ``required_unless`` stands in (e.g. 'a dataset').
 
@@ -57,11 +66,20 @@ class RunConfig:
     project_name: str = _f("grpo-run", "Name of the project; shown in run lists and stored in the run folder.", "model")
     trainer: TrainerType = _f("grpo", "Trainer type. Only 'grpo' is supported.", "model")
     rl_env_module: str | None = _f(
-        None, "Environment module: a dotted module path (e.g. my_envs.hotel) or a .py file path (required, unless the run "
-        "names a --dataset and --reward-func instead).", "model", required=True, required_unless="a dataset"
+        None,
+        "Environment module: a dotted module path (e.g. my_envs.hotel) or a .py file path (required, unless the run "
+        "names a --dataset and --reward-func instead).",
+        "model",
+        required=True,
+        required_unless="a dataset",
     )
-    rl_env_class: str | None = _f(None, "Name of the environment class inside --rl-env-module (required with it).", "model",
-                                  required=True, required_unless="a dataset")
+    rl_env_class: str | None = _f(
+        None,
+        "Name of the environment class inside --rl-env-module (required with it).",
+        "model",
+        required=True,
+        required_unless="a dataset",
+    )
     rl_env_config: dict[str, Any] | None = _f(
         None, "JSON object passed to the environment class as constructor keyword arguments.", "model"
     )
@@ -72,23 +90,35 @@ class RunConfig:
     rl_mask_truncated_completions: bool = _f(
         False, "Exclude completions cut at --rl-max-new-tokens from the loss (recommended by DAPO).", "grpo"
     )
-    rl_kl_coef: float = _f(0.1, "KL penalty coefficient (GRPOConfig.beta). 0 disables the reference model and KL logging.", "grpo")
+    rl_kl_coef: float = _f(
+        0.1, "KL penalty coefficient (GRPOConfig.beta). 0 disables the reference model and KL logging.", "grpo"
+    )
     rl_clip_range: float = _f(0.2, "Clipping range of the policy ratio (GRPOConfig.epsilon).", "grpo")
 
     # -- generation -------------------------------------------------------------------------------------
     rl_max_new_tokens: int = _f(128, "Maximum tokens per completion (GRPOConfig.max_completion_length).", "generation")
     rl_top_k: int = _f(50, "Sample only from the k most likely tokens; 0 disables top-k.", "generation")
-    rl_top_p: float = _f(1.0, "Nucleus sampling: keep the smallest token set with this total probability, in (0, 1].", "generation")
+    rl_top_p: float = _f(
+        1.0, "Nucleus sampling: keep the smallest token set with this total probability, in (0, 1].", "generation"
+    )
     rl_temperature: float = _f(1.0, "Sampling temperature (> 0). Higher gives more diverse completions.", "generation")
     max_prompt_length: int | None = _f(
-        None, "Drop dataset rows whose rendered prompt is longer than this many tokens (default: keep all).", "generation"
+        None,
+        "Drop dataset rows whose rendered prompt is longer than this many tokens (default: keep all).",
+        "generation",
     )
 
     # -- vLLM -------------------------------------------------------------------------------------------
     use_vllm: bool = _f(False, "Generate completions with vLLM (install the 'vllm' extra).", "vllm")
-    vllm_mode: VllmMode = _f("colocate", "Where vLLM runs: inside the training processes, or as a separate server.", "vllm")
-    vllm_gpu_memory_utilization: float = _f(0.3, "GPU memory fraction vLLM may use in colocate mode, in (0, 1].", "vllm")
-    vllm_server_url: str | None = _f(None, "URL of a running vLLM server (server mode). Default: start one for the run.", "vllm")
+    vllm_mode: VllmMode = _f(
+        "colocate", "Where vLLM runs: inside the training processes, or as a separate server.", "vllm"
+    )
+    vllm_gpu_memory_utilization: float = _f(
+        0.3, "GPU memory fraction vLLM may use in colocate mode, in (0, 1].", "vllm"
+    )
+    vllm_server_url: str | None = _f(
+        None, "URL of a running vLLM server (server mode). Default: start one for the run.", "vllm"
+    )
     vllm_tensor_parallel_size: int = _f(1, "Tensor-parallel size of vLLM.", "vllm")
     vllm_server_gpus: int = _f(1, "GPUs reserved for the vLLM server the run starts in server mode.", "vllm")
 
@@ -101,7 +131,9 @@ class RunConfig:
 
     # -- optimisation -----------------------------------------------------------------------------------
     epochs: float = _f(1, "Passes over the dataset (ignored when --max-steps is set).", "optimisation")
-    batch_size: int = _f(4, "Completions per device per optimiser micro-step (per_device_train_batch_size).", "optimisation")
+    batch_size: int = _f(
+        4, "Completions per device per optimiser micro-step (per_device_train_batch_size).", "optimisation"
+    )
     lr: float = _f(1e-5, "Learning rate.", "optimisation")
     gradient_accumulation: int = _f(1, "Micro-steps accumulated per optimiser step.", "optimisation")
     max_steps: int = _f(-1, "Stop after this many optimiser steps (-1: run --epochs).", "optimisation")
@@ -118,49 +150,75 @@ class RunConfig:
     save_steps: int = _f(50, "Save a checkpoint every N optimiser steps (the safety net for crashes).", "hardware")
     save_total_limit: int | None = _f(None, "Keep at most this many checkpoints (oldest deleted first).", "hardware")
     samples_per_step: int = _f(8, "Scored completions kept per step in samples.jsonl (0 keeps none).", "hardware")
-    report_to: str = _f("none", "Also report to trackers: none, or any of trackio, wandb, tensorboard (comma-separated); "
-                        "docs/recipes.md says where each writes.", "hardware")
+    report_to: str = _f(
+        "none",
+        "Also report to trackers: none, or any of trackio, wandb, tensorboard (comma-separated); "
+        "docs/recipes.md says where each writes.",
+        "hardware",
+    )
     grpo_args: dict[str, Any] = _f(
-        {}, "Any other GRPOConfig field, as a mapping (CLI: --grpo-arg KEY=VALUE, repeatable).", "hardware", flag="--grpo-arg"
+        {},
+        "Any other GRPOConfig field, as a mapping (CLI: --grpo-arg KEY=VALUE, repeatable).",
+        "hardware",
+        flag="--grpo-arg",
     )
 
     # -- health -----------------------------------------------------------------------------------------
     stop_on: str = _f(
-        "", "Stop the run gracefully (with a checkpoint) when one of these health rules fires at warn or critical, "
-        "comma-separated, e.g. kl_explosion,non_finite.", "health"
+        "",
+        "Stop the run gracefully (with a checkpoint) when one of these health rules fires at warn or critical, "
+        "comma-separated, e.g. kl_explosion,non_finite.",
+        "health",
     )
     inspection: str | None = _f(
-        None, "Reward inspection this run was checked with: an inspection id, or 'skipped' when launched without "
-        "one (set by the app's launch gate).", "health"
+        None,
+        "Reward inspection this run was checked with: an inspection id, or 'skipped' when launched without "
+        "one (set by the app's launch gate).",
+        "health",
     )
     health: dict[str, Any] = _f(
-        {}, "Health-rule thresholds to change, as a mapping (CLI: --health KEY=VALUE, repeatable), e.g. kl_high=1.0.",
-        "health", flag="--health"
+        {},
+        "Health-rule thresholds to change, as a mapping (CLI: --health KEY=VALUE, repeatable), e.g. kl_high=1.0.",
+        "health",
+        flag="--health",
     )
     slurm: dict[str, Any] = _f(
-        {}, "Submit the run as a Slurm batch job, with these settings: partition, time (minutes or [D-]HH:MM:SS), "
+        {},
+        "Submit the run as a Slurm batch job, with these settings: partition, time (minutes or [D-]HH:MM:SS), "
         "nodes, gpus_per_node, sbatch_args (a list), grace (seconds of warning before the time limit, default 300). "
         "Empty: run here. CLI: launch --slurm and its flags, or --slurm-option KEY=VALUE.",
-        "slurm", flag="--slurm-option"
+        "slurm",
+        flag="--slurm-option",
     )
 
     # -- dataset & reward functions: a run without an environment class ----------------------------------
     dataset: str | None = _f(
-        None, "Train on this dataset with --reward-func instead of an environment: a local folder, a .json/.jsonl/"
-        ".csv/.parquet file, or a Hub dataset id (where the Hub can be reached).", "data"
+        None,
+        "Train on this dataset with --reward-func instead of an environment: a local folder, a .json/.jsonl/"
+        ".csv/.parquet file, or a Hub dataset id (where the Hub can be reached).",
+        "data",
     )
-    dataset_config: str | None = _f(None, "Configuration (subset) of --dataset, as datasets.load_dataset(name=...).", "data")
-    dataset_split: str = _f("train", "Split of --dataset to train on (a file has one split, 'train'; slices such as "
-                            "'train[:500]' work).", "data")
+    dataset_config: str | None = _f(
+        None, "Configuration (subset) of --dataset, as datasets.load_dataset(name=...).", "data"
+    )
+    dataset_split: str = _f(
+        "train",
+        "Split of --dataset to train on (a file has one split, 'train'; slices such as 'train[:500]' work).",
+        "data",
+    )
     prompt_column: str = _f("prompt", "Column of --dataset holding the prompts: text, or chat message lists.", "data")
     system_prompt: str | None = _f(
-        None, "System message put before every prompt of --dataset (a text prompt becomes a chat: system, user).", "data"
+        None,
+        "System message put before every prompt of --dataset (a text prompt becomes a chat: system, user).",
+        "data",
     )
     reward_funcs: dict[str, float] = _f(
-        {}, "Reward functions of a --dataset run, as a mapping NAME: WEIGHT. NAME is one of TRL's "
+        {},
+        "Reward functions of a --dataset run, as a mapping NAME: WEIGHT. NAME is one of TRL's "
         f"{', '.join(TRL_REWARD_FUNCS)}, a dotted path (my_pkg.rewards.fn) or FILE.py:FUNCTION; each gets "
         "completions and the dataset's columns, as in TRL. CLI: --reward-func NAME[=WEIGHT], repeatable.",
-        "data", flag="--reward-func"
+        "data",
+        flag="--reward-func",
     )
 
     # ------------------------------------------------------------------------------------------------
@@ -239,7 +297,9 @@ def load_text(text: str, source: str, json_only: bool = False) -> dict:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError("config", f"config file {source} must hold a mapping of field: value, got {type(data).__name__}")
+        raise ConfigError(
+            "config", f"config file {source} must hold a mapping of field: value, got {type(data).__name__}"
+        )
     return data
 
 
@@ -257,14 +317,19 @@ def _check_keys(data: dict, source: str) -> None:
     for key in data:
         if key not in names:
             if key in RENAMED:
-                raise ConfigError(key, f"unknown key '{key}' in {source}: '{key}' is a trl grpo recipe key; here it is "
-                                  f"'{RENAMED[key]}'. To read the whole file as a TRL recipe, pass --format trl.")
+                raise ConfigError(
+                    key,
+                    f"unknown key '{key}' in {source}: '{key}' is a trl grpo recipe key; here it is "
+                    f"'{RENAMED[key]}'. To read the whole file as a TRL recipe, pass --format trl.",
+                )
             close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
             if close:
                 hint = f" Did you mean '{close[0]}'?"
             elif key in TRL_FIELDS:
-                hint = (f" '{key}' is a TRL field: put it under 'grpo_args', or pass the file as a TRL recipe "
-                        "with --format trl.")
+                hint = (
+                    f" '{key}' is a TRL field: put it under 'grpo_args', or pass the file as a TRL recipe "
+                    "with --format trl."
+                )
             else:
                 hint = " Other GRPOConfig fields go under 'grpo_args'."
             raise ConfigError(key, f"unknown key '{key}' in {source}.{hint}")

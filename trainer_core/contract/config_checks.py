@@ -47,7 +47,7 @@ def parse_env_config(value: Any) -> dict | None:
             raise ConfigError(
                 "rl_env_config",
                 f"rl_env_config must be a JSON object, got {value!r} ({exc.msg} at position {exc.pos}). "
-                'Example: --rl-env-config \'{"max_turns": 3}\'',
+                "Example: --rl-env-config '{\"max_turns\": 3}'",
             ) from None
     if not isinstance(value, dict):
         raise ConfigError(
@@ -86,8 +86,11 @@ def _source_problems(c):
         )
     elif data_given:
         if not c.dataset:
-            yield ConfigError("dataset", "reward_funcs are set but dataset is not: pass --dataset with a local folder, "
-                              "a .jsonl/.csv/.parquet file or a Hub dataset id holding the prompts.")
+            yield ConfigError(
+                "dataset",
+                "reward_funcs are set but dataset is not: pass --dataset with a local folder, "
+                "a .jsonl/.csv/.parquet file or a Hub dataset id holding the prompts.",
+            )
         yield from reward_func_problems(c.reward_funcs)
         for name in ("dataset_split", "prompt_column"):
             value = getattr(c, name)
@@ -119,22 +122,38 @@ def reward_func_kind(name: str) -> str | None:
 
 def reward_func_problems(funcs):
     if not isinstance(funcs, dict):
-        yield ConfigError("reward_funcs", f"reward_funcs must be a mapping of NAME: WEIGHT (or a list of names), got "
-                          f"{funcs!r}. Example: {{think_format_reward: 1.0, my_rewards.py:correct: 2.0}}")
+        yield ConfigError(
+            "reward_funcs",
+            f"reward_funcs must be a mapping of NAME: WEIGHT (or a list of names), got "
+            f"{funcs!r}. Example: {{think_format_reward: 1.0, my_rewards.py:correct: 2.0}}",
+        )
         return
     if not funcs:
-        yield ConfigError("reward_funcs", "a dataset run needs at least one reward function: pass --reward-func NAME "
-                          f"(one of {', '.join(TRL_REWARD_FUNCS)}, a dotted path, or FILE.py:FUNCTION).")
+        yield ConfigError(
+            "reward_funcs",
+            "a dataset run needs at least one reward function: pass --reward-func NAME "
+            f"(one of {', '.join(TRL_REWARD_FUNCS)}, a dotted path, or FILE.py:FUNCTION).",
+        )
     for name, weight in funcs.items():
         if not isinstance(name, str) or reward_func_kind(name) is None:
             close = difflib.get_close_matches(str(name), TRL_REWARD_FUNCS, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else (
-                " (Names from another registry, such as open-r1's 'format', are found by their import path: "
-                "open_r1.rewards.format_reward.)")
-            yield ConfigError("reward_funcs", f"reward function {name!r} is not one of TRL's ({', '.join(TRL_REWARD_FUNCS)}), "
-                              f"a dotted import path (my_pkg.rewards.fn) or FILE.py:FUNCTION.{hint}")
+            hint = (
+                f" Did you mean '{close[0]}'?"
+                if close
+                else (
+                    " (Names from another registry, such as open-r1's 'format', are found by their import path: "
+                    "open_r1.rewards.format_reward.)"
+                )
+            )
+            yield ConfigError(
+                "reward_funcs",
+                f"reward function {name!r} is not one of TRL's ({', '.join(TRL_REWARD_FUNCS)}), "
+                f"a dotted import path (my_pkg.rewards.fn) or FILE.py:FUNCTION.{hint}",
+            )
         if isinstance(weight, bool) or not finite(weight):
-            yield ConfigError("reward_funcs", f"the weight of reward function {name!r} must be a finite number, got {weight!r}.")
+            yield ConfigError(
+                "reward_funcs", f"the weight of reward function {name!r} must be a finite number, got {weight!r}."
+            )
 
 
 def iter_problems(c, world_size: int = 1):
@@ -158,16 +177,29 @@ def _basic_problems(c):
         parse_env_config(c.rl_env_config)
     except ConfigError as exc:
         yield exc
-    for name, choices in (("rl_loss_type", LOSS_TYPES), ("vllm_mode", VLLM_MODES), ("mixed_precision", MIXED_PRECISION)):
+    for name, choices in (
+        ("rl_loss_type", LOSS_TYPES),
+        ("vllm_mode", VLLM_MODES),
+        ("mixed_precision", MIXED_PRECISION),
+    ):
         value = getattr(c, name)
         if value not in choices:
             yield ConfigError(name, f"{name} must be one of {', '.join(choices)}; got {value!r}.")
 
 
 _MIN_INTS = {
-    "rl_num_generations": 2, "rl_max_new_tokens": 1, "batch_size": 1, "gradient_accumulation": 1,
-    "lora_r": 1, "lora_alpha": 1, "logging_steps": 1, "save_steps": 1, "vllm_tensor_parallel_size": 1,
-    "vllm_server_gpus": 0, "rl_top_k": 0, "samples_per_step": 0,
+    "rl_num_generations": 2,
+    "rl_max_new_tokens": 1,
+    "batch_size": 1,
+    "gradient_accumulation": 1,
+    "lora_r": 1,
+    "lora_alpha": 1,
+    "logging_steps": 1,
+    "save_steps": 1,
+    "vllm_tensor_parallel_size": 1,
+    "vllm_server_gpus": 0,
+    "rl_top_k": 0,
+    "samples_per_step": 0,
 }
 _INT_FIXES = {"rl_num_generations": "GRPO compares completions within a group; use at least 2 (4-16 is typical)."}
 _RANGES = (
@@ -211,7 +243,11 @@ def _combination_problems(c, world_size: int):
             "vllm_mode 'server' needs either --vllm-server-url (a running server) or --vllm-server-gpus >= 1 "
             "(GPUs for a server the run starts); got neither.",
         )
-    if isinstance(c.batch_size, int) and isinstance(c.gradient_accumulation, int) and isinstance(c.rl_num_generations, int):
+    if (
+        isinstance(c.batch_size, int)
+        and isinstance(c.gradient_accumulation, int)
+        and isinstance(c.rl_num_generations, int)
+    ):
         generation_batch = c.batch_size * world_size * max(c.gradient_accumulation, 1)
         if c.rl_num_generations >= 2 and generation_batch % c.rl_num_generations:
             yield ConfigError(
@@ -223,16 +259,27 @@ def _combination_problems(c, world_size: int):
             )
     unknown = [t for t in trackers(c) if t not in TRACKERS] if isinstance(c.report_to, str) else [c.report_to]
     if unknown:
-        yield ConfigError("report_to", f"report_to must be none or trackers among {', '.join(TRACKERS)} (comma-separated); "
-                          f"got {c.report_to!r}.")
+        yield ConfigError(
+            "report_to",
+            f"report_to must be none or trackers among {', '.join(TRACKERS)} (comma-separated); got {c.report_to!r}.",
+        )
 
 
 _OWNED_GRPO_ARGS = {
-    "beta": "rl_kl_coef", "epsilon": "rl_clip_range", "max_completion_length": "rl_max_new_tokens",
-    "num_generations": "rl_num_generations", "loss_type": "rl_loss_type", "learning_rate": "lr",
-    "per_device_train_batch_size": "batch_size", "num_train_epochs": "epochs", "output_dir": "the run folder",
-    "temperature": "rl_temperature", "top_p": "rl_top_p", "top_k": "rl_top_k",
-    "reward_weights": "reward_funcs", "project": "project_name",
+    "beta": "rl_kl_coef",
+    "epsilon": "rl_clip_range",
+    "max_completion_length": "rl_max_new_tokens",
+    "num_generations": "rl_num_generations",
+    "loss_type": "rl_loss_type",
+    "learning_rate": "lr",
+    "per_device_train_batch_size": "batch_size",
+    "num_train_epochs": "epochs",
+    "output_dir": "the run folder",
+    "temperature": "rl_temperature",
+    "top_p": "rl_top_p",
+    "top_k": "rl_top_k",
+    "reward_weights": "reward_funcs",
+    "project": "project_name",
 }
 
 
@@ -242,8 +289,10 @@ def _grpo_args_problems(c):
         return
     for key in c.grpo_args:
         if key in _OWNED_GRPO_ARGS:
-            yield ConfigError("grpo_args", f"grpo_args sets '{key}', which this tool controls through "
-                              f"{_OWNED_GRPO_ARGS[key]}; set that instead.")
+            yield ConfigError(
+                "grpo_args",
+                f"grpo_args sets '{key}', which this tool controls through {_OWNED_GRPO_ARGS[key]}; set that instead.",
+            )
 
 
 def _health_problems(c):
@@ -251,8 +300,10 @@ def _health_problems(c):
         if rule not in STOPPABLE_RULES:
             close = difflib.get_close_matches(rule, STOPPABLE_RULES, n=1)
             hint = f" Did you mean '{close[0]}'?" if close else ""
-            yield ConfigError("stop_on", f"stop_on names unknown rule '{rule}'.{hint} Rules that can stop a run: "
-                              f"{', '.join(STOPPABLE_RULES)}.")
+            yield ConfigError(
+                "stop_on",
+                f"stop_on names unknown rule '{rule}'.{hint} Rules that can stop a run: {', '.join(STOPPABLE_RULES)}.",
+            )
     if not isinstance(c.health, dict):
         yield ConfigError("health", f"health must be a mapping of threshold: value, got {c.health!r}.")
         return
@@ -268,4 +319,6 @@ def _health_problems(c):
         elif not finite(value) or value <= 0:
             yield ConfigError("health", f"health threshold {key} must be a positive number, got {value!r}.")
         elif key.endswith("_percent") and value > 100:
-            yield ConfigError("health", f"health threshold {key} is a percentage of the disk, at most 100; got {value!r}.")
+            yield ConfigError(
+                "health", f"health threshold {key} is a percentage of the disk, at most 100; got {value!r}."
+            )

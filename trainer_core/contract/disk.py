@@ -101,8 +101,13 @@ def usage(path: str | os.PathLike) -> Usage | None:
     except OSError:
         return None
     free_blocks = st.f_bfree if os.geteuid() == 0 else st.f_bavail  # root may write into reserved blocks
-    return Usage(path=str(where), mount=mount_point(where), total=st.f_blocks * st.f_frsize,
-                 used=(st.f_blocks - st.f_bfree) * st.f_frsize, free=free_blocks * st.f_frsize)
+    return Usage(
+        path=str(where),
+        mount=mount_point(where),
+        total=st.f_blocks * st.f_frsize,
+        used=(st.f_blocks - st.f_bfree) * st.f_frsize,
+        free=free_blocks * st.f_frsize,
+    )
 
 
 def filesystem_type(mount: str) -> str | None:
@@ -121,6 +126,7 @@ def filesystem_type(mount: str) -> str | None:
 
 # -- why a write failed ----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class DiskFault:
     """A write that failed for lack of space (or a disk that refused it): what, where, and how full."""
@@ -133,8 +139,12 @@ class DiskFault:
 
     def describe(self, run_dir: str | os.PathLike, last_checkpoint: str | None) -> str:
         """One line for exit_reason: the cause, the filesystem, the path, the free space, the checkpoint."""
-        what = {"disk_full": "no space left on the filesystem", "quota_exceeded": "disk quota exceeded on the filesystem",
-                "read_only_filesystem": "the filesystem is read-only", "io_error": "I/O error on the filesystem"}[self.kind]
+        what = {
+            "disk_full": "no space left on the filesystem",
+            "quota_exceeded": "disk quota exceeded on the filesystem",
+            "read_only_filesystem": "the filesystem is read-only",
+            "io_error": "I/O error on the filesystem",
+        }[self.kind]
         where = ""
         if self.usage is not None:
             fstype = filesystem_type(self.usage.mount)
@@ -147,9 +157,15 @@ class DiskFault:
     def evidence(self, run_dir: str | os.PathLike, last_checkpoint: str | None) -> dict:
         """Structured fields for the ``error`` event (docs/run-format.md)."""
         u = self.usage
-        return {"errno": self.errno_name, "path": _relative(self.path, run_dir) if self.path else None,
-                "filesystem": u.mount if u else None, "free_bytes": u.free if u else None,
-                "total_bytes": u.total if u else None, "last_checkpoint": last_checkpoint, "inferred": self.inferred}
+        return {
+            "errno": self.errno_name,
+            "path": _relative(self.path, run_dir) if self.path else None,
+            "filesystem": u.mount if u else None,
+            "free_bytes": u.free if u else None,
+            "total_bytes": u.total if u else None,
+            "last_checkpoint": last_checkpoint,
+            "inferred": self.inferred,
+        }
 
 
 def _relative(path: str, run_dir) -> str:
@@ -211,8 +227,9 @@ def disk_fault(exc: BaseException, run_dir: str | os.PathLike) -> DiskFault | No
     for e in _chain(exc):
         if isinstance(e, OSError) and e.errno in DISK_ERRNOS:
             path = e.filename if isinstance(e.filename, str) else None
-            return DiskFault(DISK_ERRNOS[e.errno], _errno.errorcode[e.errno],
-                             path or _path_in_traceback(exc, run_dir), measured)
+            return DiskFault(
+                DISK_ERRNOS[e.errno], _errno.errorcode[e.errno], path or _path_in_traceback(exc, run_dir), measured
+            )
     kind = kind_from_text("\n".join(str(e) for e in _chain(exc)))
     inferred = kind is None
     if kind is None:
@@ -241,6 +258,7 @@ def last_complete_checkpoint(run_dir: str | os.PathLike) -> str | None:
 
 # -- the reserve -----------------------------------------------------------------------------------------
 
+
 def reserve_path(run_dir: str | os.PathLike) -> Path:
     return Path(run_dir) / RESERVE_NAME
 
@@ -253,7 +271,7 @@ def make_reserve(run_dir: str | os.PathLike, size: int = RESERVE_BYTES) -> bool:
         try:
             view = memoryview(os.urandom(size))
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -89,7 +89,11 @@ def _config_shapes(cfg: dict) -> list[tuple[str, list[int]]]:
     def pick(*keys: str, default: _D = None) -> int | _D:
         return next((cfg[k] for k in keys if isinstance(cfg.get(k), int) and not isinstance(cfg[k], bool)), default)
 
-    hidden, layers, vocab = pick("hidden_size", "n_embd", "d_model"), pick("num_hidden_layers", "n_layer", "num_layers"), pick("vocab_size")
+    hidden, layers, vocab = (
+        pick("hidden_size", "n_embd", "d_model"),
+        pick("num_hidden_layers", "n_layer", "num_layers"),
+        pick("vocab_size"),
+    )
     if not (hidden and layers and vocab):
         return []
     heads = pick("num_attention_heads", "n_head", default=1)
@@ -102,12 +106,21 @@ def _config_shapes(cfg: dict) -> list[tuple[str, list[int]]]:
         shapes.append(("lm_head", [vocab, hidden]))
     for i in range(layers):
         p = f"layers.{i}."
-        shapes += [(p + "q_proj", [heads * head_dim, hidden]), (p + "k_proj", [kv_heads * head_dim, hidden]),
-                   (p + "v_proj", [kv_heads * head_dim, hidden]), (p + "o_proj", [hidden, heads * head_dim]),
-                   (p + "input_layernorm", [hidden]), (p + "post_attention_layernorm", [hidden])]
+        shapes += [
+            (p + "q_proj", [heads * head_dim, hidden]),
+            (p + "k_proj", [kv_heads * head_dim, hidden]),
+            (p + "v_proj", [kv_heads * head_dim, hidden]),
+            (p + "o_proj", [hidden, heads * head_dim]),
+            (p + "input_layernorm", [hidden]),
+            (p + "post_attention_layernorm", [hidden]),
+        ]
         for e in range(experts):
             q = p + (f"experts.{e}." if experts > 1 else "")
-            shapes += [(q + "gate_proj", [inter, hidden]), (q + "up_proj", [inter, hidden]), (q + "down_proj", [hidden, inter])]
+            shapes += [
+                (q + "gate_proj", [inter, hidden]),
+                (q + "up_proj", [inter, hidden]),
+                (q + "down_proj", [hidden, inter]),
+            ]
     return shapes
 
 
@@ -120,7 +133,9 @@ def _weights_files(folder: Path, files: list[Path]) -> list[Path]:
         return sorted({folder / str(name) for name in shards})
     if (folder / "model.safetensors").is_file():
         return [folder / "model.safetensors"]
-    return sorted(p for p in files if p.suffix == ".safetensors" and not p.name.startswith(("adapter_", "consolidated")))
+    return sorted(
+        p for p in files if p.suffix == ".safetensors" and not p.name.startswith(("adapter_", "consolidated"))
+    )
 
 
 def model_size(model: str | os.PathLike | None) -> ModelSize | None:
@@ -183,9 +198,11 @@ class Estimate:
 
     def describe(self) -> str:
         bound = "at least " if self.lower_bound else "about "
-        return (f"{bound}{human(self.total)} ({self.checkpoints} checkpoint(s) x {human(self.checkpoint_bytes)} + "
-                f"final model {human(self.final_bytes)} + events, samples and log {human(self.logs_bytes)}; "
-                f"{self.trainable:,} trainable of {self.parameters:,} parameters, from the {self.source})")
+        return (
+            f"{bound}{human(self.total)} ({self.checkpoints} checkpoint(s) x {human(self.checkpoint_bytes)} + "
+            f"final model {human(self.final_bytes)} + events, samples and log {human(self.logs_bytes)}; "
+            f"{self.trainable:,} trainable of {self.parameters:,} parameters, from the {self.source})"
+        )
 
 
 def estimate(config) -> Estimate | None:
@@ -200,17 +217,33 @@ def estimate(config) -> Estimate | None:
         trainable, weights = size.parameters, size.weights_bytes
     steps = config.max_steps if config.max_steps and config.max_steps > 0 else None
     logged = (steps or 0) // max(config.logging_steps, 1)
-    per_checkpoint = (weights + trainable * OPTIMIZER_BYTES_PER_PARAM + size.other_bytes + CHECKPOINT_OVERHEAD
-                      + logged * TRAINER_STATE_PER_STEP)
+    per_checkpoint = (
+        weights
+        + trainable * OPTIMIZER_BYTES_PER_PARAM
+        + size.other_bytes
+        + CHECKPOINT_OVERHEAD
+        + logged * TRAINER_STATE_PER_STEP
+    )
     saves = math.ceil(steps / max(config.save_steps, 1)) if steps else 1
     if config.save_total_limit:
         saves = min(saves, config.save_total_limit + 1) if steps else config.save_total_limit + 1
-    per_step = EVENTS_PER_STEP + config.samples_per_step * (SAMPLE_BYTES + SAMPLE_BYTES_PER_TOKEN * config.rl_max_new_tokens)
+    per_step = EVENTS_PER_STEP + config.samples_per_step * (
+        SAMPLE_BYTES + SAMPLE_BYTES_PER_TOKEN * config.rl_max_new_tokens
+    )
     logs = (steps or 0) * per_step
     final = weights + size.other_bytes
     total = saves * per_checkpoint + final + logs + RESERVE_BYTES
-    return Estimate(total, per_checkpoint, saves, final, logs, size.parameters, trainable,
-                    lower_bound=steps is None and not config.save_total_limit, source=size.source)
+    return Estimate(
+        total,
+        per_checkpoint,
+        saves,
+        final,
+        logs,
+        size.parameters,
+        trainable,
+        lower_bound=steps is None and not config.save_total_limit,
+        source=size.source,
+    )
 
 
 @dataclass(frozen=True)
@@ -240,24 +273,51 @@ def preflight(config, runs_dir: str | os.PathLike) -> Preflight:
     except OSError:
         need = None
     if need is None:
-        return Preflight("unknown", f"the disk space this run needs is unknown: {config.model!r} is not a local model "
-                         "folder (a Hub id is downloaded at start); nothing was checked.")
+        return Preflight(
+            "unknown",
+            f"the disk space this run needs is unknown: {config.model!r} is not a local model "
+            "folder (a Hub id is downloaded at start); nothing was checked.",
+        )
     space = usage(runs_dir)
     if space is None:
-        return Preflight("unknown", f"the free space of {runs_dir} cannot be read; the run needs {need.describe()}.", need)
-    evidence = {"estimated_bytes": need.total, "free_bytes": space.free, "filesystem": space.mount,
-                "runs_dir": str(runs_dir), "checkpoint_bytes": need.checkpoint_bytes, "checkpoints": need.checkpoints,
-                "disk_check": t.disk_check, "disk_margin": t.disk_margin}
+        return Preflight(
+            "unknown", f"the free space of {runs_dir} cannot be read; the run needs {need.describe()}.", need
+        )
+    evidence = {
+        "estimated_bytes": need.total,
+        "free_bytes": space.free,
+        "filesystem": space.mount,
+        "runs_dir": str(runs_dir),
+        "checkpoint_bytes": need.checkpoint_bytes,
+        "checkpoints": need.checkpoints,
+        "disk_check": t.disk_check,
+        "disk_margin": t.disk_margin,
+    }
     where = f"the filesystem holding {runs_dir} ({space.mount}) has {human(space.free)} free"
     if need.total > space.free:
-        how = ("--health disk_check=0 was given, so it starts anyway and will fail when the disk fills"
-               if t.disk_check == 0 else "pass --health disk_check=0 to start anyway")
-        return Preflight("no_room", f"the run needs {need.describe()}, but {where}: it cannot finish. Free space, point "
-                         f"--runs-dir at a larger filesystem, or keep fewer checkpoints (--save-total-limit, --save-steps); "
-                         f"{how}.", need, space, evidence)
+        how = (
+            "--health disk_check=0 was given, so it starts anyway and will fail when the disk fills"
+            if t.disk_check == 0
+            else "pass --health disk_check=0 to start anyway"
+        )
+        return Preflight(
+            "no_room",
+            f"the run needs {need.describe()}, but {where}: it cannot finish. Free space, point "
+            f"--runs-dir at a larger filesystem, or keep fewer checkpoints (--save-total-limit, --save-steps); "
+            f"{how}.",
+            need,
+            space,
+            evidence,
+        )
     if need.total * t.disk_margin > space.free:
-        return Preflight("tight", f"the run needs {need.describe()} and {where}: less than {t.disk_margin:g}x the need "
-                         "(--health disk_margin), so anything else writing there can fill it.", need, space, evidence)
+        return Preflight(
+            "tight",
+            f"the run needs {need.describe()} and {where}: less than {t.disk_margin:g}x the need "
+            "(--health disk_margin), so anything else writing there can fill it.",
+            need,
+            space,
+            evidence,
+        )
     return Preflight("ok", f"the run needs {need.describe()}; {where}.", need, space, evidence)
 
 

@@ -16,8 +16,10 @@ from typing import cast
 try:  # several times faster on large streams; the format is plain JSON either way
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - stdlib fallback keeps this module dependency-free
+
     def _loads(data: bytes | bytearray | memoryview | str, /):  # orjson.loads' signature
         return json.loads(data if isinstance(data, str) else bytes(data))
+
 
 from .events import Event, EventType, Metrics, clean, decode
 
@@ -170,6 +172,7 @@ def read_events(path: str | Path) -> list[Event]:
 
 # -- reading without parsing everything: the last events, or only some types ---------------------------
 
+
 class BackwardLines:
     """The complete lines of a file, last first, read in blocks from the end; ``bytes_read`` counts the cost.
 
@@ -235,8 +238,9 @@ def last_events(lines: Iterable[bytes], type: EventType, count: int = 1) -> list
     return found[::-1]
 
 
-def scan_events(path: str | os.PathLike, types: tuple[EventType, ...], start: int = 0, end: int | None = None
-                ) -> tuple[list[Event], int]:
+def scan_events(
+    path: str | os.PathLike, types: tuple[EventType, ...], start: int = 0, end: int | None = None
+) -> tuple[list[Event], int]:
     """Events of ``types`` between two offsets, and the offset after the last complete line read.
 
     Only lines containing a type's quoted name are parsed, so scanning a large file costs about a read.
@@ -271,7 +275,7 @@ def _events_in(buf: bytes, needles: list[bytes]) -> Iterator[Event]:
             starts.add(buf.rfind(b"\n", 0, at) + 1)
             at = buf.find(needle, at + 1)
     for begin in sorted(starts):
-        event = parse_line(buf[begin:buf.index(b"\n", begin)])
+        event = parse_line(buf[begin : buf.index(b"\n", begin)])
         if event is not None:
             yield event
 

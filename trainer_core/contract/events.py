@@ -99,8 +99,12 @@ class _Values(Event):
     values: dict = field(default_factory=dict)
 
     def to_record(self) -> dict:
-        return {"type": str(self.type), "time": now() if self.time is None else self.time, "step": self.step,
-                **self.values}
+        return {
+            "type": str(self.type),
+            "time": now() if self.time is None else self.time,
+            "step": self.step,
+            **self.values,
+        }
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
@@ -207,7 +211,8 @@ class UnknownEvent(Event):
 
 
 TYPED: dict[str, type[Event]] = {
-    str(cls.type): cls for cls in (RunStarted, Metrics, Summary, Checkpoint, StopRequested, RunFinished, Error, HealthWarning)
+    str(cls.type): cls
+    for cls in (RunStarted, Metrics, Summary, Checkpoint, StopRequested, RunFinished, Error, HealthWarning)
 }
 _FIELDS = {name: {f.name for f in fields(cls)} - {"extra"} for name, cls in TYPED.items()}
 _ENUMS = {"status": Status, "severity": Severity}

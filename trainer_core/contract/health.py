@@ -65,7 +65,9 @@ def finite(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def warning(rule: HealthRule, severity: Severity, step: int, message: str, evidence: dict | None = None) -> HealthWarning:
+def warning(
+    rule: HealthRule, severity: Severity, step: int, message: str, evidence: dict | None = None
+) -> HealthWarning:
     """The ``warning`` event of ``rule``: every rule's warning is built here, so it carries the rule's one advice."""
     return HealthWarning(rule, severity, step, message, rule.advice, evidence or {})
 
@@ -74,12 +76,26 @@ def config_warnings(rl_kl_coef: float, num_generations: int) -> list[HealthWarni
     """Warnings a config earns before the first step."""
     out = []
     if rl_kl_coef == 0:
-        out.append(warning(HealthRule.KL_NOT_MEASURED, Severity.INFO, 0, "rl_kl_coef is 0: KL to the reference model is "
-                           "not measured or penalised, so a drifting policy will not show in the KL chart.",
-                           {"rl_kl_coef": 0}))
+        out.append(
+            warning(
+                HealthRule.KL_NOT_MEASURED,
+                Severity.INFO,
+                0,
+                "rl_kl_coef is 0: KL to the reference model is "
+                "not measured or penalised, so a drifting policy will not show in the KL chart.",
+                {"rl_kl_coef": 0},
+            )
+        )
     if num_generations < 4:
-        out.append(warning(HealthRule.SMALL_GROUPS, Severity.INFO, 0, f"rl_num_generations is {num_generations}: "
-                           "advantages from groups this small are noisy.", {"rl_num_generations": num_generations}))
+        out.append(
+            warning(
+                HealthRule.SMALL_GROUPS,
+                Severity.INFO,
+                0,
+                f"rl_num_generations is {num_generations}: advantages from groups this small are noisy.",
+                {"rl_num_generations": num_generations},
+            )
+        )
     return out
 
 
@@ -158,9 +174,13 @@ class HealthMonitor:
         if not bad:
             return None
         shown = ", ".join(f"{k}={'None' if v is None else v}" for k, v in bad.items())
-        return warning(HealthRule.NON_FINITE, Severity.CRITICAL, step, f"Non-finite values at step {step}: {shown}. "
-                       "The update that produced them may have damaged the weights.",
-                       {k: None if v is None else str(v) for k, v in bad.items()})
+        return warning(
+            HealthRule.NON_FINITE,
+            Severity.CRITICAL,
+            step,
+            f"Non-finite values at step {step}: {shown}. The update that produced them may have damaged the weights.",
+            {k: None if v is None else str(v) for k, v in bad.items()},
+        )
 
     def _kl_explosion(self, step: int, m: dict) -> HealthWarning | None:
         t = self.t
@@ -172,14 +192,30 @@ class HealthMonitor:
         evidence = {"kl_last_steps": kls, "threshold": t.kl_high}
         if len(above) >= 2 and kls[-1] > t.kl_high:
             severity = Severity.CRITICAL if kls[-1] > t.kl_critical else Severity.WARN
-            return warning(HealthRule.KL_EXPLOSION, severity, step, f"KL to the reference model is {kls[-1]:.3g} "
-                           f"(above {t.kl_high} in {len(above)} of the last 3 steps): the policy is drifting fast.",
-                           evidence)
+            return warning(
+                HealthRule.KL_EXPLOSION,
+                severity,
+                step,
+                f"KL to the reference model is {kls[-1]:.3g} "
+                f"(above {t.kl_high} in {len(above)} of the last 3 steps): the policy is drifting fast.",
+                evidence,
+            )
         older = self._recent("kl", 4)
-        if older and all(finite(v) for v in older) and kls[-1] > t.kl_high / 2 and older[0] > 0 \
-                and kls[-1] >= t.kl_growth * older[0] and kls[0] < kls[1] < kls[2]:
-            return warning(HealthRule.KL_EXPLOSION, Severity.WARN, step, f"KL grew from {older[0]:.3g} to {kls[-1]:.3g} "
-                           "in 3 steps and is still rising.", {**evidence, "kl_3_steps_ago": older[0]})
+        if (
+            older
+            and all(finite(v) for v in older)
+            and kls[-1] > t.kl_high / 2
+            and older[0] > 0
+            and kls[-1] >= t.kl_growth * older[0]
+            and kls[0] < kls[1] < kls[2]
+        ):
+            return warning(
+                HealthRule.KL_EXPLOSION,
+                Severity.WARN,
+                step,
+                f"KL grew from {older[0]:.3g} to {kls[-1]:.3g} in 3 steps and is still rising.",
+                {**evidence, "kl_3_steps_ago": older[0]},
+            )
         return None
 
     def _entropy_low(self, n: int, factor: float) -> list | None:
@@ -194,9 +230,14 @@ class HealthMonitor:
         if values is None or baseline is None:
             return None
         severity = Severity.CRITICAL if values[-1] < self.t.entropy_collapse / 2 * baseline else Severity.WARN
-        return warning(HealthRule.ENTROPY_COLLAPSE, severity, step, f"Entropy fell from {baseline:.3g} to "
-                       f"{values[-1]:.3g}: the policy now samples almost the same tokens every time.",
-                       {"entropy_start": baseline, "entropy_last_steps": values})
+        return warning(
+            HealthRule.ENTROPY_COLLAPSE,
+            severity,
+            step,
+            f"Entropy fell from {baseline:.3g} to "
+            f"{values[-1]:.3g}: the policy now samples almost the same tokens every time.",
+            {"entropy_start": baseline, "entropy_last_steps": values},
+        )
 
     def _mode_collapse(self, step: int, m: dict) -> HealthWarning | None:
         t = self.t
@@ -207,11 +248,15 @@ class HealthMonitor:
         entropy = self._entropy_low(t.window, t.entropy_falling)
         if not (low_std or same_groups) or entropy is None or self.entropy_baseline is None:
             return None
-        return warning(HealthRule.MODE_COLLAPSE, Severity.CRITICAL if same_groups and low_std else Severity.WARN, step,
-                       f"Completions have become alike: reward_std {stds[-1]:.3g} and entropy {entropy[-1]:.3g} "
-                       f"(from {self.entropy_baseline:.3g}) over the last {t.window} steps. GRPO gets no signal "
-                       "from groups whose completions score the same.",
-                       {"reward_std": stds, "frac_reward_zero_std": zero, "entropy": entropy})
+        return warning(
+            HealthRule.MODE_COLLAPSE,
+            Severity.CRITICAL if same_groups and low_std else Severity.WARN,
+            step,
+            f"Completions have become alike: reward_std {stds[-1]:.3g} and entropy {entropy[-1]:.3g} "
+            f"(from {self.entropy_baseline:.3g}) over the last {t.window} steps. GRPO gets no signal "
+            "from groups whose completions score the same.",
+            {"reward_std": stds, "frac_reward_zero_std": zero, "entropy": entropy},
+        )
 
     def _no_learning_signal(self, step: int, m: dict) -> HealthWarning | None:
         n = self.t.no_signal_steps
@@ -229,28 +274,42 @@ class HealthMonitor:
             kind = "rewards are saturated: every completion already scores the maximum"
         elif finite(reward) and reward <= 0.01:
             kind = "nothing succeeds: every completion scores 0"
-        return warning(HealthRule.NO_LEARNING_SIGNAL, Severity.WARN, step, f"No learning signal for {n} steps: {kind} "
-                       f"(reward {reward}), so every advantage is zero.",
-                       {"frac_reward_zero_std": zero, "reward_std": stds, "reward": reward})
+        return warning(
+            HealthRule.NO_LEARNING_SIGNAL,
+            Severity.WARN,
+            step,
+            f"No learning signal for {n} steps: {kind} (reward {reward}), so every advantage is zero.",
+            {"frac_reward_zero_std": zero, "reward_std": stds, "reward": reward},
+        )
 
     def _reward_plateau(self, step: int, m: dict) -> HealthWarning | None:
         n = self.t.plateau_window
         rewards = self._recent("reward", n)
         if not rewards or not all(finite(v) for v in rewards):
             return None
-        first, second = mean(rewards[: n // 2]), mean(rewards[n // 2:])
+        first, second = mean(rewards[: n // 2]), mean(rewards[n // 2 :])
         if second - first >= self.t.plateau_min_gain or max(rewards) >= 0.99:
             return None
-        return warning(HealthRule.REWARD_PLATEAU, Severity.INFO, step, f"Reward has not improved over the last {n} "
-                       f"steps ({first:.3g} then {second:.3g}).", {"first_half_mean": first, "second_half_mean": second})
+        return warning(
+            HealthRule.REWARD_PLATEAU,
+            Severity.INFO,
+            step,
+            f"Reward has not improved over the last {n} steps ({first:.3g} then {second:.3g}).",
+            {"first_half_mean": first, "second_half_mean": second},
+        )
 
     def _truncation(self, step: int, m: dict) -> HealthWarning | None:
         values = self._recent("completions/clipped_ratio", self.t.window)
         if not values or not all(finite(v) and v >= self.t.truncation_ratio for v in values):
             return None
-        return warning(HealthRule.TRUNCATION, Severity.WARN, step, f"{values[-1]:.0%} of completions hit "
-                       f"rl_max_new_tokens over the last {self.t.window} steps; they are cut off before they finish.",
-                       {"clipped_ratio": values})
+        return warning(
+            HealthRule.TRUNCATION,
+            Severity.WARN,
+            step,
+            f"{values[-1]:.0%} of completions hit "
+            f"rl_max_new_tokens over the last {self.t.window} steps; they are cut off before they finish.",
+            {"clipped_ratio": values},
+        )
 
 
 def replay(metrics_events: list[Metrics], thresholds: Thresholds | None = None) -> list[HealthWarning]:

@@ -74,65 +74,121 @@ def rules_of(*groups: RuleGroup) -> tuple[str, ...]:
 
 
 _SPECS: dict[HealthRule, tuple[RuleGroup, str]] = {
-    HealthRule.MODE_COLLAPSE: (RuleGroup.METRIC, "Raise --rl-num-generations, raise --rl-temperature, or add a diversity "
-                                                 "term to the reward."),
-    HealthRule.KL_EXPLOSION: (RuleGroup.METRIC, "Lower --lr, or raise --rl-kl-coef to hold the policy closer to the "
-                                                "reference model."),
-    HealthRule.ENTROPY_COLLAPSE: (RuleGroup.METRIC, "Lower --lr, raise --rl-temperature, or raise --rl-kl-coef; a "
-                                                    "collapsed policy stops exploring."),
-    HealthRule.NO_LEARNING_SIGNAL: (RuleGroup.METRIC, "Check the reward function: GRPO learns only from groups whose "
-                                                      "rewards differ. Give partial credit, make tasks easier (or harder "
-                                                      "if everything succeeds), or raise --rl-num-generations."),
-    HealthRule.REWARD_PLATEAU: (RuleGroup.METRIC, "Check the reward function, try a higher --lr, and check that the model "
-                                                  "can succeed at all (if it never does, start with SFT)."),
-    HealthRule.NON_FINITE: (RuleGroup.METRIC, "Lower --lr, check for bf16/fp16 overflow (try --mixed-precision no), and "
-                                              "check the reward function for NaN; resume from the last good checkpoint."),
-    HealthRule.TRUNCATION: (RuleGroup.METRIC, "Raise --rl-max-new-tokens, or pass --rl-mask-truncated-completions so "
-                                              "cut-off completions do not teach the model."),
-    HealthRule.KL_NOT_MEASURED: (RuleGroup.CONFIG, "Set --rl-kl-coef above 0 (0.01-0.1) to measure and limit how far the "
-                                                   "policy drifts."),
-    HealthRule.SMALL_GROUPS: (RuleGroup.CONFIG, "Use --rl-num-generations 8 or more for steadier advantages, if memory "
-                                                "allows."),
-    HealthRule.DISK_ESTIMATE: (RuleGroup.CONFIG, "Free space on that filesystem, point --runs-dir at a larger one, keep "
-                                                 "fewer checkpoints (--save-total-limit 2) or save less often "
-                                                 "(--save-steps); --peft checkpoints are far smaller."),
+    HealthRule.MODE_COLLAPSE: (
+        RuleGroup.METRIC,
+        "Raise --rl-num-generations, raise --rl-temperature, or add a diversity term to the reward.",
+    ),
+    HealthRule.KL_EXPLOSION: (
+        RuleGroup.METRIC,
+        "Lower --lr, or raise --rl-kl-coef to hold the policy closer to the reference model.",
+    ),
+    HealthRule.ENTROPY_COLLAPSE: (
+        RuleGroup.METRIC,
+        "Lower --lr, raise --rl-temperature, or raise --rl-kl-coef; a collapsed policy stops exploring.",
+    ),
+    HealthRule.NO_LEARNING_SIGNAL: (
+        RuleGroup.METRIC,
+        "Check the reward function: GRPO learns only from groups whose "
+        "rewards differ. Give partial credit, make tasks easier (or harder "
+        "if everything succeeds), or raise --rl-num-generations.",
+    ),
+    HealthRule.REWARD_PLATEAU: (
+        RuleGroup.METRIC,
+        "Check the reward function, try a higher --lr, and check that the model "
+        "can succeed at all (if it never does, start with SFT).",
+    ),
+    HealthRule.NON_FINITE: (
+        RuleGroup.METRIC,
+        "Lower --lr, check for bf16/fp16 overflow (try --mixed-precision no), and "
+        "check the reward function for NaN; resume from the last good checkpoint.",
+    ),
+    HealthRule.TRUNCATION: (
+        RuleGroup.METRIC,
+        "Raise --rl-max-new-tokens, or pass --rl-mask-truncated-completions so "
+        "cut-off completions do not teach the model.",
+    ),
+    HealthRule.KL_NOT_MEASURED: (
+        RuleGroup.CONFIG,
+        "Set --rl-kl-coef above 0 (0.01-0.1) to measure and limit how far the policy drifts.",
+    ),
+    HealthRule.SMALL_GROUPS: (
+        RuleGroup.CONFIG,
+        "Use --rl-num-generations 8 or more for steadier advantages, if memory allows.",
+    ),
+    HealthRule.DISK_ESTIMATE: (
+        RuleGroup.CONFIG,
+        "Free space on that filesystem, point --runs-dir at a larger one, keep "
+        "fewer checkpoints (--save-total-limit 2) or save less often "
+        "(--save-steps); --peft checkpoints are far smaller.",
+    ),
     HealthRule.PROMPT_TOO_LONG: (RuleGroup.DATASET, "Raise --max-prompt-length or shorten the prompts."),
-    HealthRule.TORN_CHECKPOINT: (RuleGroup.RESUME, "A save was cut short (a full disk, or the trainer killed while "
-                                                   "saving). The skipped folders are kept under checkpoints/torn/; delete "
-                                                   "them once you do not need them, and check free space (df -h) before "
-                                                   "long runs."),
-    HealthRule.STALL: (RuleGroup.WATCHER, "Check trainer.log and the GPU panel: a hung reward function or tool call, a "
-                                          "deadlocked collective, or a stopped process (SIGSTOP) look like this. py-spy "
-                                          "dump --pid PID shows where it is stuck."),
-    HealthRule.DISK_SPACE: (RuleGroup.WATCHER, "Free space on that filesystem now (or move older runs elsewhere), or lower "
-                                               "--save-total-limit on the next run: the run fails at the first write that "
-                                               "does not fit. A failed run resumes from its last complete checkpoint "
-                                               "(grpo-tui train --resume RUN) once there is room."),
-    HealthRule.CRASH_OOM: (RuleGroup.WATCHER, "Lower --rl-num-generations or --batch-size (raise --gradient-accumulation "
-                                              "to keep the batch), turn on --gradient-checkpointing, use --peft, or lower "
-                                              "--vllm-gpu-memory-utilization."),
-    HealthRule.CRASH_NAN_PROBABILITIES: (RuleGroup.WATCHER, "Lower --lr, try --mixed-precision no (or bf16 instead of "
-                                                            "fp16), raise --rl-kl-coef, and resume from an earlier "
-                                                            "checkpoint."),
-    HealthRule.CRASH_NCCL_TIMEOUT: (RuleGroup.WATCHER, "Look for the rank that failed first in trainer.log (often out of "
-                                                       "memory or an exception in the environment); a long single-rank "
-                                                       "step such as reward scoring can also exceed the timeout (raise it "
-                                                       "with --grpo-arg ddp_timeout=3600)."),
-    HealthRule.CRASH_DISK_FULL: (RuleGroup.WATCHER, "Free space on the runs folder's filesystem (or point --runs-dir "
-                                                    "elsewhere for new runs), keep fewer checkpoints (--save-total-limit) "
-                                                    "or save less often, then resume: grpo-tui train --resume RUN "
-                                                    "continues from the last complete checkpoint."),
-    HealthRule.CRASH_DISK_ERROR: (RuleGroup.WATCHER, "The filesystem refused a write (read-only, or an I/O error): check "
-                                                     "`dmesg` and the mount, then resume from the last complete "
-                                                     "checkpoint on a healthy disk."),
-    HealthRule.CRASH_ENVIRONMENT: (RuleGroup.WATCHER, "Fix the environment for this case (its traceback and columns are in "
-                                                      "the error), then resume or restart."),
-    HealthRule.CRASH_KILLED: (RuleGroup.WATCHER, "A SIGKILL with no message, or processes gone without a word, usually "
-                                                 "means the kernel's out-of-memory killer: check `dmesg` and the last "
-                                                 "lines of trainer.log, lower host memory use (smaller --batch-size, "
-                                                 "fewer dataloader workers) or find who sent the signal, then resume "
-                                                 "from the last checkpoint."),
+    HealthRule.TORN_CHECKPOINT: (
+        RuleGroup.RESUME,
+        "A save was cut short (a full disk, or the trainer killed while "
+        "saving). The skipped folders are kept under checkpoints/torn/; delete "
+        "them once you do not need them, and check free space (df -h) before "
+        "long runs.",
+    ),
+    HealthRule.STALL: (
+        RuleGroup.WATCHER,
+        "Check trainer.log and the GPU panel: a hung reward function or tool call, a "
+        "deadlocked collective, or a stopped process (SIGSTOP) look like this. py-spy "
+        "dump --pid PID shows where it is stuck.",
+    ),
+    HealthRule.DISK_SPACE: (
+        RuleGroup.WATCHER,
+        "Free space on that filesystem now (or move older runs elsewhere), or lower "
+        "--save-total-limit on the next run: the run fails at the first write that "
+        "does not fit. A failed run resumes from its last complete checkpoint "
+        "(grpo-tui train --resume RUN) once there is room.",
+    ),
+    HealthRule.CRASH_OOM: (
+        RuleGroup.WATCHER,
+        "Lower --rl-num-generations or --batch-size (raise --gradient-accumulation "
+        "to keep the batch), turn on --gradient-checkpointing, use --peft, or lower "
+        "--vllm-gpu-memory-utilization.",
+    ),
+    HealthRule.CRASH_NAN_PROBABILITIES: (
+        RuleGroup.WATCHER,
+        "Lower --lr, try --mixed-precision no (or bf16 instead of "
+        "fp16), raise --rl-kl-coef, and resume from an earlier "
+        "checkpoint.",
+    ),
+    HealthRule.CRASH_NCCL_TIMEOUT: (
+        RuleGroup.WATCHER,
+        "Look for the rank that failed first in trainer.log (often out of "
+        "memory or an exception in the environment); a long single-rank "
+        "step such as reward scoring can also exceed the timeout (raise it "
+        "with --grpo-arg ddp_timeout=3600).",
+    ),
+    HealthRule.CRASH_DISK_FULL: (
+        RuleGroup.WATCHER,
+        "Free space on the runs folder's filesystem (or point --runs-dir "
+        "elsewhere for new runs), keep fewer checkpoints (--save-total-limit) "
+        "or save less often, then resume: grpo-tui train --resume RUN "
+        "continues from the last complete checkpoint.",
+    ),
+    HealthRule.CRASH_DISK_ERROR: (
+        RuleGroup.WATCHER,
+        "The filesystem refused a write (read-only, or an I/O error): check "
+        "`dmesg` and the mount, then resume from the last complete "
+        "checkpoint on a healthy disk.",
+    ),
+    HealthRule.CRASH_ENVIRONMENT: (
+        RuleGroup.WATCHER,
+        "Fix the environment for this case (its traceback and columns are in the error), then resume or restart.",
+    ),
+    HealthRule.CRASH_KILLED: (
+        RuleGroup.WATCHER,
+        "A SIGKILL with no message, or processes gone without a word, usually "
+        "means the kernel's out-of-memory killer: check `dmesg` and the last "
+        "lines of trainer.log, lower host memory use (smaller --batch-size, "
+        "fewer dataloader workers) or find who sent the signal, then resume "
+        "from the last checkpoint.",
+    ),
     HealthRule.CRASH: (RuleGroup.WATCHER, "Read the traceback in the error event and trainer.log."),
-    HealthRule.CONNECTION_LOST: (RuleGroup.WATCHER, "grpo-tui reconnects by itself and catches up from where its copy "
-                                                    "ends; the run goes on regardless."),
+    HealthRule.CONNECTION_LOST: (
+        RuleGroup.WATCHER,
+        "grpo-tui reconnects by itself and catches up from where its copy ends; the run goes on regardless.",
+    ),
 }

@@ -10,8 +10,18 @@ from __future__ import annotations
 import hashlib
 import json
 
-GATE_FIELDS = ("model", "rl_env_module", "rl_env_class", "rl_env_config", "rl_num_generations", "rl_max_new_tokens",
-               "rl_temperature", "rl_top_p", "rl_top_k", "max_prompt_length")
+GATE_FIELDS = (
+    "model",
+    "rl_env_module",
+    "rl_env_class",
+    "rl_env_config",
+    "rl_num_generations",
+    "rl_max_new_tokens",
+    "rl_temperature",
+    "rl_top_p",
+    "rl_top_k",
+    "max_prompt_length",
+)
 DATASET_GATE_FIELDS = ("dataset", "dataset_config", "dataset_split", "prompt_column", "system_prompt", "reward_funcs")
 
 

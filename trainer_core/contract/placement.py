@@ -44,11 +44,17 @@ class Placement:
         if self.num_machines < 1:
             raise ConfigError("num_machines", f"num_machines must be >= 1, got {self.num_machines}.")
         if not 0 <= self.machine_rank < self.num_machines:
-            raise ConfigError("machine_rank", f"machine_rank must be between 0 and num_machines - 1 "
-                              f"({self.num_machines - 1}), got {self.machine_rank}.")
+            raise ConfigError(
+                "machine_rank",
+                f"machine_rank must be between 0 and num_machines - 1 "
+                f"({self.num_machines - 1}), got {self.machine_rank}.",
+            )
         if self.num_machines > 1 and (not self.main_process_ip or not self.main_process_port):
-            raise ConfigError("main_process_ip", f"a run on {self.num_machines} machines needs main_process_ip and "
-                              "main_process_port: the address and a free port of machine 0, where the ranks meet.")
+            raise ConfigError(
+                "main_process_ip",
+                f"a run on {self.num_machines} machines needs main_process_ip and "
+                "main_process_port: the address and a free port of machine 0, where the ranks meet.",
+            )
         port = self.main_process_port
         if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
             raise ConfigError("main_process_port", f"main_process_port must be a port number 1-65535, got {port!r}.")
@@ -94,8 +100,9 @@ class Placement:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ConfigError("placement", f"unknown placement key(s) {', '.join(unknown)}; known: "
-                              f"{', '.join(sorted(known))}.")
+            raise ConfigError(
+                "placement", f"unknown placement key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}."
+            )
         return cls(**data)
 
     def for_machine(self, machine_rank: int) -> Placement:
@@ -115,17 +122,23 @@ def parse_gpus(text: str | None) -> list[int] | None:
     return gpus
 
 
-def plan(config: RunConfig, available: list[int], gpus: list[int] | None = None,
-         num_processes: int | None = None) -> Placement:
+def plan(
+    config: RunConfig, available: list[int], gpus: list[int] | None = None, num_processes: int | None = None
+) -> Placement:
     """Check the requested GPUs against ``available`` and split them between vLLM and training."""
     have = ", ".join(map(str, available)) if available else "none"
     if gpus is not None:
         if not available and gpus:
-            raise ConfigError("gpus", f"--gpus {','.join(map(str, gpus))} asked for GPUs, but this machine has none. "
-                              "Leave --gpus out to train on the CPU.")
+            raise ConfigError(
+                "gpus",
+                f"--gpus {','.join(map(str, gpus))} asked for GPUs, but this machine has none. "
+                "Leave --gpus out to train on the CPU.",
+            )
         missing = [g for g in gpus if g not in available]
         if missing:
-            raise ConfigError("gpus", f"GPU {', '.join(map(str, missing))} does not exist; this machine has GPUs {have}.")
+            raise ConfigError(
+                "gpus", f"GPU {', '.join(map(str, missing))} does not exist; this machine has GPUs {have}."
+            )
         if len(set(gpus)) != len(gpus):
             raise ConfigError("gpus", f"--gpus lists a GPU twice: {','.join(map(str, gpus))}.")
     chosen = list(available if gpus is None else gpus)
@@ -153,11 +166,16 @@ def plan(config: RunConfig, available: list[int], gpus: list[int] | None = None,
         wanted = num_processes or len(chosen)
         if wanted > len(chosen):
             if needs_server and num_processes is not None and num_processes <= len(chosen) + len(result.server_gpus):
-                result.notes.append(f"training on {len(chosen)} process(es): {len(result.server_gpus)} GPU(s) serve vLLM")
+                result.notes.append(
+                    f"training on {len(chosen)} process(es): {len(result.server_gpus)} GPU(s) serve vLLM"
+                )
                 wanted = len(chosen)
             else:
-                raise ConfigError("num_processes", f"--num-processes {wanted} needs {wanted} GPUs, but the run has "
-                                  f"{len(chosen)} for training ({','.join(map(str, chosen))}).")
+                raise ConfigError(
+                    "num_processes",
+                    f"--num-processes {wanted} needs {wanted} GPUs, but the run has "
+                    f"{len(chosen)} for training ({','.join(map(str, chosen))}).",
+                )
         result.num_processes = wanted
     else:
         result.num_processes = num_processes or 1

@@ -14,8 +14,11 @@ def check_port(port: int) -> None:
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
-            raise ConfigError("vllm_port", f"port {port} on 127.0.0.1 is already taken; pass another --vllm-port "
-                              "or leave it out to pick a free one.") from None
+            raise ConfigError(
+                "vllm_port",
+                f"port {port} on 127.0.0.1 is already taken; pass another --vllm-port "
+                "or leave it out to pick a free one.",
+            ) from None
 
 
 def free_port() -> int:

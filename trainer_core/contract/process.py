@@ -54,8 +54,15 @@ def spawn_logged(cmd: list[str], log: Path, env: dict, *, new_session: bool = Fa
     a child never blocks on a full pipe or dies with whoever read it)."""
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=new_session, close_fds=True)
+        return subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=new_session,
+            close_fds=True,
+        )
     finally:
         os.close(fd)
 
@@ -91,8 +98,10 @@ def foreign_reason(proc: psutil.Process, run_dir: Path) -> str | None:
     try:
         value = proc.environ().get(RUN_MARKER)
     except psutil.AccessDenied:
-        return (f"its environment cannot be read (another user's process?), so it does not carry the run's marker "
-                f"{RUN_MARKER}")
+        return (
+            f"its environment cannot be read (another user's process?), so it does not carry the run's marker "
+            f"{RUN_MARKER}"
+        )
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
         return "it has exited"
     except OSError as exc:
@@ -104,8 +113,9 @@ def foreign_reason(proc: psutil.Process, run_dir: Path) -> str | None:
     return None
 
 
-def owned(pid: int | None, start_time: float | None, run_dir: Path,
-          role: str = "pid") -> tuple[psutil.Process | None, Refusal | None]:
+def owned(
+    pid: int | None, start_time: float | None, run_dir: Path, role: str = "pid"
+) -> tuple[psutil.Process | None, Refusal | None]:
     """The recorded process if it is the run's (alive, started at ``start_time``, marked for ``run_dir``).
 
     ``(None, None)`` when it is gone or its pid was reused; ``(None, Refusal)`` when it is alive and started at

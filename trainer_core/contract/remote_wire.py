@@ -50,7 +50,9 @@ def _show(value: Any) -> str:
 
 
 def _fail(where: str, value: Any, expected: str) -> NoReturn:
-    raise WireError(f"{where}: expected {expected}, got {_show(value)}" if where else f"expected {expected}, got {_show(value)}")
+    raise WireError(
+        f"{where}: expected {expected}, got {_show(value)}" if where else f"expected {expected}, got {_show(value)}"
+    )
 
 
 class _Fields:
@@ -80,9 +82,17 @@ class _Fields:
         value = self.data.get(key)
         if value is None:
             return None
-        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-                or (minimum is not None and value < minimum)):
-            _fail(self.name(key), value, "a finite number" + (f" >= {minimum:g}" if minimum is not None else "") + " or null")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or (minimum is not None and value < minimum)
+        ):
+            _fail(
+                self.name(key),
+                value,
+                "a finite number" + (f" >= {minimum:g}" if minimum is not None else "") + " or null",
+            )
         return value
 
     def text(self, key: str, *, optional: bool = True, default: Any = None) -> Any:
@@ -90,7 +100,9 @@ class _Fields:
         if value is None and optional:
             return None
         if not isinstance(value, str) or len(value) > MAX_TEXT:
-            _fail(self.name(key), value, f"a string of at most {MAX_TEXT} characters" + (" or null" if optional else ""))
+            _fail(
+                self.name(key), value, f"a string of at most {MAX_TEXT} characters" + (" or null" if optional else "")
+            )
         return value
 
     def flag(self, key: str, default: bool = False) -> bool:
@@ -139,9 +151,14 @@ def parse_alert(data: Any, where: str = "alert") -> HealthWarning:
     evidence = f.get("evidence", {})
     if not isinstance(evidence, dict):
         _fail(f.name("evidence"), evidence, "a JSON object")
-    return HealthWarning(f.text("rule", optional=False, default=""), parsed, f.whole("step", default=0),
-                         f.text("message", optional=False, default=""), f.text("advice", optional=False, default=""),
-                         evidence)
+    return HealthWarning(
+        f.text("rule", optional=False, default=""),
+        parsed,
+        f.whole("step", default=0),
+        f.text("message", optional=False, default=""),
+        f.text("advice", optional=False, default=""),
+        evidence,
+    )
 
 
 def _alerts(f: _Fields, key: str = "alerts") -> tuple[HealthWarning, ...]:
@@ -176,12 +193,21 @@ class RunRow:
 def parse_run_row(data: Any) -> RunRow:
     f = _Fields(data)
     return RunRow(
-        run_id=parse_run_id(f.get("run_id")), path=_host_path(f, "path"), project=f.text("project"),
-        model=f.text("model"), status=_status(f.get("status"), "status"), step=f.whole("step", optional=True),
-        total=f.whole("total", optional=True), last_reward=f.number("last_reward"),
-        started=f.number("started", minimum=0), ended=f.number("ended", minimum=0),
-        duration=f.number("duration", minimum=0), warnings=f.whole("warnings", default=0),
-        last_warning=f.text("last_warning"), exit_reason=f.text("exit_reason"), alerts=_alerts(f),
+        run_id=parse_run_id(f.get("run_id")),
+        path=_host_path(f, "path"),
+        project=f.text("project"),
+        model=f.text("model"),
+        status=_status(f.get("status"), "status"),
+        step=f.whole("step", optional=True),
+        total=f.whole("total", optional=True),
+        last_reward=f.number("last_reward"),
+        started=f.number("started", minimum=0),
+        ended=f.number("ended", minimum=0),
+        duration=f.number("duration", minimum=0),
+        warnings=f.whole("warnings", default=0),
+        last_warning=f.text("last_warning"),
+        exit_reason=f.text("exit_reason"),
+        alerts=_alerts(f),
         queue_reason=f.text("queue_reason"),
     )
 
@@ -223,8 +249,13 @@ class GpuRecord:
 
 def parse_gpu(data: Any, where: str = "gpu") -> GpuRecord:
     f = _Fields(data, where)
-    return GpuRecord(f.whole("index", maximum=MAX_ITEMS), f.text("name", optional=False), f.whole("memory_total"),
-                     f.whole("memory_used"), f.whole("utilization", maximum=100))
+    return GpuRecord(
+        f.whole("index", maximum=MAX_ITEMS),
+        f.text("name", optional=False),
+        f.whole("memory_total"),
+        f.whole("memory_used"),
+        f.whole("utilization", maximum=100),
+    )
 
 
 def _gpus(f: _Fields) -> tuple[GpuRecord, ...]:
@@ -243,14 +274,26 @@ class HostInfo:
     gpus: tuple[GpuRecord, ...]
 
     def to_dict(self) -> dict:
-        return {"version": self.version, "run_format": self.run_format, "hostname": self.hostname,
-                "runs_dir": self.runs_dir, "python": self.python, "gpus": [g.to_wire() for g in self.gpus]}
+        return {
+            "version": self.version,
+            "run_format": self.run_format,
+            "hostname": self.hostname,
+            "runs_dir": self.runs_dir,
+            "python": self.python,
+            "gpus": [g.to_wire() for g in self.gpus],
+        }
 
 
 def parse_info(data: Any) -> HostInfo:
     f = _Fields(data)
-    return HostInfo(f.text("version"), f.whole("run_format", maximum=1 << 31), f.text("hostname"), f.text("runs_dir"),
-                    f.text("python"), _gpus(f))
+    return HostInfo(
+        f.text("version"),
+        f.whole("run_format", maximum=1 << 31),
+        f.text("hostname"),
+        f.text("runs_dir"),
+        f.text("python"),
+        _gpus(f),
+    )
 
 
 @dataclass(frozen=True)
@@ -265,8 +308,12 @@ class LaunchReply:
 
 def parse_launch_reply(data: Any) -> LaunchReply:
     f = _Fields(data)
-    return LaunchReply(parse_run_id(f.get("run_id")), _host_path(f, "path"), f.whole("pid", optional=True, maximum=1 << 31),
-                       f.text("slurm_job_id"))
+    return LaunchReply(
+        parse_run_id(f.get("run_id")),
+        _host_path(f, "path"),
+        f.whole("pid", optional=True, maximum=1 << 31),
+        f.text("slurm_job_id"),
+    )
 
 
 @dataclass(frozen=True)
@@ -322,9 +369,16 @@ class StopReply:
         return bool(self.left or self.refused)
 
     def to_wire(self) -> dict:
-        return {"run_id": self.run_id, "was_running": self.was_running, "graceful": self.graceful,
-                "forced": list(self.forced), "left": list(self.left), "refused": list(self.refused),
-                "status": self.status.value if self.status else None, "message": self.message}
+        return {
+            "run_id": self.run_id,
+            "was_running": self.was_running,
+            "graceful": self.graceful,
+            "forced": list(self.forced),
+            "left": list(self.left),
+            "refused": list(self.refused),
+            "status": self.status.value if self.status else None,
+            "message": self.message,
+        }
 
     def to_dict(self) -> dict:
         return self.to_wire()
@@ -348,9 +402,16 @@ def parse_stop_reply(data: Any) -> StopReply:
             _fail(f"refused[{i}]", why, f"a string of at most {MAX_TEXT} characters")
         refused.append(why)
     status = f.get("status")
-    return StopReply(f.text("run_id"), f.flag("was_running"), f.flag("graceful"), forced, left,
-                     None if status is None else _status(status, "status"), f.text("message", optional=False),
-                     tuple(refused))
+    return StopReply(
+        f.text("run_id"),
+        f.flag("was_running"),
+        f.flag("graceful"),
+        forced,
+        left,
+        None if status is None else _status(status, "status"),
+        f.text("message", optional=False),
+        tuple(refused),
+    )
 
 
 # -- the events stream (``grpo-tui events`` without --mirror) ---------------------------------------------
@@ -520,8 +581,9 @@ def _data(value: Any) -> bytes:
 
 def _run(m: dict) -> RunHeader:
     f = _Fields(m["run"], "run")
-    return RunHeader(parse_run_id(f.get("run_id"), "run.run_id"), _host_path(f, "path"),
-                     f.whole("format_version", maximum=1 << 31))
+    return RunHeader(
+        parse_run_id(f.get("run_id"), "run.run_id"), _host_path(f, "path"), f.whole("format_version", maximum=1 << 31)
+    )
 
 
 def _append(m: dict) -> Append:
@@ -550,8 +612,12 @@ def _status_report(m: dict) -> StatusReport:
 
 
 _PARSERS = {
-    "run": _run, "append": _append, "file": _whole, "status": _status_report,
-    "gpus": lambda m: GpuReport(_gpus(_Fields(m))), "reset": lambda m: Reset(_file(m["reset"], "reset", APPENDED)),
+    "run": _run,
+    "append": _append,
+    "file": _whole,
+    "status": _status_report,
+    "gpus": lambda m: GpuReport(_gpus(_Fields(m))),
+    "reset": lambda m: Reset(_file(m["reset"], "reset", APPENDED)),
     "end": lambda m: End(_status(m["end"], "end")),
 }
 

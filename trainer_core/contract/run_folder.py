@@ -92,8 +92,9 @@ class RunFolder:
             path.mkdir(mode=0o700)
         except OSError as exc:
             raise OSError(
-                exc.errno, f"cannot create a run folder in {base}: {exc.strerror}. Pass --runs-dir with a writable folder "
-                f"or set ${RUNS_DIR_ENV}."
+                exc.errno,
+                f"cannot create a run folder in {base}: {exc.strerror}. Pass --runs-dir with a writable folder "
+                f"or set ${RUNS_DIR_ENV}.",
             ) from None
         os.chmod(path, 0o700)
         return cls(path)
@@ -145,9 +146,15 @@ class RunFolder:
     def initial_state(self, pid: int | None = None) -> dict:
         pid = pid or os.getpid()
         return self.write_state(
-            format_version=FORMAT_VERSION, run_id=self.run_id, status=Status.STARTING, pid=pid,
-            pid_start_time=process_start_time(pid), host=socket.gethostname(), started=round(time.time(), 3),
-            ended=None, exit_reason=None,
+            format_version=FORMAT_VERSION,
+            run_id=self.run_id,
+            status=Status.STARTING,
+            pid=pid,
+            pid_start_time=process_start_time(pid),
+            host=socket.gethostname(),
+            started=round(time.time(), 3),
+            ended=None,
+            exit_reason=None,
         )
 
     def record_end(self, status: Status, reason: str | None, step: int, emit=None) -> None:

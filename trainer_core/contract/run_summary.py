@@ -90,21 +90,24 @@ def summarize(folder, status: Status | str, state: dict | None = None, config: d
     events, _ = scan_events(events_file, (EventType.WARNING, EventType.ERROR, EventType.RUN_FINISHED))
     warnings, last_warning = _alarming(events)
     crash = crash_verdict(events, folder.log_file) if status is Status.FAILED else None
-    return clean({
-        "ended": ended,
-        "events_size": size,
-        "step": last.step if last else None,
-        "reward": last.get("reward") if last else None,
-        "last_event_time": last_time,
-        "total": run_total(state, config),
-        "project": config.get("project_name"),
-        "model": config.get("model"),
-        "warnings": warnings,
-        "last_warning": last_warning,
-        "crash": warning_record(crash) if crash else None,
-        "duration": round(max(0.0, ended - started), 3)
-        if isinstance(started, (int, float)) and isinstance(ended, (int, float)) else None,
-    })
+    return clean(
+        {
+            "ended": ended,
+            "events_size": size,
+            "step": last.step if last else None,
+            "reward": last.get("reward") if last else None,
+            "last_event_time": last_time,
+            "total": run_total(state, config),
+            "project": config.get("project_name"),
+            "model": config.get("model"),
+            "warnings": warnings,
+            "last_warning": last_warning,
+            "crash": warning_record(crash) if crash else None,
+            "duration": round(max(0.0, ended - started), 3)
+            if isinstance(started, (int, float)) and isinstance(ended, (int, float))
+            else None,
+        }
+    )
 
 
 def end_summary(folder, status: Status | str, ended: float) -> dict | None:

@@ -48,8 +48,10 @@ def check_job_id(job, run: str | None = None, source: str = "slurm_job_id in the
     if valid_job_id(job):
         return job
     where = f"run {run}: " if run else ""
-    raise SlurmJobError(f"{where}the Slurm job id {job!r} is not a job id (digits, or digits_digits for an array "
-                        f"task), so no Slurm command is run with it; check {source} (`squeue --me` lists your jobs)")
+    raise SlurmJobError(
+        f"{where}the Slurm job id {job!r} is not a job id (digits, or digits_digits for an array "
+        f"task), so no Slurm command is run with it; check {source} (`squeue --me` lists your jobs)"
+    )
 
 
 def job_id(env: dict | None = None) -> str | None:

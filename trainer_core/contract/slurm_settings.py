@@ -27,21 +27,26 @@ def slurm_problems(settings) -> list[str]:
             found.append(f"slurm sets unknown setting '{key}'.{hint}")
         elif key == "partition" and not (isinstance(value, str) and _NAME.match(value)):
             found.append(f"slurm partition must be a partition name (letters, digits, _.,-), got {value!r}.")
-        elif key == "time" and not ((isinstance(value, int) and not isinstance(value, bool) and value > 0)
-                                    or (isinstance(value, str) and _TIME.match(value))):
-            found.append(f"slurm time must be minutes (e.g. 90) or [D-]HH:MM:SS (e.g. 1-12:00:00), "
-                                     f"got {value!r}.")
+        elif key == "time" and not (
+            (isinstance(value, int) and not isinstance(value, bool) and value > 0)
+            or (isinstance(value, str) and _TIME.match(value))
+        ):
+            found.append(f"slurm time must be minutes (e.g. 90) or [D-]HH:MM:SS (e.g. 1-12:00:00), got {value!r}.")
         elif key in ("nodes", "gpus_per_node", "grace") and not _count(value, low=1 if key == "nodes" else 0):
             low = "at least 1" if key == "nodes" else "0 or more"
             found.append(f"slurm {key} must be a whole number, {low}; got {value!r}.")
         elif key == "sbatch_args" and not _args(value):
-            found.append(f"slurm sbatch_args must be a list of sbatch options such as "
-                                     f"'--account=lab', each one line starting with '-'; got {value!r}.")
+            found.append(
+                f"slurm sbatch_args must be a list of sbatch options such as "
+                f"'--account=lab', each one line starting with '-'; got {value!r}."
+            )
     limit = time_seconds(settings.get("time")) if not found else None
     if limit is not None and grace(settings) >= limit:
         which = f"{settings['grace']} s" if "grace" in settings else f"{DEFAULT_GRACE_S} s, the default"
-        found.append(f"slurm grace ({which}) must be shorter than the time limit ({limit} s), or the warning comes "
-                     "at the start: set a smaller grace (--slurm-grace) or a longer time.")
+        found.append(
+            f"slurm grace ({which}) must be shorter than the time limit ({limit} s), or the warning comes "
+            "at the start: set a smaller grace (--slurm-grace) or a longer time."
+        )
     return found
 
 
@@ -69,8 +74,9 @@ def _count(value, low: int) -> bool:
 
 
 def _args(value) -> bool:
-    return isinstance(value, list) and all(isinstance(a, str) and a.startswith("-") and "\n" not in a and "\r" not in a
-                                           for a in value)
+    return isinstance(value, list) and all(
+        isinstance(a, str) and a.startswith("-") and "\n" not in a and "\r" not in a for a in value
+    )
 
 
 def sbatch_options(settings: dict) -> list[str]:

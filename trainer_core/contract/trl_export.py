@@ -31,8 +31,22 @@ NOT_IN_TRL = {
     "vllm_server_gpus": "start the server yourself with trl vllm-serve and set vllm_server_base_url",
     "inspection": "the reward inspection is grpo-tui's",
 }
-_SKIP = {"trainer", "rl_env_module", "rl_env_class", "rl_env_config", "dataset", "dataset_config", "dataset_split",
-         "reward_funcs", "mixed_precision", "report_to", "target_modules", "warmup_ratio", "grpo_args", "model"}
+_SKIP = {
+    "trainer",
+    "rl_env_module",
+    "rl_env_class",
+    "rl_env_config",
+    "dataset",
+    "dataset_config",
+    "dataset_split",
+    "reward_funcs",
+    "mixed_precision",
+    "report_to",
+    "target_modules",
+    "warmup_ratio",
+    "grpo_args",
+    "model",
+}
 ENV_RUN_MESSAGE = (
     "this run trains on an environment class ({module}:{cls}), and TRL's `trl grpo` CLI has no environment "
     "concept: its recipes name a dataset and reward functions. Use TRL's Python API instead: "
@@ -61,8 +75,10 @@ def _reward_names(config: RunConfig, notes: list[str]) -> list[str]:
             path, _, func = name.rpartition(":")
             file = Path(path)
             names.append(f"{file.stem}.{func}")
-            notes.append(f"reward function {name} becomes '{file.stem}.{func}': TRL imports dotted paths from the "
-                         f"current folder, so run trl grpo from {file.parent.resolve()} (or put {file.name} on PYTHONPATH).")
+            notes.append(
+                f"reward function {name} becomes '{file.stem}.{func}': TRL imports dotted paths from the "
+                f"current folder, so run trl grpo from {file.parent.resolve()} (or put {file.name} on PYTHONPATH)."
+            )
         else:
             names.append(name)
     return names
@@ -75,8 +91,10 @@ def _precision(setting: str, notes: list[str]) -> dict:
         return {"bf16": False, "fp16": True}
     if setting == "no":
         return {"bf16": False, "fp16": False}
-    notes.append("mixed_precision 'auto' (bf16 where the GPU supports it, off on CPU) has no TRL key; TRL's default is "
-                 "bf16, so set bf16: false to train on a CPU.")
+    notes.append(
+        "mixed_precision 'auto' (bf16 where the GPU supports it, off on CPU) has no TRL key; TRL's default is "
+        "bf16, so set bf16: false to train on a CPU."
+    )
     return {}
 
 
@@ -87,8 +105,10 @@ def to_recipe(config: RunConfig) -> tuple[dict, list[str]]:
     if config.rl_env_module or config.rl_env_class:
         raise ConfigError("rl_env_module", ENV_RUN_MESSAGE.format(module=config.rl_env_module, cls=config.rl_env_class))
     if not config.dataset or not config.reward_funcs:
-        raise ConfigError("dataset", "only a run with a dataset and reward functions can become a trl grpo recipe; this "
-                          "config has none.")
+        raise ConfigError(
+            "dataset",
+            "only a run with a dataset and reward functions can become a trl grpo recipe; this config has none.",
+        )
     notes: list[str] = []
     recipe: dict[str, Any] = {"model_name_or_path": config.model, **_dataset_keys(config)}
     recipe["reward_funcs"] = _reward_names(config, notes)
@@ -105,7 +125,9 @@ def to_recipe(config: RunConfig) -> tuple[dict, list[str]]:
     recipe["report_to"] = trackers(config) or "none"
     if config.peft:
         targets = config.target_modules
-        recipe["lora_target_modules"] = targets if targets == "all-linear" else [t.strip() for t in targets.split(",") if t.strip()]
+        recipe["lora_target_modules"] = (
+            targets if targets == "all-linear" else [t.strip() for t in targets.split(",") if t.strip()]
+        )
     if "dtype" not in (config.grpo_args.get("model_init_kwargs") or {}):
         recipe["dtype"] = "auto"  # the checkpoint's dtype, as grpo-tui loaded it (trl grpo alone would use float32)
     recipe.update(config.grpo_args)
@@ -118,8 +140,10 @@ def _left_out(config: RunConfig, notes: list[str]) -> None:
     defaults = RunConfig()
     for row in RETIRED_KEYS:
         if row.kind == "honoured" and getattr(config, row.becomes) != getattr(defaults, row.becomes):
-            notes.append(f"{row.becomes}: {shown(getattr(config, row.becomes))} is left out: trl grpo has no key for it "
-                         f"({row.key}: {row.release}); {row.instead}.")
+            notes.append(
+                f"{row.becomes}: {shown(getattr(config, row.becomes))} is left out: trl grpo has no key for it "
+                f"({row.key}: {row.release}); {row.instead}."
+            )
     for name, why in NOT_IN_TRL.items():
         value = getattr(config, name)
         if value != getattr(defaults, name):
@@ -146,8 +170,10 @@ def recipe_text(config: RunConfig, run_id: str | None = None) -> tuple[str, list
     import yaml
 
     recipe, notes = to_recipe(config)
-    header = [f"# trl grpo recipe exported by grpo-tui{f' from run {run_id}' if run_id else ''}",
-              "# run it with: trl grpo --config THIS_FILE"]
+    header = [
+        f"# trl grpo recipe exported by grpo-tui{f' from run {run_id}' if run_id else ''}",
+        "# run it with: trl grpo --config THIS_FILE",
+    ]
     if notes:
         header.append("# not carried over:")
         header += [f"#   - {note}" for note in notes]

@@ -10,12 +10,15 @@ them fails loudly instead of rejecting a valid key or passing on one TRL no long
 
 from __future__ import annotations
 
-SCRIPT_FIELDS = tuple("""
+SCRIPT_FIELDS = tuple(
+    """
     dataset_name dataset_config dataset_train_split dataset_test_split dataset_streaming ignore_bias_buffers
     reward_model_name_or_path reward_funcs
-""".split())
+""".split()
+)
 
-GRPO_CONFIG_FIELDS = tuple("""
+GRPO_CONFIG_FIELDS = tuple(
+    """
     output_dir per_device_train_batch_size num_train_epochs max_steps learning_rate lr_scheduler_type
     lr_scheduler_kwargs warmup_steps optim optim_args weight_decay adam_beta1 adam_beta2 adam_epsilon
     optim_target_modules gradient_accumulation_steps average_tokens_across_devices max_grad_norm
@@ -52,17 +55,22 @@ GRPO_CONFIG_FIELDS = tuple("""
     log_multimodal num_completions_to_print log_unique_prompts log_completions_hub_repo
     use_transformers_continuous_batching transformers_continuous_batching_config use_transformers_paged
     vllm_importance_sampling_cap
-""".split())
+""".split()
+)
 
-MODEL_CONFIG_FIELDS = tuple("""
+MODEL_CONFIG_FIELDS = tuple(
+    """
     model_name_or_path model_revision dtype attn_implementation use_peft lora_r lora_alpha lora_dropout
     lora_target_modules lora_target_parameters lora_modules_to_save lora_task_type use_rslora use_dora
     load_in_8bit load_in_4bit bnb_4bit_quant_type use_bnb_nested_quant bnb_4bit_quant_storage
-""".split())
+""".split()
+)
 
-MIXTURE_FIELDS = tuple("""
+MIXTURE_FIELDS = tuple(
+    """
     datasets streaming test_split_size
-""".split())
+""".split()
+)
 
 TRL_FIELDS = frozenset(SCRIPT_FIELDS + GRPO_CONFIG_FIELDS + MODEL_CONFIG_FIELDS + MIXTURE_FIELDS)
 
@@ -72,47 +80,127 @@ TRL_FIELDS = frozenset(SCRIPT_FIELDS + GRPO_CONFIG_FIELDS + MODEL_CONFIG_FIELDS 
 # TRL's value for each key grpo-tui maps, where the recipe leaves it out: a recipe means what `trl grpo`
 # would do with it, not what grpo-tui's own defaults would.
 TRL_DEFAULTS = {
-    "learning_rate": 1e-06, "num_generations": 8, "beta": 0.0, "epsilon": 0.2, "max_completion_length": 512,
-    "temperature": 1.0, "top_p": 1.0, "top_k": 0, "loss_type": "dapo", "mask_truncated_completions": False,
-    "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "num_train_epochs": 3.0, "max_steps": -1,
-    "lr_scheduler_type": "linear", "warmup_steps": 0, "seed": 42, "logging_steps": 10, "save_steps": 500,
-    "save_total_limit": None, "gradient_checkpointing": True, "use_vllm": False, "vllm_mode": "colocate",
-    "vllm_gpu_memory_utilization": 0.3, "vllm_tensor_parallel_size": 1, "vllm_server_base_url": None,
-    "use_peft": False, "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.05, "dataset_train_split": "train",
+    "learning_rate": 1e-06,
+    "num_generations": 8,
+    "beta": 0.0,
+    "epsilon": 0.2,
+    "max_completion_length": 512,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "top_k": 0,
+    "loss_type": "dapo",
+    "mask_truncated_completions": False,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 1,
+    "num_train_epochs": 3.0,
+    "max_steps": -1,
+    "lr_scheduler_type": "linear",
+    "warmup_steps": 0,
+    "seed": 42,
+    "logging_steps": 10,
+    "save_steps": 500,
+    "save_total_limit": None,
+    "gradient_checkpointing": True,
+    "use_vllm": False,
+    "vllm_mode": "colocate",
+    "vllm_gpu_memory_utilization": 0.3,
+    "vllm_tensor_parallel_size": 1,
+    "vllm_server_base_url": None,
+    "use_peft": False,
+    "lora_r": 16,
+    "lora_alpha": 32,
+    "lora_dropout": 0.05,
+    "dataset_train_split": "train",
     "dtype": "float32",  # trl grpo loads the model in float32 unless told; grpo-tui alone would keep the checkpoint's
 }
 
 # TRL's defaults for keys grpo-tui cannot honour: a recipe that leaves one at this value asks for nothing
 # grpo-tui does differently, so it passes without a word.
 TRL_UNHONOURED_DEFAULTS = {
-    "reward_model_name_or_path": None, "dataset_streaming": False, "streaming": False, "test_split_size": None,
-    "ignore_bias_buffers": False, "dataset_test_split": "test", "lora_target_parameters": None,
-    "lora_modules_to_save": None, "lora_task_type": "CAUSAL_LM", "use_rslora": False, "use_dora": False,
-    "load_in_8bit": False, "load_in_4bit": False, "bnb_4bit_quant_type": "nf4", "use_bnb_nested_quant": False,
-    "bnb_4bit_quant_storage": None, "model_revision": "main", "output_dir": None, "push_to_hub": False,
-    "hub_model_id": None, "hub_strategy": "every_save", "hub_private_repo": None, "hub_token": None,
-    "hub_always_push": False, "hub_revision": None, "do_eval": False, "eval_strategy": "no", "eval_steps": None,
-    "per_device_eval_batch_size": 8, "eval_on_start": False, "save_strategy": "steps", "logging_strategy": "steps",
-    "resume_from_checkpoint": None, "use_cpu": False, "disable_tqdm": None, "do_train": False,
+    "reward_model_name_or_path": None,
+    "dataset_streaming": False,
+    "streaming": False,
+    "test_split_size": None,
+    "ignore_bias_buffers": False,
+    "dataset_test_split": "test",
+    "lora_target_parameters": None,
+    "lora_modules_to_save": None,
+    "lora_task_type": "CAUSAL_LM",
+    "use_rslora": False,
+    "use_dora": False,
+    "load_in_8bit": False,
+    "load_in_4bit": False,
+    "bnb_4bit_quant_type": "nf4",
+    "use_bnb_nested_quant": False,
+    "bnb_4bit_quant_storage": None,
+    "model_revision": "main",
+    "output_dir": None,
+    "push_to_hub": False,
+    "hub_model_id": None,
+    "hub_strategy": "every_save",
+    "hub_private_repo": None,
+    "hub_token": None,
+    "hub_always_push": False,
+    "hub_revision": None,
+    "do_eval": False,
+    "eval_strategy": "no",
+    "eval_steps": None,
+    "per_device_eval_batch_size": 8,
+    "eval_on_start": False,
+    "save_strategy": "steps",
+    "logging_strategy": "steps",
+    "resume_from_checkpoint": None,
+    "use_cpu": False,
+    "disable_tqdm": None,
+    "do_train": False,
     "do_predict": False,
 }
 
 # Recipe keys that carry over to a RunConfig field of another name, value unchanged.
 RENAMED = {
-    "model_name_or_path": "model", "learning_rate": "lr", "num_generations": "rl_num_generations",
-    "beta": "rl_kl_coef", "epsilon": "rl_clip_range", "max_completion_length": "rl_max_new_tokens",
-    "temperature": "rl_temperature", "top_p": "rl_top_p", "top_k": "rl_top_k", "loss_type": "rl_loss_type",
-    "mask_truncated_completions": "rl_mask_truncated_completions", "per_device_train_batch_size": "batch_size",
-    "gradient_accumulation_steps": "gradient_accumulation", "num_train_epochs": "epochs",
-    "lr_scheduler_type": "scheduler", "vllm_server_base_url": "vllm_server_url", "use_peft": "peft",
-    "project": "project_name", "dataset_name": "dataset", "dataset_train_split": "dataset_split",
+    "model_name_or_path": "model",
+    "learning_rate": "lr",
+    "num_generations": "rl_num_generations",
+    "beta": "rl_kl_coef",
+    "epsilon": "rl_clip_range",
+    "max_completion_length": "rl_max_new_tokens",
+    "temperature": "rl_temperature",
+    "top_p": "rl_top_p",
+    "top_k": "rl_top_k",
+    "loss_type": "rl_loss_type",
+    "mask_truncated_completions": "rl_mask_truncated_completions",
+    "per_device_train_batch_size": "batch_size",
+    "gradient_accumulation_steps": "gradient_accumulation",
+    "num_train_epochs": "epochs",
+    "lr_scheduler_type": "scheduler",
+    "vllm_server_base_url": "vllm_server_url",
+    "use_peft": "peft",
+    "project": "project_name",
+    "dataset_name": "dataset",
+    "dataset_train_split": "dataset_split",
 }
 # Recipe keys that are RunConfig fields of the same name and meaning.
 SAME_NAME = (
-    "max_steps", "seed", "logging_steps", "save_steps", "save_total_limit", "gradient_checkpointing", "use_vllm",
-    "vllm_mode", "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "lora_r", "lora_alpha", "lora_dropout",
+    "max_steps",
+    "seed",
+    "logging_steps",
+    "save_steps",
+    "save_total_limit",
+    "gradient_checkpointing",
+    "use_vllm",
+    "vllm_mode",
+    "vllm_gpu_memory_utilization",
+    "vllm_tensor_parallel_size",
+    "lora_r",
+    "lora_alpha",
+    "lora_dropout",
     "dataset_config",
 )
 
 # The reward functions `trl grpo` knows by name (trl/scripts/grpo.py), besides any dotted import path.
-TRL_REWARD_FUNCS = ("accuracy_reward", "reasoning_accuracy_reward", "think_format_reward", "get_soft_overlong_punishment")
+TRL_REWARD_FUNCS = (
+    "accuracy_reward",
+    "reasoning_accuracy_reward",
+    "think_format_reward",
+    "get_soft_overlong_punishment",
+)

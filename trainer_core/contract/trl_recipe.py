@@ -26,45 +26,86 @@ from .trl_names import RENAMED, SAME_NAME, TRL_DEFAULTS, TRL_FIELDS, TRL_UNHONOU
 
 RECIPE_FORMATS = ("auto", "trl", "grpo-tui")
 FILE_BUILDERS = {"json": (".json", ".jsonl"), "csv": (".csv",), "parquet": (".parquet",)}
-STRICT_HELP = ("with a trl grpo recipe: refuse every key that grpo-tui would ignore (obsolete keys such as vllm_device, "
-               "open-r1's own ones, output_dir, hub_* ...) instead of warning about it")
+STRICT_HELP = (
+    "with a trl grpo recipe: refuse every key that grpo-tui would ignore (obsolete keys such as vllm_device, "
+    "open-r1's own ones, output_dir, hub_* ...) instead of warning about it"
+)
 
 _NO_HUB = "grpo-tui does not push to the Hub; upload RUN/final when the run ends (e.g. hf upload ID RUN/final)"
 _NO_EVAL = "grpo-tui trains without an evaluation split"
 _OWN_FOLDER = "grpo-tui writes checkpoints to RUN/checkpoints and the final model to RUN/final"
-_LORA = ("grpo-tui builds the LoRA adapter from use_peft, lora_r, lora_alpha, lora_dropout and lora_target_modules "
-         "only; drop it or train with trl grpo")
+_LORA = (
+    "grpo-tui builds the LoRA adapter from use_peft, lora_r, lora_alpha, lora_dropout and lora_target_modules "
+    "only; drop it or train with trl grpo"
+)
 _QUANT = "quantised (bitsandbytes) training is not supported by grpo-tui; drop it or train with trl grpo"
 
 # Keys whose job grpo-tui does its own way: a warning, and the run goes on.
 IGNORED = {
     "output_dir": _OWN_FOLDER,
-    **dict.fromkeys(("push_to_hub", "hub_model_id", "hub_strategy", "hub_private_repo", "hub_token",
-                     "hub_always_push", "hub_revision"), _NO_HUB),
-    **dict.fromkeys(("do_eval", "eval_strategy", "eval_steps", "per_device_eval_batch_size", "eval_on_start",
-                     "dataset_test_split", "test_split_size"), _NO_EVAL),
+    **dict.fromkeys(
+        (
+            "push_to_hub",
+            "hub_model_id",
+            "hub_strategy",
+            "hub_private_repo",
+            "hub_token",
+            "hub_always_push",
+            "hub_revision",
+        ),
+        _NO_HUB,
+    ),
+    **dict.fromkeys(
+        (
+            "do_eval",
+            "eval_strategy",
+            "eval_steps",
+            "per_device_eval_batch_size",
+            "eval_on_start",
+            "dataset_test_split",
+            "test_split_size",
+        ),
+        _NO_EVAL,
+    ),
     "resume_from_checkpoint": "continue a run with grpo-tui train --resume RUN",
     "save_strategy": "grpo-tui saves a checkpoint every save_steps steps (the safety net for crashes)",
     "logging_strategy": "grpo-tui logs every logging_steps steps",
     "use_cpu": "grpo-tui chooses CPU or GPUs from --gpus",
     "disable_tqdm": "grpo-tui prints its own progress lines",
-    "do_train": "grpo-tui always trains", "do_predict": "grpo-tui never predicts",
+    "do_train": "grpo-tui always trains",
+    "do_predict": "grpo-tui never predicts",
     "ignore_bias_buffers": "GRPO does not use it",
     "env": "set these environment variables in the shell that starts grpo-tui",
 }
 # Keys that would change the training in a way grpo-tui cannot: an error unless left at TRL's default.
 UNSUPPORTED = {
     "reward_model_name_or_path": "reward models are not supported; call the model from a reward function "
-                                 "(reward_funcs: [my_rewards.py:score])",
+    "(reward_funcs: [my_rewards.py:score])",
     "dataset_streaming": "grpo-tui loads the dataset whole; drop streaming",
     "streaming": "grpo-tui loads the dataset whole; drop streaming",
-    **dict.fromkeys(("lora_target_parameters", "lora_modules_to_save", "lora_task_type", "use_rslora", "use_dora"), _LORA),
-    **dict.fromkeys(("load_in_8bit", "load_in_4bit", "bnb_4bit_quant_type", "use_bnb_nested_quant",
-                     "bnb_4bit_quant_storage"), _QUANT),
+    **dict.fromkeys(
+        ("lora_target_parameters", "lora_modules_to_save", "lora_task_type", "use_rslora", "use_dora"), _LORA
+    ),
+    **dict.fromkeys(
+        ("load_in_8bit", "load_in_4bit", "bnb_4bit_quant_type", "use_bnb_nested_quant", "bnb_4bit_quant_storage"),
+        _QUANT,
+    ),
 }
 # Keys handled below, one by one.
-SPECIAL = ("reward_funcs", "reward_weights", "datasets", "bf16", "fp16", "report_to", "warmup_steps",
-           "lora_target_modules", "activation_checkpointing", "model_revision", "dtype", "attn_implementation")
+SPECIAL = (
+    "reward_funcs",
+    "reward_weights",
+    "datasets",
+    "bf16",
+    "fp16",
+    "report_to",
+    "warmup_steps",
+    "lora_target_modules",
+    "activation_checkpointing",
+    "model_revision",
+    "dtype",
+    "attn_implementation",
+)
 _INIT_KWARGS = {"model_revision": "revision", "dtype": "dtype", "attn_implementation": "attn_implementation"}
 
 RECIPE_KEYS = TRL_FIELDS | set(BY_KEY) | {"env"}
@@ -83,8 +124,11 @@ class _Notes:
 
     def ignored(self, key: str, text: str) -> None:
         if self.strict:
-            raise ConfigError(key, f"{self.source}: {text} (--strict refuses ignored keys: remove '{key}' from the "
-                              "recipe, or read it without --strict)")
+            raise ConfigError(
+                key,
+                f"{self.source}: {text} (--strict refuses ignored keys: remove '{key}' from the "
+                "recipe, or read it without --strict)",
+            )
         self.lines.append(text)
 
 
@@ -144,9 +188,12 @@ def _check_known(recipe: dict, source: str, ours: set[str]) -> None:
         if key not in RECIPE_KEYS and key not in ours:
             close = difflib.get_close_matches(key, sorted(RECIPE_KEYS | ours), n=1, cutoff=0.6)
             hint = f" Did you mean '{close[0]}'?" if close else ""
-            raise ConfigError(key, f"unknown key '{key}' in {source}: it is not a field of trl grpo (GRPOScriptArguments, "
-                              "GRPOConfig, ModelConfig, DatasetMixtureConfig) nor of grpo-tui, nor a key TRL or open-r1 "
-                              f"retired.{hint}")
+            raise ConfigError(
+                key,
+                f"unknown key '{key}' in {source}: it is not a field of trl grpo (GRPOScriptArguments, "
+                "GRPOConfig, ModelConfig, DatasetMixtureConfig) nor of grpo-tui, nor a key TRL or open-r1 "
+                f"retired.{hint}",
+            )
 
 
 def _retire(recipe: dict, notes: _Notes) -> tuple[dict, dict]:
@@ -176,8 +223,11 @@ def _rename(row: RetiredKey, value: Any, current: dict, notes: _Notes) -> None:
     value = _ADAPT[row.key](value, notes.source) if row.key in _ADAPT else value
     new = row.becomes
     if new in current and not _same(current[new], TRL_DEFAULTS.get(new)) and current[new] != value:
-        raise ConfigError(row.key, f"{notes.source} sets both '{row.key}' ({row.release}) and '{new}', its current "
-                          f"name, to different values ({value!r}, {current[new]!r}); keep '{new}'.")
+        raise ConfigError(
+            row.key,
+            f"{notes.source} sets both '{row.key}' ({row.release}) and '{new}', its current "
+            f"name, to different values ({value!r}, {current[new]!r}); keep '{new}'.",
+        )
     if value is not None:
         current[new] = value
 
@@ -186,19 +236,25 @@ def _one_config(value: Any, source: str) -> str | None:
     """open-r1's early ``dataset_configs`` list as TRL's one ``dataset_config`` ('all': the default one)."""
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise ConfigError("dataset_configs", f"dataset_configs in {source} must be a list of configuration names, got "
-                          f"{value!r}.")
+        raise ConfigError(
+            "dataset_configs", f"dataset_configs in {source} must be a list of configuration names, got {value!r}."
+        )
     names = [n for n in names if n != "all"]
     if len(names) > 1:
-        raise ConfigError("dataset_configs", f"{source} names {len(names)} dataset configurations ({', '.join(names)}); "
-                          "grpo-tui trains on one: set dataset_config to it.")
+        raise ConfigError(
+            "dataset_configs",
+            f"{source} names {len(names)} dataset configurations ({', '.join(names)}); "
+            "grpo-tui trains on one: set dataset_config to it.",
+        )
     return names[0] if names else None
 
 
 def _ratio(value: Any, source: str) -> Any:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 1:
-        raise ConfigError("warmup_ratio", f"warmup_ratio in {source} must be a fraction of the steps, at least 0 and "
-                          f"below 1, got {value!r}.")
+        raise ConfigError(
+            "warmup_ratio",
+            f"warmup_ratio in {source} must be a fraction of the steps, at least 0 and below 1, got {value!r}.",
+        )
     return value
 
 
@@ -208,10 +264,16 @@ _ADAPT = {"dataset_configs": _one_config, "warmup_ratio": _ratio}
 def _vllm_share(recipe: dict, notes: _Notes) -> None:
     """TRL 0.14-0.15 recipes gave vLLM a GPU of its own; their memory share means something else in colocate mode."""
     share = recipe.get("vllm_gpu_memory_utilization")
-    if recipe.get("use_vllm") and share is not None and recipe.get("vllm_mode", TRL_DEFAULTS["vllm_mode"]) == "colocate":
-        notes.add(f"vllm_gpu_memory_utilization: {share!r} was a share of vllm_device's own GPU; in colocate mode it is "
-                  "a share of each training GPU, next to the model being trained: lower it (TRL's default is "
-                  f"{TRL_DEFAULTS['vllm_gpu_memory_utilization']}) or use vllm_mode: server.")
+    if (
+        recipe.get("use_vllm")
+        and share is not None
+        and recipe.get("vllm_mode", TRL_DEFAULTS["vllm_mode"]) == "colocate"
+    ):
+        notes.add(
+            f"vllm_gpu_memory_utilization: {share!r} was a share of vllm_device's own GPU; in colocate mode it is "
+            "a share of each training GPU, next to the model being trained: lower it (TRL's default is "
+            f"{TRL_DEFAULTS['vllm_gpu_memory_utilization']}) or use vllm_mode: server."
+        )
 
 
 def _map_keys(values: dict, source: str, notes: _Notes) -> tuple[dict, dict]:
@@ -259,8 +321,9 @@ def _own_fields(recipe: dict, ours: set[str], out: dict, grpo_args: dict, source
             continue
         taken = [k for k, field in _RECIPE_NAMES.items() if field == key and k in recipe]
         if taken:
-            raise ConfigError(key, f"{source} sets both '{taken[0]}' (TRL) and '{key}' (grpo-tui) for the same "
-                              "setting; keep one.")
+            raise ConfigError(
+                key, f"{source} sets both '{taken[0]}' (TRL) and '{key}' (grpo-tui) for the same setting; keep one."
+            )
         out[key] = value
     return grpo_args
 
@@ -294,13 +357,19 @@ def _rewards(values: dict, source: str) -> dict:
     if not isinstance(funcs, list) or not all(isinstance(f, str) for f in funcs):
         raise ConfigError("reward_funcs", f"reward_funcs in {source} must be a list of names, got {funcs!r}.")
     if len(set(funcs)) != len(funcs):
-        raise ConfigError("reward_funcs", f"reward_funcs in {source} names a function twice: {funcs!r}; list each once "
-                          "and give it the summed weight.")
+        raise ConfigError(
+            "reward_funcs",
+            f"reward_funcs in {source} names a function twice: {funcs!r}; list each once "
+            "and give it the summed weight.",
+        )
     if weights is None:
         weights = [1.0] * len(funcs)
     if not isinstance(weights, list) or len(weights) != len(funcs):
-        raise ConfigError("reward_weights", f"reward_weights in {source} must be a list with one weight per reward "
-                          f"function ({len(funcs)}: {', '.join(funcs)}), got {weights!r}.")
+        raise ConfigError(
+            "reward_weights",
+            f"reward_weights in {source} must be a list with one weight per reward "
+            f"function ({len(funcs)}: {', '.join(funcs)}), got {weights!r}.",
+        )
     return {"reward_funcs": dict(zip(funcs, weights))}
 
 
@@ -309,11 +378,16 @@ def _datasets(values: dict, source: str, notes: _Notes) -> dict:
     if not entries:
         return {}
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise ConfigError("datasets", f"datasets in {source} must be a list of mappings (path, name, data_files, split), "
-                          f"got {entries!r}.")
+        raise ConfigError(
+            "datasets",
+            f"datasets in {source} must be a list of mappings (path, name, data_files, split), got {entries!r}.",
+        )
     if len(entries) > 1:
-        raise ConfigError("datasets", f"{source} mixes {len(entries)} datasets; grpo-tui trains on one. Merge them into "
-                          "one file or folder (datasets.concatenate_datasets) and name that.")
+        raise ConfigError(
+            "datasets",
+            f"{source} mixes {len(entries)} datasets; grpo-tui trains on one. Merge them into "
+            "one file or folder (datasets.concatenate_datasets) and name that.",
+        )
     entry = entries[0]
     known = ("path", "name", "data_dir", "data_files", "split", "columns", "fraction")
     for key in entry:
@@ -322,10 +396,14 @@ def _datasets(values: dict, source: str, notes: _Notes) -> dict:
             hint = f" Did you mean '{close[0]}'?" if close else ""
             raise ConfigError("datasets", f"datasets entry in {source} has unknown key '{key}'.{hint}")
     if values.get("dataset_name"):
-        notes.ignored("dataset_name", f"dataset_name: {values['dataset_name']!r} is ignored because datasets is set (as "
-                      "trl grpo does).")
+        notes.ignored(
+            "dataset_name",
+            f"dataset_name: {values['dataset_name']!r} is ignored because datasets is set (as trl grpo does).",
+        )
     if entry.get("data_dir"):
-        raise ConfigError("datasets", f"datasets entry in {source} sets data_dir; name the folder itself as path instead.")
+        raise ConfigError(
+            "datasets", f"datasets entry in {source} sets data_dir; name the folder itself as path instead."
+        )
     if entry.get("columns"):
         notes.add(f"datasets columns {entry['columns']!r}: every column is kept (reward functions get them all).")
     path, files = entry.get("path"), entry.get("data_files")
@@ -335,12 +413,18 @@ def _datasets(values: dict, source: str, notes: _Notes) -> dict:
         if isinstance(files, dict) and len(files) == 1:
             files = next(iter(files.values()))
         if not isinstance(files, str):
-            raise ConfigError("datasets", f"datasets entry in {source} reads {path} files; give data_files as one file "
-                              f"path (grpo-tui trains on one file), got {files!r}.")
+            raise ConfigError(
+                "datasets",
+                f"datasets entry in {source} reads {path} files; give data_files as one file "
+                f"path (grpo-tui trains on one file), got {files!r}.",
+            )
         out = {"dataset": files, "dataset_config": None}
     elif files:
-        raise ConfigError("datasets", f"datasets entry in {source} sets data_files for path {path!r}; data_files works "
-                          f"with path {' or '.join(FILE_BUILDERS)}.")
+        raise ConfigError(
+            "datasets",
+            f"datasets entry in {source} sets data_files for path {path!r}; data_files works "
+            f"with path {' or '.join(FILE_BUILDERS)}.",
+        )
     else:
         out = {"dataset": path, "dataset_config": entry.get("name")}
     out["dataset_split"] = entry.get("split") or "train"
@@ -362,15 +446,18 @@ def _report_to(value: Any, source: str) -> str:
         return "none"
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, list) or "all" in names:
-        raise ConfigError("report_to", f"report_to in {source} must name the trackers (trackio, wandb, tensorboard), "
-                          f"got {value!r}.")
+        raise ConfigError(
+            "report_to", f"report_to in {source} must name the trackers (trackio, wandb, tensorboard), got {value!r}."
+        )
     return ",".join(str(n) for n in names)
 
 
 def _target_modules(value: Any, notes: _Notes) -> str:
     if value is None:
-        notes.add("lora_target_modules is not set: grpo-tui adapts every linear layer ('all-linear'); TRL would use "
-                     "PEFT's default for the architecture. Set lora_target_modules to choose.")
+        notes.add(
+            "lora_target_modules is not set: grpo-tui adapts every linear layer ('all-linear'); TRL would use "
+            "PEFT's default for the architecture. Set lora_target_modules to choose."
+        )
         return "all-linear"
     if isinstance(value, list):
         return ",".join(str(v) for v in value)

@@ -23,23 +23,37 @@ DISK_ERRNO_NAMES = frozenset(errno.errorcode[n] for n in DISK_ERRNOS)
 
 # the crash rules a line of the log (or of an error) gives away, in the order they are tried; the advice is the rule's
 CRASH_PATTERNS = [
-    (HealthRule.CRASH_OOM,
-     re.compile(r"CUDA out of memory|OutOfMemoryError|torch\.OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED"),
-     "The GPU ran out of memory."),
-    (HealthRule.CRASH_NAN_PROBABILITIES, re.compile(r"probability tensor contains either `inf`, `nan` or element < 0"),
-     "Sampling failed: the model's probabilities contain NaN or inf, so the weights have diverged."),
-    (HealthRule.CRASH_NCCL_TIMEOUT,
-     re.compile(r"Watchdog caught collective operation timeout|NCCL.*[Tt]imeout|ProcessGroupNCCL.*timed out"),
-     "A collective operation between training processes timed out: one rank stopped answering."),
-    (HealthRule.CRASH_DISK_FULL, re.compile(r"No space left on device|Disk quota exceeded|\[Errno (28|122)\]|StorageFull"),
-     "A write failed: the filesystem holding the run folder is full (or over quota)."),
-    (HealthRule.CRASH_DISK_ERROR, re.compile(r"Read-only file system|\[Errno 30\]"),
-     "A write failed: the filesystem holding the run folder is read-only."),
+    (
+        HealthRule.CRASH_OOM,
+        re.compile(r"CUDA out of memory|OutOfMemoryError|torch\.OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED"),
+        "The GPU ran out of memory.",
+    ),
+    (
+        HealthRule.CRASH_NAN_PROBABILITIES,
+        re.compile(r"probability tensor contains either `inf`, `nan` or element < 0"),
+        "Sampling failed: the model's probabilities contain NaN or inf, so the weights have diverged.",
+    ),
+    (
+        HealthRule.CRASH_NCCL_TIMEOUT,
+        re.compile(r"Watchdog caught collective operation timeout|NCCL.*[Tt]imeout|ProcessGroupNCCL.*timed out"),
+        "A collective operation between training processes timed out: one rank stopped answering.",
+    ),
+    (
+        HealthRule.CRASH_DISK_FULL,
+        re.compile(r"No space left on device|Disk quota exceeded|\[Errno (28|122)\]|StorageFull"),
+        "A write failed: the filesystem holding the run folder is full (or over quota).",
+    ),
+    (
+        HealthRule.CRASH_DISK_ERROR,
+        re.compile(r"Read-only file system|\[Errno 30\]"),
+        "A write failed: the filesystem holding the run folder is read-only.",
+    ),
 ]
 
 
-def stall_warning(step_times: Sequence[float], last_step: int, now: float, process_alive: bool,
-                  thresholds: Thresholds | None = None) -> HealthWarning | None:
+def stall_warning(
+    step_times: Sequence[float], last_step: int, now: float, process_alive: bool, thresholds: Thresholds | None = None
+) -> HealthWarning | None:
     """``stall`` when no step has landed for k x the median step time while the trainer is alive."""
     t = thresholds or Thresholds()
     if not process_alive or len(step_times) < 3:
@@ -52,14 +66,21 @@ def stall_warning(step_times: Sequence[float], last_step: int, now: float, proce
         return None
     severity = Severity.CRITICAL if waited > 3 * limit else Severity.WARN
     return warning(
-        HealthRule.STALL, severity, last_step,
+        HealthRule.STALL,
+        severity,
+        last_step,
         f"No new step for {waited:.0f}s after step {last_step}; a step usually takes {typical:.1f}s.",
-        {"seconds_since_last_step": round(waited, 1), "median_step_seconds": round(typical, 3), "limit_seconds": round(limit, 1)},
+        {
+            "seconds_since_last_step": round(waited, 1),
+            "median_step_seconds": round(typical, 3),
+            "limit_seconds": round(limit, 1),
+        },
     )
 
 
-def disk_space_warning(space: Usage | None, last_step: int, thresholds: Thresholds | None = None,
-                       checkpoint_bytes: int | None = None) -> HealthWarning | None:
+def disk_space_warning(
+    space: Usage | None, last_step: int, thresholds: Thresholds | None = None, checkpoint_bytes: int | None = None
+) -> HealthWarning | None:
     """``disk_space`` when the filesystem holding a live run passes ``disk_warn_percent`` (critical at
     ``disk_critical_percent``) used: the run fails at the first write that does not fit."""
     t = thresholds or Thresholds()
@@ -72,12 +93,19 @@ def disk_space_warning(space: Usage | None, last_step: int, thresholds: Threshol
         if checkpoint_bytes > space.free:
             fits += ", so the next one does not fit"
     return warning(
-        HealthRule.DISK_SPACE, severity, last_step,
+        HealthRule.DISK_SPACE,
+        severity,
+        last_step,
         f"The filesystem holding the run folder ({space.mount}) is {space.percent_used:.0f} % full: "
         f"{human(space.free)} free of {human(space.total)}{fits}.",
-        {"filesystem": space.mount, "percent_used": round(space.percent_used, 1), "free_bytes": space.free,
-         "total_bytes": space.total, "checkpoint_bytes": checkpoint_bytes,
-         "threshold_percent": t.disk_critical_percent if severity is Severity.CRITICAL else t.disk_warn_percent},
+        {
+            "filesystem": space.mount,
+            "percent_used": round(space.percent_used, 1),
+            "free_bytes": space.free,
+            "total_bytes": space.total,
+            "checkpoint_bytes": checkpoint_bytes,
+            "threshold_percent": t.disk_critical_percent if severity is Severity.CRITICAL else t.disk_warn_percent,
+        },
     )
 
 
@@ -96,8 +124,13 @@ def classify_crash(log_tail: str, error_events: list[Error], finished: RunFinish
     env_errors = [e for e in error_events if e.kind == ErrorKind.ENVIRONMENT]
     if env_errors:
         error = env_errors[-1]
-        return warning(HealthRule.CRASH_ENVIRONMENT, Severity.CRITICAL, step,
-                       f"The environment raised: {_first_line(error.message)}", {"case": error.case})
+        return warning(
+            HealthRule.CRASH_ENVIRONMENT,
+            Severity.CRITICAL,
+            step,
+            f"The environment raised: {_first_line(error.message)}",
+            {"case": error.case},
+        )
     killed = [e for e in error_events if "killed by" in (e.message or "")]
     if killed:
         return killed_warning(step, killed[-1].message, {"message": killed[-1].message})
@@ -121,7 +154,9 @@ def disk_crash(error_events: list[Error], step: int) -> HealthWarning | None:
     error = disk_errors[-1]
     kind = error.kind if error.kind in DISK_KINDS else ErrorKind.DISK_FULL
     rule = HealthRule.CRASH_DISK_FULL if kind in FULL_KINDS else HealthRule.CRASH_DISK_ERROR
-    evidence = {k: error.extra[k] for k in ("errno", "path", "filesystem", "free_bytes", "last_checkpoint") if k in error.extra}
+    evidence = {
+        k: error.extra[k] for k in ("errno", "path", "filesystem", "free_bytes", "last_checkpoint") if k in error.extra
+    }
     return warning(rule, Severity.CRITICAL, step, _first_line(error.message), {"kind": str(kind), **evidence})
 
 
