@@ -91,7 +91,9 @@ def from_ansi(text: str) -> Text:
     parsed = Text.from_ansi(text.replace("\r\n", "\n"), end="")
     plain = parsed.plain
     spans = [Span(s.start, s.end, _no_link(s.style)) for s in parsed.spans]
-    if not has_control(plain):
+    shown = clean(plain)
+    if len(shown) == len(plain):  # every placeholder took one character's place: the spans still fit
+        parsed.plain = shown
         parsed.spans = spans
         return parsed
     out = Text(end="")

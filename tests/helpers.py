@@ -20,7 +20,18 @@ ROOT = Path(__file__).resolve().parents[1]
 ENVS = Path(__file__).resolve().parent / "envs"
 EXAMPLES = ROOT / "examples"
 
-__all__ = ["ENVS", "EXAMPLES", "ROOT", "cli", "events_of", "free_port", "only_run", "pattern_args", "wait_for"]
+__all__ = [
+    "ENVS",
+    "EXAMPLES",
+    "PATTERN_FLAGS",
+    "ROOT",
+    "cli",
+    "events_of",
+    "free_port",
+    "only_run",
+    "pattern_args",
+    "wait_for",
+]
 
 
 def cli(*args: str, **kwargs) -> subprocess.CompletedProcess:
@@ -37,28 +48,26 @@ def cli(*args: str, **kwargs) -> subprocess.CompletedProcess:
     )
 
 
+# a quick, learnable run of the pattern environment: what most tests that train launch
+PATTERN_FLAGS = (
+    "--rl-env-module",
+    str(EXAMPLES / "pattern_env.py"),
+    "--rl-env-class",
+    "PatternEnv",
+    "--rl-num-generations",
+    "4",
+    "--batch-size",
+    "8",
+    "--rl-max-new-tokens",
+    "12",
+    "--lr",
+    "0.002",
+)
+
+
 def pattern_args(model: str, runs_dir: Path, *extra: str) -> list[str]:
-    """Flags for a quick, learnable run of the pattern environment."""
-    return [
-        "train",
-        "--model",
-        model,
-        "--rl-env-module",
-        str(EXAMPLES / "pattern_env.py"),
-        "--rl-env-class",
-        "PatternEnv",
-        "--rl-num-generations",
-        "4",
-        "--batch-size",
-        "8",
-        "--rl-max-new-tokens",
-        "12",
-        "--lr",
-        "0.002",
-        "--runs-dir",
-        str(runs_dir),
-        *extra,
-    ]
+    """``train`` a quick, learnable run of the pattern environment."""
+    return ["train", "--model", model, *PATTERN_FLAGS, "--runs-dir", str(runs_dir), *extra]
 
 
 def only_run(runs_dir: Path) -> Path:

@@ -7,9 +7,14 @@ NUL, DEL and carriage returns, mixed with arbitrary Unicode.
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 from hypothesis import strategies as st
 
 from grpo_tui.safe_text import has_control
+from grpo_tui.services.catalog import RunInfo
+from trainer_core.contract.status import Status
 
 FRAGMENTS = (
     "[",
@@ -60,3 +65,25 @@ hostile_name = hostile.map(lambda s: s.replace("/", "[").replace("\x00", "␀").
 def assert_no_control(shown: str, where: str) -> None:
     bad = sorted({hex(ord(ch)) for ch in shown if has_control(ch)})
     assert not bad, f"{where}: control characters reached the output: {bad}"
+
+
+def hostile_run_info(text: str, host: str | None = None) -> RunInfo:
+    """A runs-list row whose every free-text field is ``text`` (queued, so its queue reason shows too)."""
+    return RunInfo(
+        run_id=text,
+        path=Path("/x"),
+        project=text,
+        model=text,
+        status=Status.QUEUED,
+        step=3,
+        total=10,
+        last_reward=0.5,
+        started=time.time(),
+        ended=None,
+        duration=12.0,
+        warnings=1,
+        last_warning=text,
+        exit_reason=text,
+        host=host,
+        queue_reason=text,
+    )

@@ -18,23 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.helpers import EXAMPLES, cli
+from tests.helpers import PATTERN_FLAGS, cli
 from tests.sshd import SshServer, sshd  # noqa: F401  (the fixture, re-exported for test modules)
-
-TRAIN_FLAGS = (
-    "--rl-env-module",
-    str(EXAMPLES / "pattern_env.py"),
-    "--rl-env-class",
-    "PatternEnv",
-    "--rl-num-generations",
-    "4",
-    "--batch-size",
-    "8",
-    "--rl-max-new-tokens",
-    "12",
-    "--lr",
-    "0.002",
-)
 
 
 class RemoteHosts:
@@ -62,7 +47,7 @@ class RemoteHosts:
         return cli(*args, env={**self.env, **kwargs.pop("env", {})}, **kwargs)
 
     def launch(self, model: str, *extra: str, host: str = "gpubox") -> str:
-        done = self.cli("launch", "--host", host, "--model", model, *TRAIN_FLAGS, "--json", *extra)
+        done = self.cli("launch", "--host", host, "--model", model, *PATTERN_FLAGS, "--json", *extra)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)["run_id"]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from orjson import loads as _loads
 
 from trainer_core.contract.event_log import tail_events
-from trainer_core.contract.events import EventType, HealthWarning, decode
+from trainer_core.contract.events import HealthWarning
 from trainer_core.contract.run_folder import RUNS_DIR_ENV, RunFolder, resolve_runs_dir
 from trainer_core.contract.run_summary import scan_warnings, summary_crash, valid_summary, warning_record
 from trainer_core.contract.status import Status
@@ -93,32 +93,6 @@ class RunInfo:
             "host": self.host,
             "queue_reason": self.queue_reason,
         }
-
-    @classmethod
-    def from_dict(cls, row: dict, host: str | None = None) -> RunInfo:
-        """A row of ``runs --json`` (a remote host's); ``path`` is a path on that host."""
-        alerts = [
-            decode({**a, "type": EventType.WARNING.value}) for a in row.get("alerts") or [] if isinstance(a, dict)
-        ]
-        return cls(
-            run_id=str(row["run_id"]),
-            path=Path(row["path"]),
-            project=row.get("project"),
-            model=row.get("model"),
-            status=Status.parse(row.get("status")) or Status.LOST,
-            step=row.get("step"),
-            total=row.get("total"),
-            last_reward=row.get("last_reward"),
-            started=row.get("started"),
-            ended=row.get("ended"),
-            duration=row.get("duration"),
-            warnings=row.get("warnings") or 0,
-            last_warning=row.get("last_warning"),
-            exit_reason=row.get("exit_reason"),
-            alerts=[a for a in alerts if isinstance(a, HealthWarning)],
-            host=host if host is not None else row.get("host"),
-            queue_reason=row.get("queue_reason"),
-        )
 
 
 _warning_cache: dict[Path, tuple[int, int, int, str | None]] = {}

@@ -28,21 +28,6 @@ class GPU:
     def memory_free(self) -> int:
         return self.memory_total - self.memory_used
 
-    @classmethod
-    def from_dict(cls, data: dict) -> GPU:
-        """A GPU as another machine's ``grpo-tui info --json`` or events stream lists it (``asdict`` of one).
-
-        That machine is not trusted: a field of the wrong type raises ValueError naming it."""
-        if not isinstance(data, dict):
-            raise ValueError(f"a GPU must be a JSON object, not {type(data).__name__}")
-        for key in ("index", "memory_total", "memory_used", "utilization"):
-            value = data.get(key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"GPU field {key!r} must be a non-negative integer, not {str(value)[:40]!r}")
-        if not isinstance(data.get("name"), str):
-            raise ValueError(f"GPU field 'name' must be a string, not {str(data.get('name'))[:40]!r}")
-        return cls(**{f: data[f] for f in ("index", "name", "memory_total", "memory_used", "utilization")})
-
 
 def _fake(spec: str) -> list[GPU]:
     data: Any = json.loads(spec)

@@ -21,7 +21,6 @@ from grpo_tui.app import make_app
 from grpo_tui.screens.compare import CompareScreen
 from grpo_tui.screens.confirm import ConfirmScreen
 from grpo_tui.screens.monitor import MonitorScreen
-from grpo_tui.services.catalog import RunInfo
 from grpo_tui.services.gpus import GPU
 from grpo_tui.widgets.completions import CompletionsTable
 from grpo_tui.widgets.gpu_panel import GpuPanel
@@ -37,7 +36,7 @@ from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 
-from ..hostile_text import assert_no_control, hostile, hostile_name
+from ..hostile_text import assert_no_control, hostile, hostile_name, hostile_run_info
 from .conftest import screen_text, wait_until
 
 
@@ -56,27 +55,6 @@ class Harness(App):
             yield MetricChart("reward", id="chart")
 
 
-def info(text: str) -> RunInfo:
-    return RunInfo(
-        run_id=text,
-        path=Path("/x"),
-        project=text,
-        model=text,
-        status=Status.QUEUED,
-        step=1,
-        total=2,
-        last_reward=0.1,
-        started=time.time(),
-        ended=None,
-        duration=3.0,
-        warnings=2,
-        last_warning=text,
-        exit_reason=text,
-        host=text,
-        queue_reason=text,
-    )
-
-
 async def show_everywhere(text: str) -> None:
     app = Harness()
     async with app.run_test(size=(160, 60)) as pilot:
@@ -90,7 +68,7 @@ async def show_everywhere(text: str) -> None:
             ]
         )
         app.query_one(HealthPanel).set_warnings([warning])
-        app.query_one(RunsTable).show([info(text)], frozenset())
+        app.query_one(RunsTable).show([hostile_run_info(text, host=text)], frozenset())
         app.query_one(LogView).add(f"{text}\n\x1b[1mbold\x1b[0m {text}\n")
         app.query_one(GpuPanel).show(
             [GPU(index=0, name=text, memory_total=1 << 30, memory_used=0, utilization=5)], where=f"host {text}"

@@ -19,7 +19,7 @@ import pytest
 
 from trainer_core.contract.run_folder import RunFolder
 
-from ..helpers import EXAMPLES, ROOT, cli
+from ..helpers import PATTERN_FLAGS, ROOT, cli
 from ..run_fixtures import make_finished_run
 from .tmux_session import Tmux
 
@@ -44,27 +44,7 @@ def watch_argv(run: str, runs_dir: Path) -> list[str]:
 
 def launch_args(model: str, runs_dir: Path, *extra: str) -> list[str]:
     """As tests/integration/test_supervisor.py launches: the pattern environment, quick steps."""
-    return [
-        "launch",
-        "--json",
-        "--model",
-        model,
-        "--rl-env-module",
-        str(EXAMPLES / "pattern_env.py"),
-        "--rl-env-class",
-        "PatternEnv",
-        "--rl-num-generations",
-        "4",
-        "--batch-size",
-        "8",
-        "--rl-max-new-tokens",
-        "12",
-        "--lr",
-        "0.002",
-        "--runs-dir",
-        str(runs_dir),
-        *extra,
-    ]
+    return ["launch", "--json", "--model", model, *PATTERN_FLAGS, "--runs-dir", str(runs_dir), *extra]
 
 
 def shown_step(text: str) -> int:

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.helpers import EXAMPLES, cli, events_of, wait_for
+from tests.helpers import PATTERN_FLAGS, cli, events_of, wait_for
 from tests.remote_hosts import RemoteHosts
 from tests.slurm_cluster import slurm  # noqa: F401
 from tests.sshd import sshd  # noqa: F401
@@ -15,25 +15,19 @@ from trainer_core.contract.events import Metrics, RunStarted
 
 pytestmark = pytest.mark.slow
 
-TRAIN = (
-    "--rl-env-module",
-    str(EXAMPLES / "pattern_env.py"),
-    "--rl-env-class",
-    "PatternEnv",
-    "--rl-num-generations",
-    "4",
-    "--batch-size",
-    "8",
-    "--rl-max-new-tokens",
-    "12",
-    "--lr",
-    "0.002",
-)
-
 
 def submit(slurm, tiny_model, runs_dir, *extra):  # noqa: F811
     done = cli(
-        "launch", "--slurm", "--model", tiny_model, *TRAIN, "--runs-dir", str(runs_dir), "--json", *extra, env=slurm.env
+        "launch",
+        "--slurm",
+        "--model",
+        tiny_model,
+        *PATTERN_FLAGS,
+        "--runs-dir",
+        str(runs_dir),
+        "--json",
+        *extra,
+        env=slurm.env,
     )
     assert done.returncode == 0, done.stderr
     started = json.loads(done.stdout)

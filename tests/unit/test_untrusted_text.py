@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import io
 import os
-import time
 from contextlib import redirect_stderr
-from pathlib import Path
 
 import orjson
 from hypothesis import HealthCheck, example, given, settings
@@ -21,7 +19,6 @@ from grpo_tui.cli import main
 from grpo_tui.cli.runs import format_table, plain_table
 from grpo_tui.inspect_report import report
 from grpo_tui.safe_text import clean, from_ansi, json_bytes, literal
-from grpo_tui.services.catalog import RunInfo
 from grpo_tui.services.foreground import EventPrinter
 from grpo_tui.services.live_view import Snapshot, follow_log, render
 from trainer_core.contract.events import (
@@ -37,7 +34,7 @@ from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.severity import Severity
 from trainer_core.contract.status import Status
 
-from ..hostile_text import assert_no_control, hostile
+from ..hostile_text import assert_no_control, hostile, hostile_run_info
 
 PROPERTY = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
@@ -47,27 +44,6 @@ PROPERTY = settings(
 def plain_console() -> tuple[Console, io.StringIO]:
     out = io.StringIO()
     return Console(file=out, color_system=None, force_terminal=False, width=200, soft_wrap=True), out
-
-
-def run_info(text: str, host: str | None = None) -> RunInfo:
-    return RunInfo(
-        run_id=text,
-        path=Path("/x"),
-        project=text,
-        model=text,
-        status=Status.RUNNING,
-        step=3,
-        total=10,
-        last_reward=0.5,
-        started=time.time(),
-        ended=None,
-        duration=12.0,
-        warnings=1,
-        last_warning=text,
-        exit_reason=text,
-        host=host,
-        queue_reason=text,
-    )
 
 
 @PROPERTY
@@ -93,13 +69,13 @@ def test_ansi_keeps_colour_as_style_and_drops_links(text):
 @PROPERTY
 @given(hostile, hostile)
 def test_runs_tables_show_hostile_fields_literally(text, host):
-    assert_no_control(plain_table([run_info(text, host)], hosts=True), "runs (piped)")
+    assert_no_control(plain_table([hostile_run_info(text, host)], hosts=True), "runs (piped)")
     console, out = plain_console()
-    console.print(format_table([run_info(text, host)], hosts=True))
+    console.print(format_table([hostile_run_info(text, host)], hosts=True))
     assert_no_control(out.getvalue(), "runs (table)")
-    rows = orjson.loads(json_bytes(orjson.dumps([run_info(text).to_dict()])))
+    rows = orjson.loads(json_bytes(orjson.dumps([hostile_run_info(text).to_dict()])))
     assert rows[0]["project"] == text  # --json keeps the value; only its encoding changed
-    assert_no_control(json_bytes(orjson.dumps([run_info(text).to_dict()])).decode(), "runs --json")
+    assert_no_control(json_bytes(orjson.dumps([hostile_run_info(text).to_dict()])).decode(), "runs --json")
 
 
 @PROPERTY
