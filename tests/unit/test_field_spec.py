@@ -53,7 +53,7 @@ def test_kind_comes_from_the_type_annotation(name, kind, optional):
 def test_choice_fields_are_literals_and_their_choices_are_its_values():
     hints = get_type_hints(RunConfig)
     choices = {s.name: s.choices for s in SPECS if s.kind == "choice"}
-    assert set(choices) == {"trainer", "rl_loss_type", "vllm_mode", "mixed_precision"}
+    assert set(choices) == {"trainer", "rl_loss_type", "vllm_mode", "mixed_precision", "on_missing"}
     for name, values in choices.items():
         assert values == get_args(hints[name]) and values, name
         assert field_spec(name).default in values
@@ -62,6 +62,7 @@ def test_choice_fields_are_literals_and_their_choices_are_its_values():
     assert choices["vllm_mode"] == config_checks.VLLM_MODES
     assert choices["mixed_precision"] == config_checks.MIXED_PRECISION
     assert choices["trainer"] == config_checks.TRAINERS
+    assert choices["on_missing"] == config_checks.ON_MISSING
     assert all(not s.choices for s in SPECS if s.kind != "choice")
 
 

@@ -18,6 +18,7 @@ from .config_checks import (
     ConfigError,
     LossType,
     MixedPrecision,
+    OnMissing,
     TrainerType,
     VllmMode,
     iter_problems,
@@ -144,6 +145,13 @@ class RunConfig:
     # -- hardware & output ------------------------------------------------------------------------------
     mixed_precision: MixedPrecision = _f(
         "auto", "Mixed precision: auto (bf16 on a GPU that supports it, off on CPU), bf16, fp16 or no.", "hardware"
+    )
+    on_missing: OnMissing = _f(
+        "error",
+        "When a hardware setting cannot run where the run goes (flash attention without flash-attn, bf16 on a "
+        "CPU, vLLM not installed, ...): error stops before launch and names each; fallback applies its safe "
+        "fallback instead, with a warning in the run's events.",
+        "hardware",
     )
     gradient_checkpointing: bool = _f(False, "Recompute activations in the backward pass to save memory.", "hardware")
     logging_steps: int = _f(1, "Write a metrics event every N optimiser steps.", "hardware")

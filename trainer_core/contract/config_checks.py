@@ -20,11 +20,13 @@ LossType = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", 
 VllmMode = Literal["colocate", "server"]
 MixedPrecision = Literal["auto", "bf16", "fp16", "no"]
 TrainerType = Literal["grpo"]
+OnMissing = Literal["error", "fallback"]
 
 LOSS_TYPES: tuple[str, ...] = get_args(LossType)
 VLLM_MODES: tuple[str, ...] = get_args(VllmMode)
 MIXED_PRECISION: tuple[str, ...] = get_args(MixedPrecision)
 TRAINERS: tuple[str, ...] = get_args(TrainerType)
+ON_MISSING: tuple[str, ...] = get_args(OnMissing)
 TRACKERS = ("trackio", "wandb", "tensorboard")
 
 
@@ -181,6 +183,7 @@ def _basic_problems(c):
         ("rl_loss_type", LOSS_TYPES),
         ("vllm_mode", VLLM_MODES),
         ("mixed_precision", MIXED_PRECISION),
+        ("on_missing", ON_MISSING),
     ):
         value = getattr(c, name)
         if value not in choices:
