@@ -1,6 +1,7 @@
 """The TrainerCallback that turns a TRL run into the run folder's event stream, and decides stops.
 
-Metrics are copied verbatim from ``on_log`` (the keys TRL logs are the vocabulary every viewer speaks).
+Metrics are copied verbatim from ``on_log`` (the keys TRL logs are the vocabulary every viewer speaks),
+with grpo-tui's own statistics of the step's samples beside them under ``samples/``.
 A stop — a signal, or the stop-request file — is decided at a step end; with several processes the
 decision is all-reduced so every rank leaves the loop in the same step (a rank that kept going would hang
 in the next collective), and the Trainer then saves a checkpoint before returning. The last step is always
@@ -10,6 +11,7 @@ saved too, so a completed run can be continued to a higher max_steps.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 from transformers import TrainerCallback
 
@@ -28,6 +30,7 @@ class EventStreamCallback(TrainerCallback):
         on_step=None,
         monitor: HealthMonitor | None = None,
         stop_on: tuple[str, ...] = (),
+        extra_metrics: Callable[[], dict] | None = None,
     ):
         self.writer = writer
         self.stopper = stopper
@@ -35,6 +38,7 @@ class EventStreamCallback(TrainerCallback):
         self.on_step = on_step
         self.monitor = monitor
         self.stop_on = stop_on
+        self.extra_metrics = extra_metrics  # grpo-tui's own statistics of the step's samples (sample_stats.py)
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.stopper.training_started(state.global_step)
@@ -45,10 +49,11 @@ class EventStreamCallback(TrainerCallback):
         if "train_runtime" in logs:
             self.writer.emit(Summary(step=state.global_step, values=dict(logs)))
             return
-        self.writer.emit(Metrics(step=state.global_step, values=dict(logs)))
+        values = {**(self.extra_metrics() if self.extra_metrics else {}), **logs}
+        self.writer.emit(Metrics(step=state.global_step, values=values))
         if self.echo:
             print(format_metrics_line(state.global_step, state.max_steps, logs), file=sys.stdout, flush=True)
-        for warning in self.monitor.feed(state.global_step, logs) if self.monitor else []:
+        for warning in self.monitor.feed(state.global_step, values) if self.monitor else []:
             self.writer.emit(warning)
             if warning.rule in self.stop_on and warning.severity.alarming:
                 # every rank leaves at the next step end (the stop is all-reduced there), with a checkpoint

@@ -12,9 +12,19 @@ from typing import cast
 
 from .contract.config import RunConfig, stop_on_rules
 from .contract.config_checks import ConfigError, is_dataset_run, trackers
-from .contract.health import HealthMonitor, Thresholds, warning
+from .contract.hardware_checks import (
+    STATE_KEY,
+    Gpu,
+    Machine,
+    PreflightError,
+    apply_fallbacks,
+    fallback_warning,
+    preflight,
+)
+from .contract.health import HealthMonitor, RunFacts, Thresholds, warning
 from .contract.health_rules import HealthRule
 from .contract.ports import SERVER_URL_ENV
+from .contract.sample_stats import SampleStats
 from .contract.severity import Severity
 from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, get_tools, load_environment
 from .run_context import RunContext
@@ -204,13 +214,16 @@ def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext | None):
     return dataset
 
 
-def _sample_recorder(config: RunConfig, run: RunContext):
+def _sample_recorder(config: RunConfig, run: RunContext, stats: SampleStats):
+    """What the reward adapter calls with every scored batch: the statistics see all of it, and the first
+    ``samples_per_step`` of each step are kept in samples.jsonl (rank 0; none with samples_per_step 0)."""
     out = run.open_samples() if config.samples_per_step else None
-    if out is None:
-        return None
     counts: dict[int, int] = {}
 
     def record(samples: list[dict], global_step):
+        stats.add(samples)
+        if out is None:
+            return
         step = (global_step or 0) + 1
         room = config.samples_per_step - counts.get(step, 0)
         for sample in samples[: max(room, 0)]:
@@ -238,14 +251,16 @@ def tracker_folders(config: RunConfig, run: RunContext) -> None:
             os.environ[variable] = str(folder)
 
 
-def reward_setup(config: RunConfig, tokenizer, run: RunContext):
-    """(train dataset, reward functions, their weights, a hook given the live model) for either kind of run."""
+def reward_setup(config: RunConfig, tokenizer, run: RunContext, stats: SampleStats | None = None):
+    """(train dataset, reward functions, their weights, a hook given the live model) for either kind of run;
+    ``stats`` sees every scored batch."""
+    stats = stats if stats is not None else SampleStats()
     if is_dataset_run(config):
         from .dataset_source import DatasetSource
         from .reward_funcs import RewardFunctions
 
         dataset = prepare_dataset(DatasetSource(config), tokenizer, config, run)
-        rewards = RewardFunctions(config.reward_funcs, on_samples=_sample_recorder(config, run))
+        rewards = RewardFunctions(config.reward_funcs, on_samples=_sample_recorder(config, run, stats))
         return dataset, rewards.funcs, rewards.weights, lambda model: None
     env = load_environment(
         required(config.rl_env_module, "rl_env_module"),
@@ -253,7 +268,7 @@ def reward_setup(config: RunConfig, tokenizer, run: RunContext):
         config.rl_env_config,
     )
     dataset = prepare_dataset(env, tokenizer, config, run)
-    score = ScoreEpisodeReward(env, tokenizer, on_samples=_sample_recorder(config, run))
+    score = ScoreEpisodeReward(env, tokenizer, on_samples=_sample_recorder(config, run, stats))
     extra_funcs, extra_weights = extra_reward_functions(env)
 
     def bind(model):
@@ -262,14 +277,53 @@ def reward_setup(config: RunConfig, tokenizer, run: RunContext):
     return dataset, [score, *extra_funcs], [1.0, *extra_weights] if extra_funcs else None, bind
 
 
+def torch_machine() -> Machine:
+    """This training process's devices as torch sees them: CUDA_VISIBLE_DEVICES is already the run's GPUs."""
+    import socket
+
+    import torch
+
+    where = f"this training process's machine ({socket.gethostname()})"
+    if not torch.cuda.is_available():
+        return Machine(where)
+    gpus = tuple(
+        Gpu(i, torch.cuda.get_device_name(i), torch.cuda.get_device_capability(i))
+        for i in range(torch.cuda.device_count())
+    )
+    return Machine(where, gpus)
+
+
+def hardware_at_start(config: RunConfig, run: RunContext | None, machine: Machine | None = None) -> None:
+    """The pre-flight again, with torch's view of the devices (a Slurm node's, which its launcher could not
+    see): a setting this machine cannot run stops here, before the model loads, or with on_missing fallback
+    takes its fallback, and config.yaml is rewritten to what runs. Rank 0 writes the ``hardware_fallback``
+    warning for these and for the fallbacks the launcher applied (state.json), once per run."""
+    found = preflight(config, machine or torch_machine())
+    if found.problems and config.on_missing != "fallback":
+        raise PreflightError(list(found.problems))
+    records = apply_fallbacks(config, found.problems)
+    if run is None or not run.main:
+        return
+    state = run.folder.read_state()
+    launched = state.get(STATE_KEY) if run.resumed_from is None else None
+    if records:
+        run.folder.save_config(config)
+        run.folder.write_state(**{STATE_KEY: [*(state.get(STATE_KEY) or []), *records]})
+    shown = [*(launched if isinstance(launched, list) else []), *records]
+    if shown:
+        run.emit(fallback_warning([r for r in shown if isinstance(r, dict)]))
+
+
 def build_trainer(config: RunConfig, run: RunContext):
     from trl import GRPOTrainer  # pyright: ignore[reportPrivateImportUsage]  # as GRPOConfig above
 
     from .callbacks import EventStreamCallback
 
+    hardware_at_start(config, run)
     model = required(config.model, "model")
     tokenizer = load_tokenizer(model, config)
-    dataset, reward_funcs, weights, bind_model = reward_setup(config, tokenizer, run)
+    stats = SampleStats()
+    dataset, reward_funcs, weights, bind_model = reward_setup(config, tokenizer, run, stats)
     args = build_grpo_config(config, str(run.folder.checkpoints_dir))
     if weights:
         args.reward_weights = weights
@@ -291,7 +345,16 @@ def build_trainer(config: RunConfig, run: RunContext):
         run.stopper,
         echo=run.echo,
         on_step=run.set_step,
-        monitor=HealthMonitor(Thresholds.from_mapping(config.health)),
+        monitor=HealthMonitor(
+            Thresholds.from_mapping(config.health),
+            RunFacts(
+                max_completion_length=config.rl_max_new_tokens,
+                reward_funcs=len(reward_funcs),
+                use_vllm=config.use_vllm,
+                kl_measured=config.rl_kl_coef > 0,
+            ),
+        ),
+        extra_metrics=stats.pop,
         stop_on=tuple(stop_on_rules(config)),
     )
     trainer = GRPOTrainer(

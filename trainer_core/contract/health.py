@@ -2,25 +2,42 @@
 
 Stdlib only: the trainer runs these rules as it logs (so every viewer, now or next week, reads the same
 ``warning`` events) and the app can replay them over a recorded stream. Each rule looks at a window of
-steps and fires once when its condition holds long enough (a one-step spike never fires); it re-arms only
-after the condition has been clear for a window, so a noisy metric does not flap. KL re-arms only once it has
-fallen well below its threshold (``kl_rearm``): a KL hovering around ``kl_high`` is one warning, not ten.
+steps and fires once when its condition holds long enough (a one-step spike never fires, except the spike
+rules, whose baseline is robust); it re-arms only after the condition has been clear for a window, so a
+noisy metric does not flap. KL re-arms only once it has fallen well below its threshold (``kl_rearm``): a KL
+hovering around ``kl_high`` is one warning, not ten. A rule whose metric this TRL version does not log says
+so once, as an ``info`` warning of that rule, and then stays quiet rather than fire on a missing value.
 The rules' names and advice are ``health_rules.HealthRule``; ``warning`` builds every rule's event from them.
+The reward-hacking rules are in health_hacking.py, the drift rules in health_drift.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from statistics import mean
-from typing import Any, TypeGuard, cast
+from typing import cast
 
+from . import health_drift, health_hacking
 from .events import HealthWarning, Metrics
+from .health_core import FireOnce, RunFacts, Thresholds, Window, finite, threshold_names, warning
 from .health_rules import HealthRule, RuleGroup, rules_of
+from .sample_stats import REPETITION
 from .severity import Severity
+
+__all__ = [
+    "ADVICE",
+    "DRIFT_RULES",
+    "RULES",
+    "HealthMonitor",
+    "RunFacts",
+    "Thresholds",
+    "config_warnings",
+    "drift_rules",
+    "finite",
+    "replay",
+    "threshold_names",
+    "warning",
+]
 
 METRIC_RULES = rules_of(RuleGroup.METRIC)
 CONFIG_RULES = rules_of(RuleGroup.CONFIG, RuleGroup.DATASET, RuleGroup.RESUME)  # written once, at the start
@@ -29,61 +46,47 @@ RULES = tuple(rule.value for rule in HealthRule)
 STOPPABLE_RULES = tuple(rule.value for rule in HealthRule if rule.stoppable)
 ADVICE = {rule.value: rule.advice for rule in HealthRule}
 SWITCHES = ("disk_check",)  # thresholds that are on/off: 0 is allowed (every other one must be positive)
+DRIFT_RULES = (HealthRule.GRAD_NORM_SPIKE, HealthRule.LOSS_SPIKE, HealthRule.CLIP_RATIO_HIGH)
+"""The rules that watch for drift without KL; with vLLM, ``sampling_mismatch`` too."""
+
+Check = Callable[[int, dict], HealthWarning | None]
+
+# the metrics each rule reads (it can judge when any one is logged), and when it applies at all
+_NEEDS: dict[HealthRule, tuple[tuple[str, ...], Callable[[RunFacts], bool]]] = {
+    HealthRule.MODE_COLLAPSE: (("entropy",), lambda f: True),
+    HealthRule.KL_EXPLOSION: (("kl",), lambda f: f.kl_measured is True),
+    HealthRule.ENTROPY_COLLAPSE: (("entropy",), lambda f: True),
+    HealthRule.NO_LEARNING_SIGNAL: (("frac_reward_zero_std", "reward_std"), lambda f: True),
+    HealthRule.REWARD_PLATEAU: (("reward",), lambda f: True),
+    HealthRule.TRUNCATION: (("completions/clipped_ratio",), lambda f: True),
+    HealthRule.ONE_REWARD_CARRIES: ((), lambda f: (f.reward_funcs or 0) >= 2),
+    HealthRule.LENGTH_EXPLOITATION: ((health_hacking.MEAN_LENGTH,), lambda f: True),
+    HealthRule.DEGENERATE_COMPLETIONS: ((REPETITION,), lambda f: f.reward_funcs is not None),
+    HealthRule.GRAD_NORM_SPIKE: (("grad_norm",), lambda f: True),
+    HealthRule.LOSS_SPIKE: (("loss",), lambda f: True),
+    HealthRule.CLIP_RATIO_HIGH: ((health_drift.CLIP_REGION,), lambda f: True),
+    HealthRule.SAMPLING_MISMATCH: ((health_drift.IS_RATIO, health_drift.LOGP_DIFFERENCE), lambda f: f.use_vllm),
+}
 
 
-@dataclass
-class Thresholds:
-    """Rule thresholds; every one can be set with ``--health KEY=VALUE``."""
-
-    window: int = 5
-    reward_std_low: float = 0.1
-    zero_std_frac: float = 0.9
-    entropy_falling: float = 0.8
-    entropy_collapse: float = 0.5
-    kl_high: float = 0.5
-    kl_critical: float = 2.0
-    kl_growth: float = 4.0
-    kl_rearm: float = 0.25
-    no_signal_steps: int = 3
-    plateau_window: int = 60
-    plateau_min_gain: float = 0.02
-    truncation_ratio: float = 0.5
-    stall_factor: float = 10.0
-    stall_min_seconds: float = 60.0
-    disk_check: int = 1  # 0: a run the disk cannot hold starts anyway, with a critical warning
-    disk_margin: float = 1.2  # warn before launch when free space is below this x the estimated need
-    disk_warn_percent: float = 90.0
-    disk_critical_percent: float = 97.0
-
-    @classmethod
-    def from_mapping(cls, values: dict | None) -> Thresholds:
-        return cls(**(values or {}))
+def drift_rules(use_vllm: bool = False) -> tuple[HealthRule, ...]:
+    return (*DRIFT_RULES, HealthRule.SAMPLING_MISMATCH) if use_vllm else DRIFT_RULES
 
 
-def finite(value: Any) -> TypeGuard[float]:
-    """A real number: not a bool, not NaN or infinite."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def warning(
-    rule: HealthRule, severity: Severity, step: int, message: str, evidence: dict | None = None
-) -> HealthWarning:
-    """The ``warning`` event of ``rule``: every rule's warning is built here, so it carries the rule's one advice."""
-    return HealthWarning(rule, severity, step, message, rule.advice, evidence or {})
-
-
-def config_warnings(rl_kl_coef: float, num_generations: int) -> list[HealthWarning]:
+def config_warnings(rl_kl_coef: float, num_generations: int, use_vllm: bool = False) -> list[HealthWarning]:
     """Warnings a config earns before the first step."""
     out = []
     if rl_kl_coef == 0:
+        watching = [rule.value for rule in drift_rules(use_vllm)]
         out.append(
             warning(
                 HealthRule.KL_NOT_MEASURED,
                 Severity.INFO,
                 0,
-                "rl_kl_coef is 0: KL to the reference model is "
-                "not measured or penalised, so a drifting policy will not show in the KL chart.",
-                {"rl_kl_coef": 0},
+                "rl_kl_coef is 0: KL to the reference model is not measured or penalised, so a drifting policy "
+                f"will not show in the KL chart and kl_explosion cannot fire. Still watching for drift: "
+                f"{', '.join(watching)}.",
+                {"rl_kl_coef": 0, "drift_rules": watching},
             )
         )
     if num_generations < 4:
@@ -99,40 +102,25 @@ def config_warnings(rl_kl_coef: float, num_generations: int) -> list[HealthWarni
     return out
 
 
-class _Rule:
-    """Fire-once bookkeeping: a rule re-arms after ``rearm`` clear steps; a higher severity fires again."""
-
-    def __init__(self, rearm: int):
-        self.rearm = rearm
-        self.fired: str | None = None
-        self.clear_steps = 0
-
-    def update(self, severity: str | None, clear: bool = True) -> bool:
-        """``clear`` False: the condition does not hold, but the metric is not back to normal either."""
-        if severity is None:
-            if self.fired:
-                self.clear_steps = self.clear_steps + 1 if clear else 0
-                if self.clear_steps >= self.rearm:
-                    self.fired = None
-            return False
-        self.clear_steps = 0
-        if self.fired and Severity(severity).rank <= Severity(self.fired).rank:
-            return False
-        self.fired = severity
-        return True
-
-
 class HealthMonitor:
     """Feed it each logged step's metrics; it returns the warnings that fire at that step."""
 
-    def __init__(self, thresholds: Thresholds | None = None):
+    def __init__(self, thresholds: Thresholds | None = None, facts: RunFacts | None = None):
         self.t = thresholds or Thresholds()
-        size = max(self.t.plateau_window, self.t.window, 8)
-        self.history: deque[tuple[int, dict]] = deque(maxlen=size)
+        self.facts = facts or RunFacts()
+        self._says_not_logged = facts is not None  # a replay without the run's facts cannot tell
+        t = self.t
+        size = max(t.plateau_window, t.window, t.reward_flat_steps, t.spike_history + 1, 8)
+        self.window = Window(size, t.baseline_steps)
         self.entropy_baseline: float | None = None
         self._early_entropy: list[float] = []
+        self._said_not_logged: set[HealthRule] = set()
+
+        def family(check) -> Check:
+            return lambda step, m: check(self.window, self.t, self.facts, step, m)
+
         # each metric rule's check, in the order they are evaluated (and their warnings listed) at a step
-        self._checks: dict[HealthRule, Callable[[int, dict], HealthWarning | None]] = {
+        self._checks: dict[HealthRule, Check] = {
             HealthRule.MODE_COLLAPSE: self._mode_collapse,
             HealthRule.KL_EXPLOSION: self._kl_explosion,
             HealthRule.ENTROPY_COLLAPSE: self._entropy_collapse,
@@ -140,18 +128,30 @@ class HealthMonitor:
             HealthRule.REWARD_PLATEAU: self._reward_plateau,
             HealthRule.NON_FINITE: self._non_finite,
             HealthRule.TRUNCATION: self._truncation,
+            HealthRule.ONE_REWARD_CARRIES: family(health_hacking.one_reward_carries),
+            HealthRule.LENGTH_EXPLOITATION: family(health_hacking.length_exploitation),
+            HealthRule.DEGENERATE_COMPLETIONS: family(health_hacking.degenerate_completions),
+            HealthRule.GRAD_NORM_SPIKE: family(health_drift.grad_norm_spike),
+            HealthRule.LOSS_SPIKE: family(health_drift.loss_spike),
+            HealthRule.CLIP_RATIO_HIGH: family(health_drift.clip_ratio_high),
+            HealthRule.SAMPLING_MISMATCH: family(health_drift.sampling_mismatch),
         }
-        self.rules = {rule: _Rule(rearm=self.t.window) for rule in self._checks}
-        self.rules[HealthRule.NON_FINITE] = _Rule(rearm=1)
-        self.rules[HealthRule.REWARD_PLATEAU] = _Rule(rearm=self.t.plateau_window)
+        self.rules = {rule: FireOnce(rearm=t.window) for rule in self._checks}
+        self.rules[HealthRule.NON_FINITE] = FireOnce(rearm=1)
+        self.rules[HealthRule.REWARD_PLATEAU] = FireOnce(rearm=t.plateau_window)
+        self.rules[HealthRule.ONE_REWARD_CARRIES] = FireOnce(rearm=t.reward_flat_steps)
+
+    @property
+    def history(self):
+        return self.window.steps
 
     def feed(self, step: int, metrics: dict) -> list[HealthWarning]:
-        self.history.append((step, metrics))
+        self.window.append(step, metrics)
         entropy = metrics.get("entropy")
         if finite(entropy) and len(self._early_entropy) < 3:
             self._early_entropy.append(entropy)
             self.entropy_baseline = max(self._early_entropy)
-        fired = []
+        fired = self._not_logged(step)
         for rule, check in self._checks.items():
             found = check(step, metrics)
             if found is None:
@@ -160,14 +160,34 @@ class HealthMonitor:
                 fired.append(found)
         return fired
 
+    def _not_logged(self, step: int) -> list[HealthWarning]:
+        """Once, after ``metric_grace`` steps: each rule that applies to this run but whose metrics never came."""
+        if not self._says_not_logged or self.window.count != self.t.metric_grace:
+            return []
+        out = []
+        for rule, (keys, applies) in _NEEDS.items():
+            if not keys or not applies(self.facts) or self.window.seen.intersection(keys):
+                continue
+            self._said_not_logged.add(rule)
+            out.append(
+                warning(
+                    rule,
+                    Severity.INFO,
+                    step,
+                    f"{rule.value} cannot judge this run: this TRL version does not log "
+                    f"{' or '.join(keys)} (none in the first {self.window.count} steps).",
+                    {"metric_not_logged": list(keys)},
+                )
+            )
+        return out
+
     def _back_to_normal(self, rule: HealthRule, m: dict) -> bool:
         if rule is HealthRule.KL_EXPLOSION:
             return not finite(m.get("kl")) or m["kl"] < self.t.kl_rearm
         return True
 
     def _recent(self, key: str, n: int) -> list:
-        values = [m.get(key) for _, m in list(self.history)[-n:]]
-        return values if len(values) == n else []
+        return self.window.recent(key, n)
 
     def _non_finite(self, step: int, m: dict) -> HealthWarning | None:
         bad = {k: m[k] for k in ("loss", "grad_norm", "reward") if k in m and not finite(m[k])}
@@ -184,7 +204,7 @@ class HealthMonitor:
 
     def _kl_explosion(self, step: int, m: dict) -> HealthWarning | None:
         t = self.t
-        window = [m.get("kl") for _, m in list(self.history)[-3:]]
+        window = self.window.recent("kl", 3) or self.window.recent("kl", 2)
         if len(window) < 2 or not all(finite(v) for v in window):
             return None
         kls = cast(list[float], window)
@@ -319,7 +339,3 @@ def replay(metrics_events: list[Metrics], thresholds: Thresholds | None = None) 
     for event in metrics_events:
         out += monitor.feed(event.step, event.values)
     return out
-
-
-def threshold_names() -> list[str]:
-    return [f.name for f in dataclasses.fields(Thresholds)]

@@ -33,10 +33,18 @@ class HealthRule(ValueEnum):
     REWARD_PLATEAU = "reward_plateau"
     NON_FINITE = "non_finite"
     TRUNCATION = "truncation"
+    ONE_REWARD_CARRIES = "one_reward_carries"
+    LENGTH_EXPLOITATION = "length_exploitation"
+    DEGENERATE_COMPLETIONS = "degenerate_completions"
+    GRAD_NORM_SPIKE = "grad_norm_spike"
+    LOSS_SPIKE = "loss_spike"
+    CLIP_RATIO_HIGH = "clip_ratio_high"
+    SAMPLING_MISMATCH = "sampling_mismatch"
     # config rules
     KL_NOT_MEASURED = "kl_not_measured"
     SMALL_GROUPS = "small_groups"
     DISK_ESTIMATE = "disk_estimate"
+    HARDWARE_FALLBACK = "hardware_fallback"
     # dataset and resume rules
     PROMPT_TOO_LONG = "prompt_too_long"
     TORN_CHECKPOINT = "torn_checkpoint"
@@ -107,6 +115,43 @@ _SPECS: dict[HealthRule, tuple[RuleGroup, str]] = {
         "Raise --rl-max-new-tokens, or pass --rl-mask-truncated-completions so "
         "cut-off completions do not teach the model.",
     ),
+    HealthRule.ONE_REWARD_CARRIES: (
+        RuleGroup.METRIC,
+        "Read completions that score high on the rising function: the model may have learned the format, not "
+        "the task. Lower that function's weight (--reward-func NAME=WEIGHT), give the flat one partial credit, "
+        "or make its tasks easier.",
+    ),
+    HealthRule.LENGTH_EXPLOITATION: (
+        RuleGroup.METRIC,
+        "Check whether the reward pays for length rather than for the answer: normalise or cap it by length, "
+        "use --rl-loss-type dr_grpo (no length bias), and read the longest (or shortest) high-scoring samples.",
+    ),
+    HealthRule.DEGENERATE_COMPLETIONS: (
+        RuleGroup.METRIC,
+        "The reward pays for repetitive or copied output: read the samples, penalise repetition in the reward, "
+        "raise --rl-temperature, or raise --rl-kl-coef; resume from a checkpoint before the onset.",
+    ),
+    HealthRule.GRAD_NORM_SPIKE: (
+        RuleGroup.METRIC,
+        "Lower --lr, clip gradients harder (--grpo-arg max_grad_norm=0.5), or set --rl-kl-coef above 0; look "
+        "at the samples of that step for an outlier reward.",
+    ),
+    HealthRule.LOSS_SPIKE: (
+        RuleGroup.METRIC,
+        "Lower --lr, lower --rl-clip-range, and check the rewards of that step for outliers; with vLLM, check "
+        "sampling_mismatch too. Resume from the last checkpoint before the spike if it repeats.",
+    ),
+    HealthRule.CLIP_RATIO_HIGH: (
+        RuleGroup.METRIC,
+        "The updates are too large for the clip range: lower --lr, or fewer passes per batch "
+        "(--grpo-arg num_iterations=1).",
+    ),
+    HealthRule.SAMPLING_MISMATCH: (
+        RuleGroup.METRIC,
+        "The generator and the trainer disagree on token probabilities: check that vLLM loads the same "
+        "weights and dtype, sync weights more often, and keep importance-sampling correction on "
+        "(--grpo-arg vllm_importance_sampling_correction=true).",
+    ),
     HealthRule.KL_NOT_MEASURED: (
         RuleGroup.CONFIG,
         "Set --rl-kl-coef above 0 (0.01-0.1) to measure and limit how far the policy drifts.",
@@ -120,6 +165,12 @@ _SPECS: dict[HealthRule, tuple[RuleGroup, str]] = {
         "Free space on that filesystem, point --runs-dir at a larger one, keep "
         "fewer checkpoints (--save-total-limit 2) or save less often "
         "(--save-steps); --peft checkpoints are far smaller.",
+    ),
+    HealthRule.HARDWARE_FALLBACK: (
+        RuleGroup.CONFIG,
+        "The run changed these settings to what this machine can run (on_missing: fallback): it is slower or "
+        "uses more memory than the config asked for. To run them as written, train where their package and GPU "
+        "are (docs/hardware.md); to refuse such a run instead, set --on-missing error.",
     ),
     HealthRule.PROMPT_TOO_LONG: (RuleGroup.DATASET, "Raise --max-prompt-length or shorten the prompts."),
     HealthRule.TORN_CHECKPOINT: (

@@ -1,0 +1,75 @@
+"""How often do the health rules cry wolf? Trains the healthy CPU demo (the pre-trained tiny model on
+examples/pattern_env.py, the demo's own config) over several seeds, at the demo's KL coefficient and at
+TRL's default beta 0, and counts every warning by rule and severity.
+
+    .venv/bin/python bench/health_false_alarms.py                       # 5 seeds x 120 steps x 2 betas
+    .venv/bin/python bench/health_false_alarms.py --seeds 2 --steps 60  # a quick look
+
+Target: 0 warn or critical. Info warnings (kl_not_measured at beta 0) are listed but are not alarms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grpo_tui.resources import demo_config_file, demo_env_file  # noqa: E402
+from trainer_core.contract.config import RunConfig  # noqa: E402
+from trainer_core.contract.event_log import read_events  # noqa: E402
+from trainer_core.contract.events import HealthWarning, Metrics  # noqa: E402
+from trainer_core.runner import train  # noqa: E402
+from trainer_core.tiny_model import build_tiny_model  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=120)
+    parser.add_argument("--betas", default="demo,0", help="comma-separated: 'demo' (the config's) and/or numbers")
+    parser.add_argument("--work-dir", type=Path, default=None)
+    args = parser.parse_args()
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="grpo-false-alarms-"))
+    model = build_tiny_model(work / "tiny-model", pretrain=True)
+    alarms: Counter[tuple[str, str]] = Counter()
+    infos: Counter[str] = Counter()
+    steps_seen = 0
+    print(f"{'beta':>6} {'seed':>4} {'steps':>5} {'s':>5}  warnings (rule severity step)")
+    for beta in args.betas.split(","):
+        for seed in range(args.seeds):
+            config = RunConfig.load(demo_config_file())
+            config.model, config.rl_env_module = str(model), str(demo_env_file())
+            config.seed, config.max_steps, config.save_steps = seed, args.steps, 10**6
+            if beta != "demo":
+                config.rl_kl_coef = float(beta)
+            began = time.monotonic()
+            result = train(config, runs_dir=work / "runs")
+            events = read_events(result.path / "events.jsonl")
+            warnings = [e for e in events if isinstance(e, HealthWarning)]
+            steps = sum(isinstance(e, Metrics) for e in events)
+            steps_seen += steps
+            for w in warnings:
+                if w.severity.alarming:
+                    alarms[(str(w.rule), str(w.severity))] += 1
+                else:
+                    infos[str(w.rule)] += 1
+            shown = ", ".join(f"{w.rule} {w.severity} {w.step}" for w in warnings) or "-"
+            print(f"{config.rl_kl_coef:>6} {seed:>4} {steps:>5} {time.monotonic() - began:>5.0f}  {shown}")
+    total = sum(alarms.values())
+    print(f"\n{steps_seen} logged steps over {args.seeds} seeds x {len(args.betas.split(','))} betas")
+    print(f"warn or critical: {total} ({total / max(steps_seen, 1):.4f} per step); target 0")
+    for (rule, severity), n in sorted(alarms.items()):
+        print(f"  {rule} {severity}: {n}")
+    for rule, n in sorted(infos.items()):
+        print(f"  info {rule}: {n}")
+    return 0 if total == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Statistics of a batch of scored completions that TRL does not log: repetition, near-copies within a
+group, and how completion length and reward move together.
+
+The trainer computes them from every completion its reward functions score (not only the few kept in
+samples.jsonl) and logs them beside TRL's metrics under ``samples/``, where the health rules for degenerate
+output and length exploitation read them. Stdlib only: a watcher can recompute them from samples.jsonl.
+
+Repetition is measured on words (whitespace-separated): the share of a completion's word pairs that repeat
+an earlier pair. "the the the the" scores 2/3, a sentence about 0. A completion of fewer than three words
+but at least ``LONG_WORD`` characters (a row of one character, "aaaaaaaa…") is measured on its character
+4-grams instead; shorter ones are not measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from statistics import mean, pstdev
+
+REPETITION = "samples/repetition"
+NEAR_DUPLICATES = "samples/near_duplicates"
+LENGTH_REWARD_CORR = "samples/length_reward_corr"
+KEYS = (REPETITION, NEAR_DUPLICATES, LENGTH_REWARD_CORR)
+LONG_WORD = 16
+NEAR_COPY = 0.9  # word-set overlap (Jaccard) at which two completions count as near-identical
+
+
+def _repeated_share(items: Sequence) -> float:
+    return 1.0 - len(set(items)) / len(items) if items else 0.0
+
+
+def repetition(text: str) -> float | None:
+    """The share of ``text``'s word pairs (or, for a long run without spaces, character 4-grams) that repeat."""
+    words = text.split()
+    if len(words) >= 3:
+        return _repeated_share(list(pairwise(words)))
+    joined = "".join(words)
+    if len(joined) >= LONG_WORD:
+        return _repeated_share([joined[i : i + 4] for i in range(len(joined) - 3)])
+    return None
+
+
+def _near_copy(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    wa, wb = set(a.split()), set(b.split())
+    if not wa or not wb:
+        return False
+    return len(wa & wb) / len(wa | wb) >= NEAR_COPY and abs(len(a) - len(b)) <= 0.1 * max(len(a), len(b))
+
+
+def near_duplicates(group: Sequence[str]) -> float:
+    """The share of a group's completions that nearly copy an earlier one of the same group."""
+    if len(group) < 2:
+        return 0.0
+    copies = sum(1 for i, text in enumerate(group) if any(_near_copy(text, other) for other in group[:i]))
+    return copies / (len(group) - 1)
+
+
+def correlation(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Pearson's correlation, or None when either side does not vary."""
+    if len(xs) < 3 or len(xs) != len(ys):
+        return None
+    sx, sy = pstdev(xs), pstdev(ys)
+    if sx == 0 or sy == 0:
+        return None
+    mx, my = mean(xs), mean(ys)
+    return mean((x - mx) * (y - my) for x, y in zip(xs, ys)) / (sx * sy)
+
+
+@dataclass
+class SampleStats:
+    """Collects scored batches between two logged steps; ``pop`` gives their statistics and starts again."""
+
+    _repetition: list[float] = field(default_factory=list)
+    _duplicates: list[float] = field(default_factory=list)
+    _lengths: list[float] = field(default_factory=list)
+    _rewards: list[float] = field(default_factory=list)
+
+    def add(self, samples: Sequence[dict]) -> None:
+        """A scored batch: dicts with ``prompt``, ``completion`` and ``reward``, a group's completions adjacent."""
+        group: list[str] = []
+        prompt = object()
+        for sample in samples:
+            text = str(sample.get("completion") or "")
+            measured = repetition(text)
+            if measured is not None:
+                self._repetition.append(measured)
+            reward = sample.get("reward")
+            if isinstance(reward, (int, float)) and not isinstance(reward, bool):
+                self._lengths.append(float(len(text.split())))
+                self._rewards.append(float(reward))
+            if sample.get("prompt") != prompt:
+                if len(group) > 1:
+                    self._duplicates.append(near_duplicates(group))
+                group = []
+            prompt = sample.get("prompt")
+            group.append(text)
+        if len(group) > 1:
+            self._duplicates.append(near_duplicates(group))
+
+    def pop(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        if self._repetition:
+            out[REPETITION] = mean(self._repetition)
+        if self._duplicates:
+            out[NEAR_DUPLICATES] = mean(self._duplicates)
+        corr = correlation(self._lengths, self._rewards)
+        if corr is not None:
+            out[LENGTH_REWARD_CORR] = corr
+        self._repetition, self._duplicates, self._lengths, self._rewards = [], [], [], []
+        return out
