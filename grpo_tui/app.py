@@ -24,6 +24,7 @@ from .executors.hosts import Host, load_hosts
 from .executors.registry import ExecutorRegistry
 from .executors.watched_run import WatchedRun
 from .safe_text import clean, clean_line
+from .terminal_alert import DEFAULT_ALERT, AlertMode, alert_sequence, parse_mode
 from .theming import DEFAULT_THEME, theme_data
 
 
@@ -45,8 +46,10 @@ class GrpoApp(App):
         start: str = "runs",
         watch_run: tuple[Executor, RunRef] | None = None,
         hosts: dict[str, Host] | None = None,
+        alert: AlertMode = DEFAULT_ALERT,
     ):
         super().__init__()
+        self.alert_mode: AlertMode = alert  # what a critical warning does at the terminal (terminal_alert.py)
         self.runs_dir = runs_dir
         self.watch_run = watch_run  # (executor, run) of `watch RUN`: the run the app opens on
         self.hosts = hosts if hosts is not None else {}  # executors/hosts.py: the hosts file's hosts
@@ -55,6 +58,14 @@ class GrpoApp(App):
         self.watch_path = watch
         self.launch_config = launch_config
         self.requested_theme = theme or DEFAULT_THEME
+
+    def alert_critical(self, rule: str, step: int, message: str) -> None:
+        """Ring the bell, or send an OSC 9 desktop notification, for a critical warning that just arrived."""
+        text = f"grpo-tui: {rule} at step {step}: {message}"
+        sequence = alert_sequence(self.alert_mode, text, in_tmux=bool(os.environ.get("TMUX")))
+        if sequence and self._driver is not None:
+            self._driver.write(sequence)
+            self._driver.flush()
 
     def on_mount(self) -> None:
         for data in theme_data():
@@ -157,10 +168,14 @@ def make_app(
     start: str = "runs",
     watch_run: tuple[Executor, RunRef] | None = None,
     hosts: dict[str, Host] | None = None,
+    alert: str | None = None,
 ) -> GrpoApp:
     """The app as the CLI starts it; ``runs_dir`` follows --runs-dir, $GRPO_TUI_RUNS_DIR, ./runs. ``hosts``:
     the hosts whose runs it lists too (default: the hosts file's; a bad hosts file raises HostError).
-    ``watch_run``: (executor, run) to open the monitor of, with ``start="watch"``."""
+    ``watch_run``: (executor, run) to open the monitor of, with ``start="watch"``. ``alert``: bell, desktop or
+    off (default: $GRPO_TUI_ALERT, else bell); a bad value raises ValueError naming it."""
+    chosen = alert or os.environ.get("GRPO_TUI_ALERT")
+    source = "alert" if alert else "$GRPO_TUI_ALERT"
 
     return GrpoApp(
         resolve_runs_dir(runs_dir).resolve(),
@@ -170,4 +185,5 @@ def make_app(
         start=start,
         watch_run=watch_run,
         hosts=load_hosts() if hosts is None else hosts,
+        alert=parse_mode(chosen, source) if chosen else DEFAULT_ALERT,
     )

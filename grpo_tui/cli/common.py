@@ -79,7 +79,7 @@ def run_app(runs_dir, theme, **kwargs) -> int:
 
     try:
         app = make_app(runs_dir, theme=theme, **kwargs)
-    except HostError as exc:
+    except (HostError, ValueError) as exc:  # a bad hosts file, or a bad alert setting
         raise BadInput(str(exc)) from None
     app.run()
     return 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from queue import SimpleQueue
 from types import MappingProxyType
+from typing import TYPE_CHECKING, cast
 
 from textual import work
 from textual.app import ComposeResult
@@ -47,6 +48,9 @@ from ..widgets.health_panel import CriticalBanner, HealthPanel
 from ..widgets.log_view import LogView
 from ..widgets.run_header import RunHeader
 from .confirm import ConfirmScreen
+
+if TYPE_CHECKING:
+    from ..app import GrpoApp
 
 HEADER_SECONDS = 0.5
 
@@ -237,6 +241,8 @@ class MonitorScreen(Screen):
         critical = [w for w in warnings if w.severity is Severity.CRITICAL]
         self.query_one("#banner", CriticalBanner).show(critical[-1] if critical else None)
         for w in new if self.loaded else ():
+            if w.severity is Severity.CRITICAL:
+                cast("GrpoApp", self.app).alert_critical(str(w.rule), w.step, w.message)
             if w.severity.alarming:
                 self.notify(
                     f"{w.rule}: {w.message}",
