@@ -25,7 +25,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from trainer_core.contract.events import HealthWarning
@@ -48,6 +48,7 @@ from ..widgets.health_panel import CriticalBanner, HealthPanel
 from ..widgets.log_view import LogView
 from ..widgets.run_header import RunHeader
 from .confirm import ConfirmScreen
+from .transcript import TranscriptScreen
 
 if TYPE_CHECKING:
     from ..app import GrpoApp
@@ -268,6 +269,10 @@ class MonitorScreen(Screen):
             view.steps_per_s,
             view.tokens_per_s,
         )
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if isinstance(event.data_table, CompletionsTable) and (sample := event.data_table.selected()) is not None:
+            self.app.push_screen(TranscriptScreen(sample))
 
     def action_next_metric(self) -> None:
         self.grid.extra_index += 1
