@@ -248,3 +248,37 @@ def test_non_finite_values_do_not_count_as_spikes():
     norms = noisy(1.0, 0.2)
     found = fired(stream(40, **{**HEALTHY, "grad_norm": lambda i: math.nan if i == 25 else norms(i)}))
     assert first(found, HealthRule.GRAD_NORM_SPIKE) is None and first(found, HealthRule.NON_FINITE) == 26
+
+
+# ---- agentic runs --------------------------------------------------------------------------------------------
+
+
+TOOLS = RunFacts(max_completion_length=64, reward_funcs=1, tools=True, kl_measured=True)
+
+
+def test_tool_failures_held_high_are_flagged_and_a_bad_step_is_not():
+    held = stream(20, **HEALTHY, tools__call_frequency=1.5, tools__failure_frequency=ramp(0.1, 0.8, 8, 1))
+    assert first(fired(held, TOOLS), HealthRule.TOOL_FAILURES) == 13
+    once = stream(20, **HEALTHY, tools__call_frequency=1.5, tools__failure_frequency=lambda i: 0.9 if i == 8 else 0.1)
+    assert first(fired(once, TOOLS), HealthRule.TOOL_FAILURES) is None
+
+
+def test_a_model_that_stops_calling_its_tools_is_flagged_after_the_start():
+    dropped = stream(
+        40, **HEALTHY, tools__call_frequency=lambda i: 1.0 if i < 20 else 0.0, tools__failure_frequency=0.0
+    )
+    found = fired(dropped, TOOLS)
+    assert first(found, HealthRule.TOOL_UNUSED) == 25
+    monitor = HealthMonitor(Thresholds(), TOOLS)
+    said = [w for e in dropped for w in monitor.feed(e.step, e.values) if w.rule is HealthRule.TOOL_UNUSED]
+    assert said[0].evidence["used_before"] is True and "learned to answer without them" in said[0].message
+    # at the start a model that has not called a tool yet is not judged
+    never = stream(10, **HEALTHY, tools__call_frequency=0.0, tools__failure_frequency=0.0)
+    assert first(fired(never, TOOLS), HealthRule.TOOL_UNUSED) is None
+
+
+def test_episodes_cut_at_the_turn_limit_are_flagged():
+    events = stream(
+        20, **HEALTHY, tools__call_frequency=3.0, tools__failure_frequency=0.0, samples__turn_limit_share=0.8
+    )
+    assert first(fired(events, TOOLS), HealthRule.TURN_LIMIT) == 5

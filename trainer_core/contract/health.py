@@ -8,7 +8,8 @@ noisy metric does not flap. KL re-arms only once it has fallen well below its th
 hovering around ``kl_high`` is one warning, not ten. A rule whose metric this TRL version does not log says
 so once, as an ``info`` warning of that rule, and then stays quiet rather than fire on a missing value.
 The rules' names and advice are ``health_rules.HealthRule``; ``warning`` builds every rule's event from them.
-The reward-hacking rules are in health_hacking.py, the drift rules in health_drift.py.
+The reward-hacking rules are in health_hacking.py, the drift rules in health_drift.py, the tool rules in
+health_tools.py.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from statistics import mean
 from typing import cast
 
-from . import health_drift, health_hacking
+from . import health_drift, health_hacking, health_tools
 from .events import HealthWarning, Metrics
 from .health_core import FireOnce, RunFacts, Thresholds, Window, finite, threshold_names, warning
 from .health_rules import HealthRule, RuleGroup, rules_of
@@ -66,6 +67,9 @@ _NEEDS: dict[HealthRule, tuple[tuple[str, ...], Callable[[RunFacts], bool]]] = {
     HealthRule.LOSS_SPIKE: (("loss",), lambda f: True),
     HealthRule.CLIP_RATIO_HIGH: ((health_drift.CLIP_REGION,), lambda f: True),
     HealthRule.SAMPLING_MISMATCH: ((health_drift.IS_RATIO, health_drift.LOGP_DIFFERENCE), lambda f: f.use_vllm),
+    HealthRule.TOOL_FAILURES: ((health_tools.FAILURE_FREQUENCY,), lambda f: f.tools),
+    HealthRule.TOOL_UNUSED: ((health_tools.CALL_FREQUENCY,), lambda f: f.tools),
+    HealthRule.TURN_LIMIT: ((health_tools.TURN_LIMIT_SHARE,), lambda f: f.tools),
 }
 
 
@@ -135,6 +139,9 @@ class HealthMonitor:
             HealthRule.LOSS_SPIKE: family(health_drift.loss_spike),
             HealthRule.CLIP_RATIO_HIGH: family(health_drift.clip_ratio_high),
             HealthRule.SAMPLING_MISMATCH: family(health_drift.sampling_mismatch),
+            HealthRule.TOOL_FAILURES: family(health_tools.tool_failures),
+            HealthRule.TOOL_UNUSED: family(health_tools.tool_unused),
+            HealthRule.TURN_LIMIT: family(health_tools.turn_limit),
         }
         self.rules = {rule: FireOnce(rearm=t.window) for rule in self._checks}
         self.rules[HealthRule.NON_FINITE] = FireOnce(rearm=1)

@@ -59,6 +59,10 @@ class Thresholds:
     is_ratio_band: float = 0.25  # vLLM importance-sampling ratio outside [1/(1+b), 1+b]
     logp_difference_high: float = 0.3  # mean |log p trainer - log p vLLM| per token
     metric_grace: int = 3  # logged steps after which a metric never seen is said to be not logged
+    # agentic runs (health_tools.py)
+    tool_failure_high: float = 0.5  # failed calls / calls
+    tool_grace: int = 10  # steps before tool_unused can judge
+    turn_limit_high: float = 0.5  # share of episodes stopped at --max-tool-calls
     # watcher rules
     stall_factor: float = 10.0
     stall_min_seconds: float = 60.0
@@ -80,6 +84,7 @@ class RunFacts:
     reward_funcs: int | None = None  # how many reward functions: one_reward_carries needs two
     use_vllm: bool = False
     kl_measured: bool | None = None  # beta > 0: kl_explosion can judge
+    tools: bool = False  # the model can call tools while it generates
 
 
 def finite(value: Any) -> TypeGuard[float]:

@@ -40,6 +40,9 @@ class HealthRule(ValueEnum):
     LOSS_SPIKE = "loss_spike"
     CLIP_RATIO_HIGH = "clip_ratio_high"
     SAMPLING_MISMATCH = "sampling_mismatch"
+    TOOL_FAILURES = "tool_failures"
+    TOOL_UNUSED = "tool_unused"
+    TURN_LIMIT = "turn_limit"
     # config rules
     KL_NOT_MEASURED = "kl_not_measured"
     SMALL_GROUPS = "small_groups"
@@ -151,6 +154,21 @@ _SPECS: dict[HealthRule, tuple[RuleGroup, str]] = {
         "The generator and the trainer disagree on token probabilities: check that vLLM loads the same "
         "weights and dtype, sync weights more often, and keep importance-sampling correction on "
         "(--grpo-arg vllm_importance_sampling_correction=true).",
+    ),
+    HealthRule.TOOL_FAILURES: (
+        RuleGroup.METRIC,
+        "Open failed calls in the Completions tab: fix the tool if it raises on valid input, make its docstring "
+        "say what each argument takes, or give partial reward for well-formed calls.",
+    ),
+    HealthRule.TOOL_UNUSED: (
+        RuleGroup.METRIC,
+        "Reward episodes that use the tools (get_reward or score_episode), check that the prompt shows the tool "
+        "schemas, or start from a model fine-tuned on tool-call transcripts.",
+    ),
+    HealthRule.TURN_LIMIT: (
+        RuleGroup.METRIC,
+        "Raise --max-tool-calls, or look at the cut-off episodes for a loop of the same call (a tool result the "
+        "model cannot use).",
     ),
     HealthRule.KL_NOT_MEASURED: (
         RuleGroup.CONFIG,
