@@ -5,10 +5,12 @@ from __future__ import annotations
 import subprocess
 
 from trainer_core.contract.cli_args import add_run_config_arguments
+from trainer_core.contract.hardware_checks import PreflightError
 from trainer_core.contract.severity import Severity
 
 from ..services import inspections
 from .common import BadInput, add_host, add_runs_dir, config_of, creating
+from .starting import refuse
 
 
 def register(sub) -> None:
@@ -18,6 +20,7 @@ def register(sub) -> None:
         description="Load the model and environment as training would, generate rl_num_generations completions for "
         "enough prompts, score them, and report the distribution, per-group spread and problems (exceptions, "
         "out-of-range or identical scores, zero-spread groups, a model that never succeeds or always does). "
+        "Hardware settings this machine cannot run are refused first (docs/hardware.md; --on-missing fallback). "
         "Exit code: 0 no critical problem, 4 critical problems, 1 the inspection failed, 2 bad input.",
     )
     add_run_config_arguments(parser)
@@ -34,7 +37,11 @@ def run(args) -> int:
 
     config = config_of(args)
     with creating():
-        inspection = inspections.create(config, args.runs_dir)
+        try:
+            inspection = inspections.create(config, args.runs_dir)
+        except PreflightError as exc:  # every hardware problem, a line each
+            refuse(exc.problems)
+            raise
     print(f"inspecting {args.samples} completions into {inspection.path} ...", flush=True)
     code = subprocess.call(inspections.command(inspection, args.samples))
     summary = inspection.summary()

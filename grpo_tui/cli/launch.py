@@ -1,8 +1,8 @@
 """``grpo-tui launch``: start a run detached from this terminal, print its id, return.
 
 ``--host`` starts it on another machine, by that machine's grpo-tui (``cli/remote.py``); ``--dry-run``
-checks everything a launch would (config, placement, disk, the files it names, on the machine that would
-run it) and starts nothing.
+checks everything a launch would (config, placement, the hardware pre-flight, the files it names, on the
+machine that would run it) and starts nothing.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import os
 import sys
 
 from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.placement import parse_gpus, plan
+from trainer_core.contract.placement import parse_gpus
 from trainer_core.contract.remote_wire import parse_launch_reply
 from trainer_core.contract.status import Status
 
 from ..safe_text import clean, clean_json
-from ..services.gpus import visible_indices
+from ..services import hardware
 from ..services.supervisor import start_root
 from .common import BadInput, add_host, config_of
 from .starting import add_start_arguments, create, options, resume
@@ -61,7 +61,8 @@ def register(sub) -> None:
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="check the config, placement and the files it names on the machine that would run it; start nothing",
+        help="check the config, placement, hardware settings (docs/hardware.md) and the files it names on the "
+        "machine that would run it; start nothing",
     )
     parser.set_defaults(handler=run)
 
@@ -187,11 +188,18 @@ def dry_run(args) -> int:
     if args.resume:
         raise BadInput("--dry-run checks a new run; drop --resume")
     config = config_of(args)
+    notes: list[str] = []
     try:
-        placement = plan(config, visible_indices(), parse_gpus(args.gpus), args.num_processes)
-        problems = list(config.problems(world_size=placement.num_processes)) + missing_files(config)
-    except ConfigError as exc:
+        verdict = hardware.check(config, gpus=parse_gpus(args.gpus), num_processes=args.num_processes)
+    except ConfigError as exc:  # --gpus that is not a list of indices
         problems, placement = [exc], None
+    else:
+        placement = verdict.placement
+        problems = [] if placement is None else list(config.problems(world_size=placement.num_processes))
+        problems += verdict.problems
+        if placement is not None:
+            problems += missing_files(config)
+            notes = [*placement.notes, *(f"hardware: {n}" for n in verdict.notes())]
     if args.json:
         print(
             json.dumps(
@@ -199,6 +207,7 @@ def dry_run(args) -> int:
                     "ok": not problems,
                     "problems": [{"field": p.field, "message": str(p)} for p in problems],
                     "placement": placement.to_dict() if placement else None,
+                    "notes": notes,
                 }
             )
         )
@@ -206,7 +215,6 @@ def dry_run(args) -> int:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
         if not problems:
-            notes = placement.notes if placement else []
             print("ok: the run can start here" + "".join(f"\n  note: {n}" for n in notes))
     return 2 if problems else 0
 

@@ -10,7 +10,9 @@ from trainer_core.contract.config import ConfigError, RunConfig, config_fields
 from trainer_core.contract.placement import Placement, parse_gpus
 from trainer_core.contract.run_folder import RunFolder
 
-from ..services.supervisor import LaunchOptions, create_run, plan_resume
+from ..safe_text import clean
+from ..services import hardware
+from ..services.supervisor import LaunchOptions, create_run, plan_resume, world_size
 from .common import BadInput, add_runs_dir, creating, resolve
 
 
@@ -64,19 +66,42 @@ def add_start_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def create(config: RunConfig, args, available: list[int] | None = None, **kwargs) -> tuple[RunFolder, Placement]:
-    """Validate config and placement, create the folder. ``available``: the GPUs of the machine that will run it,
-    when that is not this one (a Slurm node)."""
+    """Validate config and placement, run the hardware pre-flight, create the folder. ``available``: the GPUs of
+    the machine that will run it, when that is not this one (a Slurm node)."""
     with creating():
-        return create_run(
+        gpus = parse_gpus(args.gpus)
+        verdict = hardware.check(
+            config, gpus=gpus, num_processes=args.num_processes, available=available, world_size=world_size
+        )
+        refuse(verdict.problems)
+        print_hardware_notes(verdict)
+        folder, placement = create_run(
             config,
             args.runs_dir,
-            gpus=parse_gpus(args.gpus),
+            gpus=gpus,
             num_processes=args.num_processes,
             vllm_port=args.vllm_port,
             on_disk_note=print_disk_note,
             available=available,
             **kwargs,
         )
+        hardware.record(folder, verdict)
+        return folder, placement
+
+
+def refuse(problems: list[ConfigError]) -> None:
+    """Every problem on a line of its own (``error: …``), the last as the BadInput that exits 2."""
+    if not problems:
+        return
+    for problem in problems[:-1]:
+        print(f"error: {clean(problem)}", file=sys.stderr)
+    raise BadInput(str(problems[-1]))
+
+
+def print_hardware_notes(verdict: hardware.Verdict) -> None:
+    """The fallbacks applied and the checks left to the trainer (stderr: `launch --json` keeps stdout)."""
+    for line in verdict.notes():
+        print(f"{'warning' if line.startswith('fallback') else 'note'}: hardware: {clean(line)}", file=sys.stderr)
 
 
 def print_disk_note(room) -> None:

@@ -12,7 +12,10 @@ def register(sub) -> None:
         "train",
         help="run a GRPO training and print its metrics until it ends",
         description="Run GRPO and print one line per step until it ends. Ctrl-C (or SIGTERM) stops after the current "
-        "step with a checkpoint; a second Ctrl-C stops at once. Exit code: 0 completed, 3 stopped, 1 failed, 2 bad input.",
+        "step with a checkpoint; a second Ctrl-C stops at once. Settings this machine cannot run (flash attention "
+        "without flash-attn, bf16 on a CPU, vLLM not installed, ...) are refused before anything loads, each named "
+        "with its fix; --on-missing fallback runs with their safe fallbacks instead (docs/hardware.md). "
+        "Exit code: 0 completed, 3 stopped, 1 failed, 2 bad input.",
     )
     add_start_arguments(parser)
     parser.set_defaults(handler=run)

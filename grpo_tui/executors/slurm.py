@@ -3,8 +3,11 @@
 The script (``slurm/job.sbatch``) asks for a TERM ``grace`` seconds before the time limit
 (``--signal=B:TERM@GRACE``: to the batch shell only), appends the job's output to the run folder, lets
 Slurm requeue the job, and ``exec``s ``grpo-tui job-start`` so that the signal reaches the run's own
-process and not a shell that would swallow it. ``job-start`` (``cli/job_start.py``) then resumes the run
-when this is a restart and ``exec``s its root. Every word of it is quoted for the shell; the ``#SBATCH``
+process and not a shell that would swallow it. Before that it enters the folder the launch was made from
+(recorded in state.json as ``launch_dir``), so a relative path in the config (``rl_env_module: envs/my_env.py``,
+a dataset file, ``rewards.py:fn``) means in the job what it means for a run started where the launch was
+made. ``job-start`` (``cli/job_start.py``) then resumes the run when this is a restart and ``exec``s its
+root. Every word of it is quoted for the shell; the ``#SBATCH``
 lines come from checked settings (``trainer_core/contract/slurm_settings.py``). The job id goes into
 state.json once it is checked to be one (it is later passed to scancel and scontrol); from then on the run
 folder is the truth as for any run, and the queue says only whether it waits (``services/slurm_queue.py``).
@@ -27,11 +30,18 @@ from trainer_core.contract.status import Status
 from ..services.slurm_queue import QUEUE
 
 SCRIPT = Path("slurm") / "job.sbatch"
+_NO_LAUNCH_DIR = (
+    "grpo-tui: the launch folder {} is not on this node: relative paths in the config will not resolve "
+    "(make them absolute, or launch from a folder on the shared filesystem)"
+)
 
 
-def job_script(folder: RunFolder, config: RunConfig, python: str | None = None) -> str:
+def job_script(folder: RunFolder, config: RunConfig, python: str | None = None, launch_dir: str | None = None) -> str:
+    """The batch script; ``launch_dir``: the folder the launch was made from (default: the current one), where
+    the job goes first, so that relative paths in the config mean what they mean for a run started here."""
     settings = config.slurm
     path = folder.path.resolve()
+    launch_dir = launch_dir or os.getcwd()
     seconds = grace(settings)
     options = [
         f"--job-name=grpo-{folder.run_id}",
@@ -51,6 +61,9 @@ def job_script(folder: RunFolder, config: RunConfig, python: str | None = None) 
         *(f"#SBATCH {option}" for option in options),
         "",
         f"export {GRACE_ENV}={seconds}",
+        "# the folder the launch was made from: relative paths in the config (an environment module, a dataset,",
+        "# reward function files, dotted modules) resolve against it, as they would for a run started there",
+        f"cd {shlex.quote(launch_dir)} || echo {shlex.quote(_NO_LAUNCH_DIR.format(launch_dir))} >&2",
         f"exec {shlex.join(start)}",
         "",
     ]
@@ -61,9 +74,10 @@ def submit(folder: RunFolder, config: RunConfig, placement, env: dict | None = N
     """Write the script, ``sbatch --parsable`` it, record the job; returns the job id. ConfigError if refused."""
     script = folder.path / SCRIPT
     script.parent.mkdir(mode=0o700, exist_ok=True)
-    script.write_text(job_script(folder, config))
+    launch_dir = os.getcwd()
+    script.write_text(job_script(folder, config, launch_dir=launch_dir))
     os.chmod(script, 0o700)
-    folder.write_state(executor="slurm", placement=placement.to_dict(), slurm_script=str(SCRIPT))
+    folder.write_state(executor="slurm", placement=placement.to_dict(), slurm_script=str(SCRIPT), launch_dir=launch_dir)
     try:
         done = subprocess.run(
             ["sbatch", "--parsable", str(script)],

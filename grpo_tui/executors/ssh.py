@@ -242,9 +242,11 @@ class SshExecutor:
             raise LaunchError(f"cannot launch on {self.name}", str(exc)) from None
         except HostError as exc:
             raise LaunchError(f"cannot reach {self.name}", str(exc)) from None
-        if not verdict.ok:  # the reply is checked: a refusal names at least one problem
+        if not verdict.ok:  # the reply is checked: a refusal names at least one problem (all are said, a line each)
             first = verdict.problems[0]
-            raise LaunchError(f"cannot launch on {self.name}", first.message, first.field)
+            raise LaunchError(
+                f"cannot launch on {self.name}", "\n".join(p.message for p in verdict.problems), first.field
+            )
         try:
             return self._reply(
                 "launch --json", self.call(self._launch_args(words, None), timeout=300), parse_launch_reply

@@ -8,6 +8,7 @@ the report in its own folder.
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import subprocess
@@ -20,6 +21,8 @@ from trainer_core.contract.event_log import read_records
 from trainer_core.contract.inspection_key import config_key
 from trainer_core.contract.process import run_env, spawn_logged
 from trainer_core.contract.run_folder import RunFolder, resolve_runs_dir
+
+from . import hardware
 
 SUBDIR = "inspections"
 
@@ -51,7 +54,12 @@ def inspections_dir(runs_dir) -> Path:
 
 
 def create(config: RunConfig, runs_dir) -> Inspection:
+    """The inspection's folder with its config, after the checks a launch makes first: the config, and the
+    hardware pre-flight on this machine, where the inspection runs (``PreflightError`` with every problem; with
+    on_missing fallback, the fallbacks are applied to the copy of the config it saves)."""
     config.validate()
+    config = copy.deepcopy(config)  # the caller's config launches later, and gets its own fallbacks then
+    hardware.check(config, here=True).raise_problems()
     folder = RunFolder.create(inspections_dir(runs_dir))
     folder.save_config(config)
     return Inspection(folder.path)

@@ -4,7 +4,8 @@ This is the blocking half of the launch screen's Launch, kept out of the screen 
 can be called without widgets. It is the same sequence as ``grpo-tui launch`` (``create_run`` validates the
 config and the placement, ``start_root`` spawns the detached root), so the app starts exactly what the CLI
 would. A root that cannot be started leaves its folder marked failed with the reason, not "starting"
-forever. Errors come back as one ``LaunchError`` with a title and a message for the user.
+forever. Errors come back as one ``LaunchError`` with a title and a message for the user; the hardware
+pre-flight's (``hardware.check``) come all at once, a line each.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from trainer_core.contract.config import ConfigError, RunConfig
 from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.status import Status
 
-from . import inspections
+from . import hardware, inspections
 
 SKIPPED = "skipped"  # config.inspection of a run launched without a reward inspection, confirmed
 
@@ -51,18 +52,26 @@ def launch_from_app(
     Blocks (folder creation, spawning): call it from a worker. Raises ``LaunchError`` for any failure; a
     run folder created before the failure is left marked failed.
     """
-    from .supervisor import LaunchOptions, create_run, start_root
+    from .supervisor import LaunchOptions, create_run, start_root, world_size
 
     slurm = bool(config.slurm)  # a Slurm job: placed on its node's GPUs, submitted instead of started
+    available = list(range(config.slurm.get("gpus_per_node") or 0)) if slurm else None
     try:
+        verdict = hardware.check(
+            config, gpus=gpus, num_processes=num_processes, available=available, world_size=world_size
+        )
+        if verdict.problems:  # every one, a line each; the form focuses the first one's field
+            first = verdict.problems[0]
+            raise LaunchError("cannot launch", "\n".join(str(p) for p in verdict.problems), first.field)
         folder, placement = create_run(
             config,
             runs_dir,
             gpus=gpus,
             num_processes=num_processes,
-            available=list(range(config.slurm.get("gpus_per_node") or 0)) if slurm else None,
+            available=available,
             status=Status.QUEUED if slurm else Status.STARTING,
         )
+        hardware.record(folder, verdict)
     except Exception as exc:
         raise LaunchError.from_exception(exc) from exc
     try:

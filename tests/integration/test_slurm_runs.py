@@ -172,3 +172,29 @@ def test_a_job_killed_without_a_word_is_lost_with_slurms_reason(slurm, tiny_mode
     assert state(folder)["status"] in ("starting", "running")  # the folder never heard of the end
     assert listed["exit_reason"].startswith(f"Slurm job {job} ended "), listed
     wait_for(lambda: not processes_of(slurm, folder), timeout=30)
+
+
+def test_relative_paths_resolve_against_the_launch_folder(slurm, tiny_model, tmp_path):  # noqa: F811
+    """The job runs in the folder the launch was made from, so an environment module named relative to it is
+    found on the node, as it would be by a run started there (a dataset or reward file likewise)."""
+    import shutil
+
+    from tests.helpers import EXAMPLES
+
+    project = tmp_path / "my project"
+    (project / "envs").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "pattern_env.py", project / "envs" / "pattern_env.py")
+    flags = [*PATTERN_FLAGS]
+    flags[flags.index("--rl-env-module") + 1] = "envs/pattern_env.py"
+    runs = tmp_path / "runs"
+    done = cli(
+        "launch", "--slurm", "--model", tiny_model, *flags, "--max-steps", "2", "--runs-dir", str(runs), "--json",
+        env=slurm.env, cwd=project,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    folder = runs / json.loads(done.stdout)["run_id"]
+    assert state(folder)["launch_dir"] == str(project)
+    assert f"cd '{project}' || echo " in (folder / "slurm" / "job.sbatch").read_text()
+    wait_for(lambda: state(folder).get("status") in ("completed", "failed"), timeout=180)
+    assert state(folder)["status"] == "completed", (folder / "trainer.log").read_text()[-2000:]
+    assert [e.step for e in events_of(folder) if isinstance(e, Metrics)] == [1, 2]

@@ -329,6 +329,8 @@ class LaunchCheck:
     ok: bool
     problems: tuple[Problem, ...]
     placement: dict | None
+    notes: tuple[str, ...] = ()
+    """What a launch that goes ahead says: placement notes, hardware fallbacks (absent from older hosts)."""
 
 
 def parse_launch_check(data: Any) -> LaunchCheck:
@@ -343,7 +345,10 @@ def parse_launch_check(data: Any) -> LaunchCheck:
     placement = f.get("placement")
     if placement is not None and not isinstance(placement, dict):
         _fail("placement", placement, "a JSON object or null")
-    return LaunchCheck(ok, tuple(problems), placement)
+    notes = f.items("notes")
+    if not all(isinstance(n, str) for n in notes):
+        _fail("notes", notes, "a list of strings")
+    return LaunchCheck(ok, tuple(problems), placement, tuple(notes))
 
 
 @dataclass(frozen=True)
