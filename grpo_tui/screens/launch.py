@@ -10,6 +10,10 @@ preview) post what the user did, the screen turns that into form changes, file r
 reward-inspection gate; the blocking start runs in a named worker (``services.launching``) that reports
 back through ``Launched`` / ``LaunchFailed`` messages.
 
+A config with Slurm settings (the form's Slurm inputs, ``widgets/slurm_fields.py``) is submitted as a batch
+job by the same executor call, as ``grpo-tui launch --slurm`` does; its placement is planned on the node's
+GPUs (GPUs per node), not on the GPUs picked here.
+
 With hosts configured, a host picker chooses where the run runs: the GPUs shown are then the host's, and
 Launch goes through that host's executor, which has the host's grpo-tui check the config (a path in it is a
 path there) before it starts the run there; its monitor then opens (``executors/ssh.py``). The
@@ -31,7 +35,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Label
 
 from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.placement import Placement
+from trainer_core.contract.placement import Placement, plan
 
 from ..executors.base import Executor, RunRef
 from ..executors.hosts import LOCAL
@@ -160,15 +164,26 @@ class LaunchScreen(Screen):
         self.form.focus_field("model")
 
     # -- the command and the placement ------------------------------------------------------------------
-    def placement_request(self) -> tuple[list[int] | None, int | None]:
-        """(--gpus, --num-processes) as chosen; None means the CLI default. ConfigError when unusable."""
-        return self.picker.request()
+    def placement_request(self, config: RunConfig | None = None) -> tuple[list[int] | None, int | None]:
+        """(--gpus, --num-processes) as chosen; None means the CLI default. ConfigError when unusable. A Slurm
+        job (``config`` has ``slurm`` settings) runs on its node's GPUs, not on those picked here."""
+        gpus, num_processes = self.picker.request()
+        return (None if config is not None and config.slurm else gpus), num_processes
+
+    def plan(self, config: RunConfig) -> Placement:
+        """Where ``config`` runs as chosen: here on the picked GPUs, or a Slurm job on its node's
+        (``gpus_per_node``), as ``grpo-tui launch --slurm`` plans it. ConfigError if nowhere."""
+        if not config.slurm:
+            return self.picker.plan(config)
+        gpus = config.slurm.get("gpus_per_node") if isinstance(config.slurm, dict) else None
+        node = list(range(gpus)) if isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 0 else []
+        return plan(config, node, None, self.placement_request(config)[1])
 
     def command(self, config: RunConfig | None = None) -> list[str]:
         """The ``grpo-tui launch`` command that starts this run (of ``config``, already read from the form);
         ConfigError when the form cannot say."""
         config = self.form.config() if config is None else config
-        argv = launch_command(config, self.runs_dir, *self.placement_request())
+        argv = launch_command(config, self.runs_dir, *self.placement_request(config))
         return [*argv[:-2], *self.executor.command_args()]  # where it runs: this runs dir, or the host's
 
     async def on_host_picker_chosen(self, message: HostPicker.Chosen) -> None:
@@ -204,7 +219,7 @@ class LaunchScreen(Screen):
             self.picker.show_plan("", "")
             return
         try:
-            self.placement = self.picker.plan(config)
+            self.placement = self.plan(config)
         except ConfigError as exc:
             # problems with a form field (vllm_server_gpus, ...) show under that field instead
             self.picker.show_plan("" if self.form.has_field(exc.field) else str(exc), "-error")
@@ -217,6 +232,8 @@ class LaunchScreen(Screen):
                 f"{self.placement.num_processes} training process(es) on GPU(s) "
                 f"{','.join(map(str, self.placement.train_gpus))}",
             )
+        if config.slurm:
+            notes.insert(0, "a Slurm batch job: it runs on the node Slurm gives it (its GPUs: GPUs per node)")
         self.picker.show_plan("; ".join(notes), "-info")
         self.form.set_context(self.placement.num_processes)
 
@@ -306,7 +323,7 @@ class LaunchScreen(Screen):
             self._refuse(self.form.problems())
             return
         try:
-            placement = self.picker.plan(config)
+            placement = self.plan(config)
         except ConfigError as exc:
             self._check_placement(config)
             if self.form.has_field(exc.field):
@@ -320,7 +337,7 @@ class LaunchScreen(Screen):
         if problems:
             self._refuse(problems)
             return
-        gpus, num_processes = self.placement_request()
+        gpus, num_processes = self.placement_request(config)
         executor = self.executor
         self._set_launching(True)
         if not executor.folders_here:

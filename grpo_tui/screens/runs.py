@@ -5,6 +5,8 @@ worker through its executor (``executors/``, one per host, held by the app), so 
 delays nothing else and shows its error in the hosts line. Opening, stopping and resuming a run go through
 the executor of its host, whichever it is: a remote run opens in the monitor through a local copy of its
 folder (``executors/mirror.py``), and every stop is reported as ``executors.base.judge_stop`` says.
+Extending a run (``e``, or ``u`` on a completed run) asks for the new max steps (``extend.py``) and resumes
+it as ``grpo-tui train --resume RUN --max-steps N`` does (``services.supervisor.plan_resume``).
 
 A runs dir may hold thousands of runs, so nothing here rebuilds the list: the worker's ``RunList`` re-reads
 only runs whose files changed and posts only when something did (or the user asked), and the table
@@ -15,6 +17,7 @@ as they are read, so the first paint does not wait for the oldest.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from textual import work
@@ -24,6 +27,8 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Label
 
+from trainer_core.contract.config import ConfigError
+from trainer_core.contract.run_folder import RunFolder
 from trainer_core.contract.status import Status
 
 from ..executors.base import Executor, ExecutorError, judge_stop
@@ -31,8 +36,10 @@ from ..executors.registry import ExecutorRegistry
 from ..safe_text import clean_line, literal
 from ..services.catalog import RunInfo
 from ..services.run_list import RunList
+from ..services.supervisor import plan_resume, start_root
 from ..widgets.runs_table import FIRST_ROWS, RunsTable
 from .confirm import ConfirmScreen
+from .extend import ExtendScreen
 
 if TYPE_CHECKING:
     from ..app import GrpoApp
@@ -40,6 +47,7 @@ if TYPE_CHECKING:
 REFRESH_SECONDS = 2.0
 HOST_REFRESH_SECONDS = 5.0  # a remote list costs the host a grpo-tui start: less often
 STABLE_EVERY = 3  # a finished run's files are checked every 3rd refresh (live and new runs: every one)
+MAX_COMPARED = 6  # runs marked for compare at once: one colour each (widgets/overlay_chart.py)
 
 
 class RunsScreen(Screen):
@@ -48,6 +56,7 @@ class RunsScreen(Screen):
         Binding("n", "new_run", "New run"),
         Binding("s", "stop", "Stop"),
         Binding("u", "resume", "Resume"),
+        Binding("e", "extend", "Extend"),
         Binding("space", "mark", "Mark for compare"),
         Binding("c", "compare", "Compare"),
         Binding("r", "refresh", "Refresh"),
@@ -266,16 +275,17 @@ class RunsScreen(Screen):
         if run.run_id in self.marked:
             self.marked.remove(run.run_id)
         else:
-            self.marked = [*self.marked, run.run_id][-2:]
+            self.marked = [*self.marked, run.run_id][-MAX_COMPARED:]
         self.query_one(RunsTable).set_marked(self.marked)
 
     def action_compare(self) -> None:
-        if len(self.marked) != 2:
-            self.notify("Mark two runs with space, then press c to compare them.")
+        if len(self.marked) < 2:
+            self.notify(f"Mark two or more runs (up to {MAX_COMPARED}) with space, then press c to compare them.")
             return
         from .compare import CompareScreen
 
-        paths = [r.path for r in self.runs if r.run_id in self.marked and self.executor(r).folders_here]
+        here = {r.run_id: r.path for r in self.runs if r.host is None and self.executor(r).folders_here}
+        paths = [here[run_id] for run_id in self.marked if run_id in here]  # in the order they were marked
         self.app.push_screen(CompareScreen(paths))
 
     def action_stop(self) -> None:
@@ -297,12 +307,8 @@ class RunsScreen(Screen):
         if run is None or not run.status.resumable:
             self.notify("Only a stopped, failed or lost run can be resumed here.")
             return
-        if run.status is Status.COMPLETED:
-            self.notify(
-                f"Run {run.run_id} is completed; to train it further, give the new total of steps: "
-                f"grpo-tui launch --resume {run.run_id} --max-steps N",
-                timeout=10,
-            )
+        if run.status is Status.COMPLETED:  # it can only go on to a higher max steps: ask for them
+            self.action_extend()
             return
 
         def confirmed(ok: bool | None) -> None:
@@ -316,6 +322,43 @@ class RunsScreen(Screen):
             ),
             confirmed,
         )
+
+    def action_extend(self) -> None:
+        """Resume the selected ended run up to a new max steps (default: its old total + 50 %)."""
+        run = self._current()
+        if run is None or not run.status.resumable:
+            self.notify("Only an ended (completed, stopped, failed) or lost run can be resumed and extended.")
+            return
+        if run.host is not None:
+            self.notify(
+                f"Run {run.run_id} is on {run.host}: extend it from a shell, `grpo-tui launch --host {run.host} "
+                f"--resume {run.run_id} --max-steps N`, or resume it here with u at its own max steps.",
+                timeout=10,
+            )
+            return
+
+        def answered(max_steps: int | None) -> None:
+            if max_steps is not None:
+                self._extend(run, max_steps)
+
+        self.app.push_screen(ExtendScreen(run.run_id, run.step or 0, run.total, str(run.status)), answered)
+
+    @work(thread=True, group="resume", exit_on_error=False)
+    def _extend(self, run: RunInfo, max_steps: int) -> None:
+        """``grpo-tui launch --resume RUN --max-steps N``: plan the resume (it refuses, saying why, before
+        writing anything), then start it detached; its monitor opens."""
+        folder = RunFolder(Path(run.path))
+        try:
+            plan = plan_resume(folder, max_steps=max_steps)
+            assert plan.placement is not None, "plan_resume fills in the placement it applied"
+            start_root(folder, plan.placement)
+        except ConfigError as exc:
+            self.post_message(self.Done(str(exc), run, error=True))
+            return
+        except OSError as exc:
+            self.post_message(self.Done(f"cannot start run {run.run_id}: {exc}", run, error=True))
+            return
+        self.post_message(self.Done(plan.message, run, open_run=True))
 
     @work(thread=True, group="resume", exit_on_error=False)
     def _resume(self, run: RunInfo) -> None:

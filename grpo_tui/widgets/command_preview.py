@@ -2,13 +2,15 @@
 
 A setup found in the app should be scriptable, so the preview is not a summary but the command itself:
 built from the same ``config_to_argv`` the CLI parses back (tests round-trip it through the parser) and
-quoted with ``shlex.join``, so it can be pasted into a shell. When the settings cannot make a command yet,
-it says why instead. The screen decides when to update it; the widget only knows how to write it.
+quoted with ``shlex.join``, so it can be pasted into a shell. Slurm settings are written as ``--slurm`` and
+its flags (``--partition``, ``--time``, ...), which ``cli/launch.py`` turns back into the same mapping. When
+the settings cannot make a command yet, it says why instead. The screen decides when to update it; the widget only knows how to write it.
 """
 
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 from textual.app import ComposeResult
@@ -19,12 +21,40 @@ from textual.widgets import Static
 from trainer_core.contract.cli_args import config_to_argv
 from trainer_core.contract.config import RunConfig
 
+SLURM_FLAGS = {"partition": "--partition", "time": "--time", "nodes": "--nodes", "gpus_per_node": "--gpus-per-node"}
+
+
+def _slurm_words(settings: dict) -> tuple[list[str], dict]:
+    """``--slurm`` and the ``launch`` flags of the settings they can say, and the settings left over (for
+    ``--slurm-option``): a value of another type than its flag takes is left to the check to name."""
+    words, rest = ["--slurm"], {}
+    for key, value in settings.items():
+        number = isinstance(value, int) and not isinstance(value, bool)
+        if key == "partition" and isinstance(value, str) and value and not value.startswith("-"):
+            words += [SLURM_FLAGS[key], value]
+        elif key == "time" and (number or (isinstance(value, str) and value and not value.startswith("-"))):
+            words += [SLURM_FLAGS[key], str(value)]
+        elif key in ("nodes", "gpus_per_node") and number:
+            words += [SLURM_FLAGS[key], str(value)]
+        elif key == "grace" and number:
+            words += ["--slurm-grace", str(value)]
+        elif key == "sbatch_args" and isinstance(value, list) and value and all(isinstance(a, str) for a in value):
+            words += [f"--sbatch-arg={arg}" for arg in value]
+        else:
+            rest[key] = value
+    return words, rest
+
 
 def launch_command(
     config: RunConfig, runs_dir: str | Path, gpus: list[int] | None = None, num_processes: int | None = None
 ) -> list[str]:
-    """The argv of ``grpo-tui launch`` for ``config`` with this placement (None: the CLI's default)."""
-    argv = ["grpo-tui", "launch", *config_to_argv(config)]
+    """The argv of ``grpo-tui launch`` for ``config`` with this placement (None: the CLI's default); Slurm
+    settings as ``--slurm`` and its flags, which build the same ``slurm`` mapping back."""
+    slurm_words: list[str] = []
+    if config.slurm and isinstance(config.slurm, dict):
+        slurm_words, rest = _slurm_words(config.slurm)
+        config = replace(config, slurm=rest)
+    argv = ["grpo-tui", "launch", *config_to_argv(config), *slurm_words]
     if gpus is not None:
         argv += ["--gpus", ",".join(map(str, gpus))]
     if num_processes is not None:

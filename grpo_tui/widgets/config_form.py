@@ -4,6 +4,7 @@ One section per field group, one input per field, and under each input the field
 field specs (``trainer_core.contract.field_spec``) that write ``--help``, so the form, the CLI and the docs
 cannot disagree. Validation is RunConfig's own (``RunConfig.problems``): the form only turns text into
 values (``FieldSpec.parse``), so every message shown under a field is the message the CLI would print.
+The ``slurm`` mapping has inputs of its own, one per ``launch --slurm`` flag (``slurm_fields.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from textual.widgets import Collapsible, Input, Label, Select, Static, Switch, T
 from trainer_core.contract.cli_args import GROUP_TITLES
 from trainer_core.contract.config import ConfigError, RunConfig
 from trainer_core.contract.field_spec import FieldSpec, field_specs
+
+from .slurm_fields import SlurmFields
 
 OPEN_GROUPS = ("model", "grpo", "generation", "optimisation")
 VALIDATE_DELAY = 0.25
@@ -113,6 +116,8 @@ class ConfigForm(Vertical):
         wid = f"field-{spec.name}"
         if spec.kind == "bool":
             return Switch(value=value, id=wid)
+        if spec.name == "slurm":
+            return SlurmFields(self.initial.slurm, id=wid)
         if spec.kind == "choice":
             options = list(spec.choices) + ([value] if value not in spec.choices else [])
             return Select([(c, c) for c in options], value=value, allow_blank=False, compact=True, id=wid)
@@ -137,7 +142,7 @@ class ConfigForm(Vertical):
 
     def on_mount(self) -> None:
         for spec in self.specs:
-            if spec.is_json:
+            if self._edits_json(spec):
                 self._update_json_status(spec)
         self._schedule()
 
@@ -169,7 +174,9 @@ class ConfigForm(Vertical):
             self._baseline[name] = raw
             self.touched.add(name)
             widget = self.widget_for(name)
-            if isinstance(widget, Switch):
+            if isinstance(widget, SlurmFields):
+                widget.show(value)
+            elif isinstance(widget, Switch):
                 widget.value = raw
             elif isinstance(widget, Select):
                 if raw not in spec.choices:
@@ -265,6 +272,8 @@ class ConfigForm(Vertical):
     # -- internals --------------------------------------------------------------------------------------
     def _raw(self, spec: FieldSpec) -> Any:
         widget = self.widget_for(spec.name)
+        if isinstance(widget, SlurmFields):  # its mapping as the JSON text the field's spec parses
+            return spec.format(widget.settings)
         if isinstance(widget, TextArea):
             return widget.text
         if isinstance(widget, (Input, Select, Switch)):
@@ -288,6 +297,10 @@ class ConfigForm(Vertical):
             return True
         names = self.touched | {self._by_name[n].flag for n in self.touched}
         return _mentions(str(problem), names)
+
+    def _edits_json(self, spec: FieldSpec) -> bool:
+        """The field is edited as JSON text (and says whether the text is valid JSON)."""
+        return spec.is_json and spec.name != "slurm"
 
     def _update_json_status(self, spec: FieldSpec) -> None:
         text = self._raw(spec).strip()
@@ -330,6 +343,9 @@ class ConfigForm(Vertical):
         info.update(Content.assemble(*parts))
         info.set_class(error, "-error")
         self.query_one(f"#name-{spec.name}").set_class(error, "-problem")
+        widget = self.widget_for(spec.name)
+        if isinstance(widget, SlurmFields):
+            widget.mark(lines if error else [])
 
     def _schedule(self) -> None:
         if self._timer is not None:
@@ -345,7 +361,7 @@ class ConfigForm(Vertical):
             self.touched.add(name)
         # the field's old message may no longer hold; the next validation says
         self._messages.pop(name, None)
-        if spec.is_json:
+        if self._edits_json(spec):
             self._update_json_status(spec)
         else:
             self._render_note(spec)
@@ -370,6 +386,10 @@ class ConfigForm(Vertical):
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()
         self._changed(event.text_area)
+
+    def on_slurm_fields_changed(self, event: SlurmFields.Changed) -> None:
+        event.stop()
+        self._changed(event.fields)
 
 
 __all__ = ["ConfigForm"]

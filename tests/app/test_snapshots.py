@@ -173,7 +173,7 @@ class TestMonitorCharts:
 
 
 class TestCompareScreen:
-    """Two runs' reward curves on one chart, reached as a user does: space on two runs, then c."""
+    """Two runs overlaid on the braille charts, each in its colour, reached as a user does: space on two runs, then c."""
 
     @pytest.mark.parametrize("size", SIZES)
     def test_compare_two_runs(self, snap_compare, tmp_path, size):
