@@ -104,11 +104,14 @@ def load_environment(module: str, class_name: str, kwargs: dict | None = None):
             f"class '{class_name}' not found in environment module '{module}'. Classes defined there: {listing}."
         )
     missing = [m for m in REQUIRED_METHODS if not callable(getattr(cls, m, None))]
+    if "score_episode" in missing and callable(getattr(cls, "get_reward", None)):
+        missing.remove("score_episode")  # an agentic environment that scores its own episodes (agentic.py)
     if missing:
         raise EnvError(
             f"environment class {class_name} is missing {', '.join(missing)}. An environment needs "
-            "build_dataset(tokenizer) and score_episode(model, tokenizer, completion, **row_columns); "
-            "get_tools() and get_reward_functions() are optional."
+            "build_dataset(tokenizer) and score_episode(model, tokenizer, completion, **row_columns) (an agentic one "
+            "with get_tool_functions() may define get_reward(self) instead); get_tools() and get_reward_functions() "
+            "are optional."
         )
     try:
         return cls(**(kwargs or {}))
@@ -160,32 +163,43 @@ class ScoreEpisodeReward:
         return scores
 
     def _score_one(self, text: str, row: dict) -> float:
-        case = {"columns": row, "completion_start": text[:_COMPLETION_PREVIEW]}
-        try:
-            value = self.env.score_episode(model=self.model, tokenizer=self.tokenizer, completion=text, **row)
-        except Exception as exc:
-            raise EnvError(
-                f"score_episode raised {type(exc).__name__}: {exc}\n  case columns: {row!r}\n"
-                f"  completion starts: {text[:_COMPLETION_PREVIEW]!r}",
-                case=case,
-                user_traceback=traceback.format_exc(),
-            ) from exc
-        try:
-            score = float(value)
-        except (TypeError, ValueError):
-            raise EnvError(
-                f"score_episode returned {value!r} ({type(value).__name__}); it must return a float in [0, 1].\n"
-                f"  case columns: {row!r}\n  completion starts: {text[:_COMPLETION_PREVIEW]!r}",
-                case={**case, "score": repr(value)},
-            ) from None
-        if not math.isfinite(score) or not 0.0 <= score <= 1.0:
-            raise EnvError(
-                f"score_episode returned {score!r}, outside [0, 1]; scores are never clamped. Fix the environment "
-                f"so every score is a finite float in [0, 1].\n  case columns: {row!r}\n"
-                f"  completion starts: {text[:_COMPLETION_PREVIEW]!r}",
-                case={**case, "score": repr(score)},
-            )
-        return score
+        return checked_score(
+            lambda: self.env.score_episode(model=self.model, tokenizer=self.tokenizer, completion=text, **row),
+            "score_episode",
+            text,
+            row,
+        )
+
+
+def checked_score(score: Callable[[], Any], where: str, text: str, row: dict) -> float:
+    """``score()``, which must give a finite float in [0, 1]: EnvError with the user's traceback and the case
+    (the row's columns, the start of the completion) otherwise. ``where`` names the method in messages."""
+    case = {"columns": row, "completion_start": text[:_COMPLETION_PREVIEW]}
+    try:
+        value = score()
+    except Exception as exc:
+        raise EnvError(
+            f"{where} raised {type(exc).__name__}: {exc}\n  case columns: {row!r}\n"
+            f"  completion starts: {text[:_COMPLETION_PREVIEW]!r}",
+            case=case,
+            user_traceback=traceback.format_exc(),
+        ) from exc
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        raise EnvError(
+            f"{where} returned {value!r} ({type(value).__name__}); it must return a float in [0, 1].\n"
+            f"  case columns: {row!r}\n  completion starts: {text[:_COMPLETION_PREVIEW]!r}",
+            case={**case, "score": repr(value)},
+        ) from None
+    if not math.isfinite(result) or not 0.0 <= result <= 1.0:
+        raise EnvError(
+            f"{where} returned {result!r}, outside [0, 1]; scores are never clamped. Fix the environment "
+            f"so every score is a finite float in [0, 1].\n  case columns: {row!r}\n"
+            f"  completion starts: {text[:_COMPLETION_PREVIEW]!r}",
+            case={**case, "score": repr(result)},
+        )
+    return result
 
 
 _TRL_KWARGS = {"trainer_state", "log_extra", "log_metric", "environments", "completion_ids", "completion"}

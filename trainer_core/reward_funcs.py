@@ -20,6 +20,7 @@ import traceback
 from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
+from .agentic import episode_sample
 from .contract.config_checks import reward_func_kind
 from .environments import EnvError, completion_text, import_file
 
@@ -142,7 +143,15 @@ def _check_values(name: str, values, completions: list) -> list:
 class RewardFunctions:
     """The run's reward functions, wrapped for TRL (``funcs``, ``weights``), sharing one sample recorder."""
 
-    def __init__(self, specs: dict[str, float], on_samples: Callable[[list[dict], int | None], None] | None = None):
+    def __init__(
+        self,
+        specs: dict[str, float],
+        on_samples: Callable[[list[dict], int | None], None] | None = None,
+        *,
+        tools: bool = False,
+    ):
+        """``tools``: the model calls tools in this run, so each completion is an episode of turns."""
+        self.tools = tools
         self.names: list[str] = []
         self.weights = [float(w) for w in specs.values()]
         self.funcs = []
@@ -233,15 +242,17 @@ class RewardFunctions:
         samples = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
             rewards = {name: batch[j][i] for j, name in enumerate(self.names)}
-            samples.append(
-                {
+            row = {k: v[i] for k, v in columns.items() if i < len(v)}
+            if self.tools:  # an episode: its turns and tool calls, and its whole transcript as the text
+                sample = episode_sample(prompt, completion, self.total(rewards), row)
+            else:
+                sample = {
                     "prompt": _prompt_preview(prompt),
                     "completion": completion_text(completion),
                     "reward": self.total(rewards),
-                    "rewards": rewards,
-                    "columns": {k: v[i] for k, v in columns.items() if i < len(v)},
+                    "columns": row,
                 }
-            )
+            samples.append({**sample, "rewards": rewards})
         state = kwargs.get("trainer_state")
         self.on_samples(samples, getattr(state, "global_step", None))
 

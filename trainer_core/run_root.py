@@ -5,6 +5,8 @@
 run owns one, starts the trainer (one worker, or ``accelerate launch``) on the training GPUs, passes stop
 requests on, stops the server when training ends, and — if the trainer died without writing its end
 (killed, out of memory, a crash in native code) — writes the ``error`` and ``run_finished`` events itself.
+Machine 0's root also sends the run's alerts to its notify URLs (``notify.py``), and gives the last ones a
+bounded time to go out before it exits.
 
 A run on several machines has one root per machine (``--machine-rank N``, or ``slurm`` for $SLURM_NODEID),
 each starting its share of the ranks through ``accelerate launch``. Only machine 0's root keeps the record
@@ -27,7 +29,7 @@ import traceback
 from collections.abc import Mapping
 from pathlib import Path
 
-from . import vllm_server
+from . import notify, vllm_server
 from .contract import slurm_job
 from .contract.config import ConfigError, RunConfig
 from .contract.disk import fault_from_log, last_complete_checkpoint, release_reserve
@@ -122,6 +124,7 @@ class RunRoot:
         self.server_timeout = server_timeout
         self.worker: subprocess.Popen | None = None
         self.server: vllm_server.RunningServer | None = None
+        self.notifier: notify.Notifier | None = None
         self.signals = 0
 
     def on_signal(self, signum, frame) -> None:
@@ -150,8 +153,16 @@ class RunRoot:
             signal.signal(sig, self.on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         config = RunConfig.load(self.folder.config_file)
+        try:
+            return self._run_recorded(config, pid)
+        finally:
+            self._close_notifier()
+
+    def _run_recorded(self, config: RunConfig, pid: int) -> int:
         extra = dict(self.placement.train_env())
         try:
+            # first: it hides the notify URLs in config.yaml before anything else reads it, and hears every end
+            self.notifier = notify.safe_start(self.folder, config)
             if self.placement.starts_server:
                 extra[SERVER_URL_ENV] = self._start_server(config)
             cmd = placement_command(self.folder.path, self.placement, self.accelerate_config)
@@ -179,6 +190,16 @@ class RunRoot:
             else:
                 self._record_trainer_exit(code)
         return code
+
+    def _close_notifier(self) -> None:
+        """Send the run's last alerts, for at most ``notify.FLUSH_S`` (a second signal cuts it short); the
+        root's exit code stays what the run made it."""
+        if self.notifier is None:
+            return
+        try:
+            self.notifier.close(notify.FLUSH_S, abort=lambda: self.signals > 1)
+        except (Exception, KeyboardInterrupt) as exc:
+            print(f"notify: the last alerts were not sent: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
     def run_follower(self) -> int:
         """The root of machine rank > 0: its ranks, stop requests passed on, and nothing written on record

@@ -3,9 +3,9 @@
 ``train(config)`` validates, creates the run folder, then imports the heavy stack (torch, transformers,
 TRL) and runs ``GRPOTrainer`` with the event-stream callback. Whatever happens — completion, a stop from
 outside, a crash in the user's environment — the run folder ends with a final state and a
-``run_finished`` event, and the events already written stay. Only the main process writes. A full disk
-too: the write that failed is named (``contract/disk.py``), and the run's reserve file gives back the room
-to record it.
+``run_finished`` event, and the events already written stay. Only the main process writes (and, with no
+root process above it, sends the run's alerts: ``notify.py``). A full disk too: the write that failed is
+named (``contract/disk.py``), and the run's reserve file gives back the room to record it.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import notify
 from .contract.checkpoints import check_checkpoint, torn_checkpoint_warning
 from .contract.config import RunConfig
 from .contract.disk import disk_fault, last_complete_checkpoint, make_reserve, release_reserve
@@ -87,7 +88,13 @@ def train(
     if not run_dir:  # a launched run was checked by its launcher (grpo_tui's create_run)
         require_room(config, resolve_runs_dir(runs_dir))
     folder = prepare_folder(config, runs_dir, run_id, run_dir)
-    return run_in_folder(config, folder, echo=echo)
+    # no root process here: this one sends the run's alerts (notify.py), as a launched run's root would
+    notifier = notify.safe_start(folder, config) if rank() == 0 else None
+    try:
+        return run_in_folder(config, folder, echo=echo)
+    finally:
+        if notifier is not None:
+            notifier.close()
 
 
 def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -> RunResult:

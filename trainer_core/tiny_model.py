@@ -21,12 +21,57 @@ from typing import cast
 
 SPECIAL_TOKENS = ["<|pad|>", "<|end|>", "<|system|>", "<|user|>", "<|assistant|>", "<|tool|>", "<|unk|>"]
 
+# Renders a whole tool-calling conversation (TRL's supports_tool_calling): each tool in one line (its name, its
+# arguments' types and its description: a short prompt a 64-wide model can read), an assistant turn's tool calls as
+# <tool_call>{"name": ..., "arguments": {...}}</tool_call> after its text, and a tool's answer as a <|tool|> turn.
+# Prefix-preserving, as TRL's multi-turn training needs: a turn renders the same whatever follows it.
 CHAT_TEMPLATE = (
-    "{%- if tools %}<|system|>\nYou can call these tools:\n"
-    "{% for tool in tools %}\n{{ tool | tojson }}{% endfor %}<|end|>\n{% endif %}"
-    "{%- for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}<|end|>\n{% endfor %}"
+    "{%- if tools %}<|system|>\nYou can call these tools:"
+    "{%- for tool in tools %}{% set f = tool.function if tool.function is defined else tool %}"
+    "{%- set props = f.parameters.properties if f.parameters is defined and f.parameters.properties is defined "
+    "else {} %}{{ '\\n{' }}\"name\": {{ f.name | tojson }}, \"arguments\": {{ '{' }}"
+    "{%- for key, prop in props.items() %}{{ key | tojson }}: {{ (prop.type if prop.type is defined else 'any') | tojson }}"
+    "{%- if not loop.last %}, {% endif %}{% endfor %}{{ '}' }}"
+    '{%- if f.description is defined and f.description %}, "description": {{ f.description | tojson }}{% endif %}'
+    "{{ '}' }}{% endfor %}<|end|>\n{% endif %}"
+    "{%- for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] or '' }}"
+    "{%- for call in message['tool_calls'] or [] if message['tool_calls'] is defined %}"
+    "{%- set call = call.function if call.function is defined else call %}"
+    '<tool_call>{{ \'{\' }}"name": {{ call.name | tojson }}, "arguments": '
+    "{%- if call.arguments is string %} {{ call.arguments }}{% else %} {{ (call.arguments or {}) | tojson }}{% endif %}"
+    "{{ '}' }}</tool_call>{% endfor %}<|end|>\n{% endfor %}"
     "{%- if add_generation_prompt %}<|assistant|>\n{% endif %}"
 )
+
+# How transformers' tokenizer.parse_response reads a generated assistant turn back into a message (the
+# response_template of transformers >= 5.13, saved with the tokenizer): text, then any <tool_call> JSON objects.
+RESPONSE_TEMPLATE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|assistant|>\n",
+    "fields": {
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close_pattern": r"</tool_call>\s*",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close_pattern": r"<\|end\|>\s*", "content": "text"},
+    },
+}
+
+# A tool call's fixed parts, each one token (as <tool_call> is in Qwen's vocabulary), so that a call of the
+# demo agent's tools is about a dozen tokens, few enough for a 64-wide model to learn from a few transcripts.
+TOOL_CALL_TOKENS = [
+    "<tool_call>",
+    "</tool_call>",
+    '{"name": "',
+    '", "arguments": {',
+    '"room": "',
+    '", "nights": ',
+    "}}",
+]
+TOOL_CALL_TOKENS += ["check_availability", "book_room"]  # the demo agent's tools
 
 _WORDS = (
     "the a an and or of to in on for with at by from is are was be this that it as not yes no what how "
@@ -74,12 +119,14 @@ def build_tokenizer(vocab_size: int = 512):
         bos_token=None,
         padding_side="left",
     )
+    fast.add_tokens(TOOL_CALL_TOKENS)
     fast.chat_template = CHAT_TEMPLATE
+    fast.response_template = RESPONSE_TEMPLATE
     return fast
 
 
 MARKER = ".grpo-tui-tiny-model"
-FORMAT_VERSION = 2  # raise it whenever the weights change, so cached models are rebuilt
+FORMAT_VERSION = 4  # raise it whenever the weights change, so cached models are rebuilt
 
 # the demo environment's instructions (grpo_tui/resources/demo/pattern_env.py), with the letter filled in
 INSTRUCTIONS = (
@@ -128,30 +175,155 @@ def pretraining_corpus(size: int, seed: int = 0) -> list[str]:
     return texts
 
 
+# The demo agent's hotel (grpo_tui/resources/demo/hotel_agent_env.py), as its transcripts show it; a test keeps
+# these equal to the environment's own rooms, requests and tool schemas (transformers' get_json_schema of its tools).
+AGENT_ROOMS = ("cheap", "large", "city")
+AGENT_PRICES = {"cheap": 60, "large": 110, "city": 150}
+AGENT_REQUESTS = (
+    "Book a {room} room for {nights} nights.",
+    "I need a {room} room for {nights} nights.",
+    "Please book me a {room} room for {nights} nights.",
+    "Can you get me a {room} room, {nights} nights?",
+)
+_ROOM_ARG = {"type": "string", "description": "The room type: cheap, large or city."}
+AGENT_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "check_availability",
+            "description": "Say how many rooms of a type are free and what one night costs.",
+            "parameters": {"type": "object", "properties": {"room": _ROOM_ARG}, "required": ["room"]},
+            "return": {"type": "string"},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "book_room",
+            "description": "Book a room for the guest.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "room": _ROOM_ARG,
+                    "nights": {"type": "integer", "description": "How many nights the guest stays."},
+                },
+                "required": ["room", "nights"],
+            },
+            "return": {"type": "string"},
+        },
+    },
+]
+# What the transcripts do after a hotel request: mostly answer in words (so GRPO has tool use to discover), else
+# call a tool, with the request's room and nights copied only some of the time (so it has accuracy to gain).
+AGENT_TOOL_SHARE = 0.3
+AGENT_CHECK_FIRST = 0.4  # of the transcripts that call a tool: check_availability before booking
+AGENT_RIGHT_ROOM = 0.5
+AGENT_RIGHT_NIGHTS = 0.5
+
+
+def _call(name: str, **arguments) -> dict:
+    return {"type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def agent_transcripts(size: int, seed: int = 0) -> list[list[dict]]:
+    """Conversations of the demo agent's task in chat messages: a request, then an answer in words, or tool calls
+    with their results (what TRL writes back: the tool's text, or ``{'error': ...}``) and a closing sentence."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(size):
+        room, nights = rng.choice(AGENT_ROOMS), rng.randint(1, 7)
+        free = {r: rng.randint(1, 3) for r in AGENT_ROOMS}
+        free[rng.choice([r for r in AGENT_ROOMS if r != room])] = 0
+        messages: list[dict] = [
+            {"role": "user", "content": rng.choice(AGENT_REQUESTS).format(room=room, nights=nights)}
+        ]
+        if rng.random() >= AGENT_TOOL_SHARE:
+            out.append([*messages, {"role": "assistant", "content": _sentence(rng)}])
+            continue
+        asked = room if rng.random() < AGENT_RIGHT_ROOM else rng.choice([r for r in AGENT_ROOMS if r != room])
+        stay = nights if rng.random() < AGENT_RIGHT_NIGHTS else rng.choice([n for n in range(1, 8) if n != nights])
+        if rng.random() < AGENT_CHECK_FIRST:
+            result = (
+                f"{free[asked]} {asked} rooms free, {AGENT_PRICES[asked]} a night"
+                if free[asked]
+                else f"no {asked} room is free"
+            )
+            messages += [
+                {"role": "assistant", "content": "", "tool_calls": [_call("check_availability", room=asked)]},
+                {"role": "tool", "name": "check_availability", "content": result},
+            ]
+        if free[asked]:
+            result = f"booked a {asked} room for {stay} nights, {AGENT_PRICES[asked] * stay} in all"
+        else:
+            result = str({"error": f"no {asked} room is free"})
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": [_call("book_room", room=asked, nights=stay)]},
+            {"role": "tool", "name": "book_room", "content": result},
+            {"role": "assistant", "content": "the room is booked" if free[asked] else _sentence(rng)},
+        ]
+        out.append(messages)
+    return out
+
+
+def _padded(rows: list[list[int]], pad_id: int):
+    import torch
+
+    ids = torch.full((len(rows), max(map(len, rows))), pad_id)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = torch.tensor(row)
+    mask = (ids != pad_id).long()
+    return ids, mask, ids.masked_fill(mask == 0, -100)
+
+
 def train_on_corpus(
-    model, tokenizer, *, steps: int = 200, batch_size: int = 32, lr: float = 5e-3, seed: int = 0
+    model,
+    tokenizer,
+    *,
+    steps: int = 200,
+    batch_size: int = 32,
+    lr: float = 5e-3,
+    seed: int = 0,
+    agent_batch_size: int = 4,
 ) -> float:
-    """Next-token training on :func:`pretraining_corpus`, each text ending in EOS; returns the last loss."""
+    """Next-token training on :func:`pretraining_corpus` (each text ending in EOS) and, beside each of its batches,
+    ``agent_batch_size`` of the :func:`agent_transcripts` rendered with the chat template and the hotel's tools
+    (drawn by a generator of their own, so the pattern texts are drawn as they were without them); returns the
+    last loss."""
     import torch
 
     rows = [tokenizer(text)["input_ids"] + [tokenizer.eos_token_id] for text in pretraining_corpus(4000, seed)]
-    ids = torch.full((len(rows), max(map(len, rows))), tokenizer.pad_token_id)
-    for i, row in enumerate(rows):
-        ids[i, : len(row)] = torch.tensor(row)
-    mask = (ids != tokenizer.pad_token_id).long()
-    labels = ids.masked_fill(mask == 0, -100)
+    ids, mask, labels = _padded(rows, tokenizer.pad_token_id)
+    agent_rows = [
+        tokenizer(
+            tokenizer.apply_chat_template(messages, tools=AGENT_TOOLS, tokenize=False).removesuffix("\n"),
+            add_special_tokens=False,
+        )["input_ids"]
+        for messages in agent_transcripts(1000, seed)
+    ]
+    agent_ids, agent_mask, agent_labels = _padded(agent_rows, tokenizer.pad_token_id)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     warmup = max(1, steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.05, 1 - step / steps)
     )
     generator = torch.Generator().manual_seed(seed)
+    agent_generator = torch.Generator().manual_seed(seed + 1)
     model.train()
     loss = float("nan")
     for _ in range(steps):
         batch = torch.randint(0, len(rows), (batch_size,), generator=generator)
         out = model(input_ids=ids[batch], attention_mask=mask[batch], labels=labels[batch])
-        out.loss.backward()
+        total = out.loss
+        if agent_batch_size:
+            pick = torch.randint(0, len(agent_rows), (agent_batch_size,), generator=agent_generator)
+            width = int(agent_mask[pick].sum(dim=1).max())
+            agent = model(
+                input_ids=agent_ids[pick, :width],
+                attention_mask=agent_mask[pick, :width],
+                labels=agent_labels[pick, :width],
+            )
+            total = total + agent.loss
+        total.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         schedule.step()

@@ -8,8 +8,11 @@ the same trainer a plain TRL script would.
 from __future__ import annotations
 
 import os
-from typing import cast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
 
+from .agentic import EpisodeReward, check_tool_calling, environment_factory, load_tools, standalone, tool_functions
 from .contract.config import RunConfig, stop_on_rules
 from .contract.config_checks import ConfigError, is_dataset_run, trackers
 from .contract.hardware_checks import (
@@ -98,6 +101,8 @@ def grpo_config_kwargs(config: RunConfig, output_dir: str) -> dict:
         use_vllm=config.use_vllm,
         disable_tqdm=True,
     )
+    if config.max_tool_calls is not None:
+        kwargs["max_tool_calling_iterations"] = config.max_tool_calls
     if config.use_vllm:
         kwargs.update(vllm_mode=config.vllm_mode)
         if config.vllm_mode == "colocate":
@@ -147,8 +152,10 @@ def prompt_text(prompt, tokenizer) -> str:
     return prompt
 
 
-def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext | None):
-    """Call build_dataset, check it, render tool schemas into the prompts and apply max_prompt_length."""
+def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext | None, *, agentic: bool = False):
+    """Call build_dataset, check it, render tool schemas into the prompts and apply max_prompt_length.
+    ``agentic``: TRL calls tools in this run, and renders their schemas itself: every prompt becomes chat
+    messages (a text prompt one user message), as its tool loop needs."""
     import datasets
 
     try:
@@ -174,7 +181,15 @@ def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext | None):
         )
     if isinstance(dataset, datasets.Dataset) and len(dataset) == 0:
         raise EnvError("build_dataset returned an empty dataset; it needs at least one prompt.")
-    tools = get_tools(env)
+    tools = None if agentic else get_tools(env)
+    if agentic:
+
+        def as_chat(row):
+            if not isinstance(row["prompt"], list):
+                row["prompt"] = [{"role": "user", "content": str(row["prompt"])}]
+            return row
+
+        dataset = dataset.map(as_chat)
     if tools:
 
         def render(row):
@@ -251,30 +266,65 @@ def tracker_folders(config: RunConfig, run: RunContext) -> None:
             os.environ[variable] = str(folder)
 
 
-def reward_setup(config: RunConfig, tokenizer, run: RunContext, stats: SampleStats | None = None):
-    """(train dataset, reward functions, their weights, a hook given the live model) for either kind of run;
-    ``stats`` sees every scored batch."""
+@dataclass
+class RewardSetup:
+    """What a run trains on and how it is scored: the dataset, TRL's reward functions and their weights, a
+    hook given the live model, and for an agentic run its standalone tools and TRL's environment factory."""
+
+    dataset: Any
+    funcs: list
+    weights: list[float] | None = None
+    bind: Callable[[Any], None] = lambda model: None
+    tools: list[Callable] = field(default_factory=list)
+    factory: Callable | None = None
+
+    @property
+    def agentic(self) -> bool:
+        return bool(self.tools or self.factory)
+
+
+def reward_setup(config: RunConfig, tokenizer, run: RunContext | None, stats: SampleStats | None = None) -> RewardSetup:
+    """The run's :class:`RewardSetup`, for either kind of run; ``stats`` sees every scored batch. An agentic
+    run's tool calling is checked here, before the model loads."""
     stats = stats if stats is not None else SampleStats()
+    on_samples = _sample_recorder(config, run, stats) if run is not None else None
+    tools = load_tools(config.tools)
     if is_dataset_run(config):
         from .dataset_source import DatasetSource
         from .reward_funcs import RewardFunctions
 
-        dataset = prepare_dataset(DatasetSource(config), tokenizer, config, run)
-        rewards = RewardFunctions(config.reward_funcs, on_samples=_sample_recorder(config, run, stats))
-        return dataset, rewards.funcs, rewards.weights, lambda model: None
+        if tools:
+            check_tool_calling(tokenizer, str(config.model))
+        dataset = prepare_dataset(DatasetSource(config), tokenizer, config, run, agentic=bool(tools))
+        rewards = RewardFunctions(config.reward_funcs, on_samples=on_samples, tools=bool(tools))
+        return RewardSetup(dataset, rewards.funcs, rewards.weights, tools=tools)
     env = load_environment(
         required(config.rl_env_module, "rl_env_module"),
         required(config.rl_env_class, "rl_env_class"),
         config.rl_env_config,
     )
-    dataset = prepare_dataset(env, tokenizer, config, run)
-    score = ScoreEpisodeReward(env, tokenizer, on_samples=_sample_recorder(config, run, stats))
+    own_tools = tool_functions(env)
+    if own_tools or tools:
+        check_tool_calling(tokenizer, str(config.model))
+    dataset = prepare_dataset(env, tokenizer, config, run, agentic=bool(own_tools or tools))
+    score = (
+        EpisodeReward(env, tokenizer, on_samples)
+        if own_tools or tools
+        else ScoreEpisodeReward(env, tokenizer, on_samples)
+    )
     extra_funcs, extra_weights = extra_reward_functions(env)
 
     def bind(model):
         score.model = model
 
-    return dataset, [score, *extra_funcs], [1.0, *extra_weights] if extra_funcs else None, bind
+    return RewardSetup(
+        dataset,
+        [score, *extra_funcs],
+        [1.0, *extra_weights] if extra_funcs else None,
+        bind,
+        tools=[*standalone(env, own_tools), *tools],
+        factory=environment_factory(env, config.rl_env_config) if own_tools else None,
+    )
 
 
 def torch_machine() -> Machine:
@@ -323,10 +373,10 @@ def build_trainer(config: RunConfig, run: RunContext):
     model = required(config.model, "model")
     tokenizer = load_tokenizer(model, config)
     stats = SampleStats()
-    dataset, reward_funcs, weights, bind_model = reward_setup(config, tokenizer, run, stats)
+    setup = reward_setup(config, tokenizer, run, stats)
     args = build_grpo_config(config, str(run.folder.checkpoints_dir))
-    if weights:
-        args.reward_weights = weights
+    if setup.weights:
+        args.reward_weights = setup.weights
     tracker_folders(config, run)
     peft_config = None
     if config.peft:
@@ -349,26 +399,31 @@ def build_trainer(config: RunConfig, run: RunContext):
             Thresholds.from_mapping(config.health),
             RunFacts(
                 max_completion_length=config.rl_max_new_tokens,
-                reward_funcs=len(reward_funcs),
+                reward_funcs=len(setup.funcs),
                 use_vllm=config.use_vllm,
                 kl_measured=config.rl_kl_coef > 0,
+                tools=setup.agentic,
             ),
         ),
         extra_metrics=stats.pop,
         stop_on=tuple(stop_on_rules(config)),
     )
+    if setup.factory is not None:
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory's "experimental" warning
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=reward_funcs,
+        reward_funcs=setup.funcs,
         args=args,
-        train_dataset=dataset,
+        train_dataset=setup.dataset,
         processing_class=tokenizer,
         peft_config=peft_config,
         callbacks=[callback],
+        tools=setup.tools or None,
+        environment_factory=setup.factory,
     )
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
-    bind_model(trainer.model)
+    setup.bind(trainer.model)
     return trainer

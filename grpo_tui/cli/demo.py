@@ -3,7 +3,10 @@
 In a terminal the run is launched detached and its monitor opens; piped, its metrics print line by line.
 The config and the environment ship as package data (``grpo_tui/resources``). ``--pathology kl`` runs the
 same demo with a learning rate far too high, for people evaluating the health warnings: KL explodes, the
-``kl_explosion`` warning fires with its advice, and the run stops itself with a checkpoint.
+``kl_explosion`` warning fires with its advice, and the run stops itself with a checkpoint. ``--agent`` runs
+the agentic demo instead: the model books hotel rooms through tools that TRL calls while it generates
+(``hotel_agent_env.py``), and learns to use them; piped, it ends with how often a tool call succeeded in its
+first and last steps.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from ..resources import demo_config_file, demo_env_file
 from ..services.foreground import run_foreground
 from ..services.run_status import is_live, live_status
 from ..services.supervisor import start_root
-from .common import add_runs_dir, add_theme, interactive, run_app
+from .common import BadInput, add_runs_dir, add_theme, interactive, run_app
 from .starting import create, options
 from .tiny_model import cached_tiny_model
 
@@ -38,6 +41,13 @@ def register(sub) -> None:
         help="show a run going wrong: kl = a learning rate far too high, so KL explodes and the run "
         "stops itself (--stop-on kl_explosion) with a checkpoint",
     )
+    parser.add_argument(
+        "--agent",
+        action="store_true",
+        help="the agentic demo: the model books hotel rooms through tools called while it generates "
+        "(check_availability, book_room) and learns to use them; its transcripts are in the Completions tab "
+        "(default 50 steps, a few minutes on a laptop CPU)",
+    )
     add_theme(parser)
     parser.set_defaults(handler=run)
 
@@ -46,10 +56,12 @@ def register(sub) -> None:
 PATHOLOGIES = {"kl": {"lr": 1e-2, "stop_on": "kl_explosion", "project_name": "cpu-demo-kl-explosion"}}
 
 
-def demo_config(model_dir: Path, max_steps: int | None = None, pathology: str | None = None) -> RunConfig:
-    config = RunConfig.load(demo_config_file())
+def demo_config(
+    model_dir: Path, max_steps: int | None = None, pathology: str | None = None, agent: bool = False
+) -> RunConfig:
+    config = RunConfig.load(demo_config_file(agent))
     config.model = str(model_dir)
-    config.rl_env_module = str(demo_env_file())
+    config.rl_env_module = str(demo_env_file(agent))
     if max_steps is not None:
         config.max_steps = max_steps
     for name, value in PATHOLOGIES.get(pathology or "", {}).items():
@@ -58,13 +70,18 @@ def demo_config(model_dir: Path, max_steps: int | None = None, pathology: str | 
 
 
 def run(args) -> int:
-    config = demo_config(cached_tiny_model(), args.max_steps, args.pathology)
+    if args.agent and args.pathology:
+        raise BadInput("--pathology applies to the pattern demo; drop it or --agent")
+    config = demo_config(cached_tiny_model(), args.max_steps, args.pathology, args.agent)
     start = argparse.Namespace(
         runs_dir=args.runs_dir, gpus=None, num_processes=None, accelerate_config=None, vllm_port=None, vllm_timeout=None
     )
     folder, placement = create(config, start)
     if not interactive():
-        return run_foreground(folder, placement, options(start))
+        code = run_foreground(folder, placement, options(start))
+        if args.agent:
+            print(tool_success_summary(folder.path))
+        return code
     start_root(folder, placement, options(start))
     code = run_app(args.runs_dir, args.theme, watch=folder.path, start="watch")
     status = live_status(folder)
@@ -73,3 +90,29 @@ def run(args) -> int:
     else:
         print(f"the demo run {folder.run_id} is {status}; see it again with: grpo-tui watch {folder.run_id}")
     return code
+
+
+SUCCESS_SPAN = 20  # steps at each end of the agentic demo that its summary compares
+
+
+def tool_success_summary(run: Path) -> str:
+    """How often an episode's tool use succeeded (a call without an error, and a score of at least 0.5:
+    ``samples/tool_success``) in the first and the last ``SUCCESS_SPAN`` steps of the run's metrics."""
+    from trainer_core.contract.event_log import EventTail
+    from trainer_core.contract.events import Metrics
+    from trainer_core.contract.sample_stats import TOOL_SUCCESS
+
+    values = [
+        e.values[TOOL_SUCCESS]
+        for e in EventTail(run / "events.jsonl").poll()
+        if isinstance(e, Metrics) and TOOL_SUCCESS in e.values
+    ]
+    if len(values) < 2:
+        return "tool-call success: too few steps to compare"
+    span = min(SUCCESS_SPAN, len(values) // 2)
+    first, last = sum(values[:span]) / span, sum(values[-span:]) / span
+    return (
+        f"tool-call success (episodes that called a tool without an error and scored 0.5 or more): {first:.0%} in the first "
+        f"{span} steps, "
+        f"{last:.0%} in the last {span}"
+    )

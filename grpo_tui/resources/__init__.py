@@ -15,6 +15,8 @@ from pathlib import Path
 DEMO_CONFIG = "cpu_demo.yaml"
 DEMO_ENV = "pattern_env.py"
 DEMO_ENV_CLASS = "PatternEnv"
+AGENT_DEMO_CONFIG = "agent_demo.yaml"
+AGENT_DEMO_ENV = "hotel_agent_env.py"
 
 
 def _demo_file(name: str) -> Path:
@@ -24,11 +26,12 @@ def _demo_file(name: str) -> Path:
     return path
 
 
-def demo_config_file() -> Path:
-    """The demo's run settings (``cpu_demo.yaml``), as a path on disk."""
-    return _demo_file(DEMO_CONFIG)
+def demo_config_file(agent: bool = False) -> Path:
+    """The demo's run settings (``cpu_demo.yaml``; the agentic demo's ``agent_demo.yaml``), as a path on disk."""
+    return _demo_file(AGENT_DEMO_CONFIG if agent else DEMO_CONFIG)
 
 
-def demo_env_file() -> Path:
-    """The demo's environment module (``pattern_env.py``, class ``PatternEnv``), as a path on disk."""
-    return _demo_file(DEMO_ENV)
+def demo_env_file(agent: bool = False) -> Path:
+    """The demo's environment module (``pattern_env.py``, class ``PatternEnv``; the agentic demo's
+    ``hotel_agent_env.py``, class ``HotelAgentEnv``), as a path on disk."""
+    return _demo_file(AGENT_DEMO_ENV if agent else DEMO_ENV)

@@ -24,10 +24,14 @@ from types import MappingProxyType
 
 from trainer_core.contract.event_log import EventTail
 from trainer_core.contract.events import Event, HealthWarning, Metrics, UnknownEvent, decode
+from trainer_core.contract.health_tools import CALL_FREQUENCY, FAILURE_FREQUENCY
 from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.sample_stats import TOOL_SUCCESS, TURNS_MEAN
 
 from .buckets import BlockCache
 
+TOOL_METRICS = (CALL_FREQUENCY, FAILURE_FREQUENCY, TURNS_MEAN, TOOL_SUCCESS)
+"""An agentic run's charts: tool calls per episode, the share that failed, turns per episode, tool use that succeeded."""
 CHARTED = {
     "reward",
     "reward_std",
@@ -41,6 +45,7 @@ CHARTED = {
     "learning_rate",
     "num_tokens",
     "frac_reward_zero_std",
+    *TOOL_METRICS,
 }
 CHUNK_BYTES = 2 * 1024 * 1024
 RESERVED = frozenset(("type", "time", "step"))  # a metrics line's own fields, beside its values

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid
 from textual.message import Message
 
-from ..services.run_stream import EMPTY_CHARTS, ChartData
+from ..services.run_stream import EMPTY_CHARTS, TOOL_METRICS, ChartData
 from .metric_chart import MetricChart
 
 MAIN_CHARTS = (("reward", "reward"), ("reward_std", "reward_std"), ("kl", "KL"))
@@ -31,10 +31,26 @@ def nice_windows(limit: int) -> list[int]:
 
 
 def extra_keys(keys) -> list[str]:
-    """The metrics the fourth chart cycles through (``m``), among those the run has logged."""
-    return [k for k in EXTRA_METRICS if k in keys] + sorted(
+    """The metrics the fourth chart cycles through (``m``), among those the run has logged: an agentic run's
+    tool metrics first."""
+    return [k for k in (*TOOL_METRICS, *EXTRA_METRICS) if k in keys] + sorted(
         k for k in keys if k.startswith("rewards/") and k.endswith("/mean")
     )
+
+
+def zoomed(window: int | None, shown: int | None, total: int, direction: int) -> int | None:
+    """The window after a zoom from ``window`` (None: every step) with ``shown`` of ``total`` steps on screen:
+    about half (``direction`` 1) or twice (-1) the steps, keeping the newest; 0 (or nothing shown) every step.
+    The monitor's grid and the compare screen zoom alike."""
+    if direction == 0 or shown is None:
+        return None
+    if direction > 0:
+        smaller = [w for w in nice_windows(total) if w <= max(shown // 2, MIN_WINDOW)]
+        return smaller[-1] if smaller else window
+    if window is None:
+        return None
+    larger = [w for w in nice_windows(total) if w >= window * 2]
+    return larger[0] if larger else None
 
 
 class ChartGrid(Grid):
@@ -135,17 +151,7 @@ class ChartGrid(Grid):
 
     def zoom(self, direction: int) -> None:
         """Show about half (1) or twice (-1) the steps, keeping the newest; 0 shows every step."""
-        shown, total = self._shown_steps(), self._total_steps()
-        if direction == 0 or shown is None:
-            window = None
-        elif direction > 0:
-            smaller = [w for w in nice_windows(total) if w <= max(shown // 2, MIN_WINDOW)]
-            window = smaller[-1] if smaller else self.window
-        elif self.window is None:
-            window = None
-        else:
-            larger = [w for w in nice_windows(total) if w >= self.window * 2]
-            window = larger[0] if larger else None
+        window = zoomed(self.window, self._shown_steps(), self._total_steps(), direction)
         if window != self.window:
             self.window = window
             self.want()

@@ -66,6 +66,8 @@ def transcript_text(sample: dict) -> Group:
                 parts.append(literal(f"  ✗ failed: {turn['error']}", "bold red"))
             elif "result" in turn:
                 parts.append(literal(f"  ← {turn['result']}", "green"))
+            elif turn.get("unanswered"):
+                parts.append(literal("  … no result: the episode ended here, at its turn or length limit", "dim"))
             continue
         parts.append(literal(role, ROLE_STYLE.get(role, "bold")))
         if turn.get("content"):

@@ -47,7 +47,7 @@ async def test_reattaching_to_a_finished_run_shows_every_step(tiny_model, runs_d
 
 
 async def test_a_kl_explosion_run_shows_its_warning_and_advice(tiny_model, runs_dir):
-    result = train(pattern_config(tiny_model, lr=5e-2, max_steps=12), runs_dir=runs_dir)
+    result = train(pattern_config(tiny_model, lr=1e-1, max_steps=12), runs_dir=runs_dir)
     app = make_app(runs_dir, start="watch", watch=result.path)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = app.screen

@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 
 import pytest
@@ -189,6 +190,30 @@ def test_the_demo_piped_prints_its_steps_and_completes(installed, demo_run):
     assert "Traceback" not in result.stdout + result.stderr
     environment = json.loads((run / "provenance.json").read_text())["environment"]
     assert Path(environment["file"]).resolve().is_relative_to(installed.venv.resolve()), environment
+
+
+def test_the_agent_demo_piped_completes_within_three_minutes_and_its_tool_use_pays_off(installed, demo_run):
+    """The model is in the cache already (the demo above built it): what is timed is the demo itself."""
+    from trainer_core.contract.event_log import EventTail
+    from trainer_core.contract.events import Metrics
+    from trainer_core.contract.sample_stats import TOOL_SUCCESS
+
+    runs = installed.runs.parent / "agent-runs"
+    started = time.monotonic()
+    result = checked(installed.run(installed.bin("grpo-tui"), "demo", "--agent", "--runs-dir", str(runs), timeout=240))
+    took = time.monotonic() - started
+    assert took < 180, f"the agent demo took {took:.0f} s"
+    assert "completed at step 50" in result.stdout and "Traceback" not in result.stdout + result.stderr
+    (run,) = [p for p in runs.iterdir() if p.is_dir()]
+    success = [e.values[TOOL_SUCCESS] for e in EventTail(run / "events.jsonl").poll() if isinstance(e, Metrics)]
+    first, last = sum(success[:20]) / 20, sum(success[-20:]) / 20
+    assert last >= 2 * first and last > 0, (first, last)
+    assert f"{first:.0%} in the first 20 steps, {last:.0%} in the last 20" in result.stdout
+    environment = json.loads((run / "provenance.json").read_text())["environment"]
+    assert Path(environment["file"]).name == "hotel_agent_env.py"
+    assert Path(environment["file"]).resolve().is_relative_to(installed.venv.resolve()), environment
+    episodes = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    assert any(t.get("tool") and "result" in t for e in episodes for t in e["turns"])
 
 
 @pytest.fixture

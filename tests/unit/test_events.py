@@ -25,6 +25,7 @@ from trainer_core.contract.events import (
     EventType,
     HealthWarning,
     Metrics,
+    NotifyFailed,
     RunFinished,
     RunStarted,
     StopRequested,
@@ -125,6 +126,9 @@ ONE_OF_EACH = [
     Error(time=7.5, message="the trainer exited with code 1"),
     HealthWarning(
         "kl_explosion", Severity.CRITICAL, 9, "KL is 3", "Lower --lr", {"kl_last_steps": [1, 2, 3]}, time=8.0
+    ),
+    NotifyFailed(
+        time=9.0, url="https://hooks.slack.com/***", reason="connection refused", alert="run_end", attempts=3, step=9
     ),
 ]
 

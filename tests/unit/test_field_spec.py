@@ -14,6 +14,7 @@ from trainer_core.contract import config_checks
 from trainer_core.contract.cli_args import add_run_config_arguments
 from trainer_core.contract.config import ConfigError, RunConfig, flag_for
 from trainer_core.contract.field_spec import FIELD_KINDS, JSON_KINDS, _kind, field_spec, field_specs
+from trainer_core.contract.notify_targets import NOTIFY_SEVERITIES
 
 SPECS = field_specs()
 
@@ -43,6 +44,8 @@ def test_one_spec_per_field_in_field_order_and_cached():
         ("slurm", "mapping", False),
         ("reward_funcs", "weights", False),
         ("save_total_limit", "int", True),
+        ("notify", "list", False),
+        ("notify_severity", "choice", False),
     ],
 )
 def test_kind_comes_from_the_type_annotation(name, kind, optional):
@@ -53,7 +56,7 @@ def test_kind_comes_from_the_type_annotation(name, kind, optional):
 def test_choice_fields_are_literals_and_their_choices_are_its_values():
     hints = get_type_hints(RunConfig)
     choices = {s.name: s.choices for s in SPECS if s.kind == "choice"}
-    assert set(choices) == {"trainer", "rl_loss_type", "vllm_mode", "mixed_precision", "on_missing"}
+    assert set(choices) == {"trainer", "rl_loss_type", "vllm_mode", "mixed_precision", "on_missing", "notify_severity"}
     for name, values in choices.items():
         assert values == get_args(hints[name]) and values, name
         assert field_spec(name).default in values
@@ -63,6 +66,7 @@ def test_choice_fields_are_literals_and_their_choices_are_its_values():
     assert choices["mixed_precision"] == config_checks.MIXED_PRECISION
     assert choices["trainer"] == config_checks.TRAINERS
     assert choices["on_missing"] == config_checks.ON_MISSING
+    assert choices["notify_severity"] == NOTIFY_SEVERITIES
     assert all(not s.choices for s in SPECS if s.kind != "choice")
 
 
@@ -81,7 +85,8 @@ def test_kinds_of_types_not_in_runconfig_today():
     assert _kind("x", dict[str, Any]) == ("mapping", False, ())
     assert _kind("x", dict[str, float]) == ("weights", False, ())
     assert _kind("x", float | None) == ("float", True, ())
-    for unsupported in (list[str], int | str, tuple[int, ...]):
+    assert _kind("x", list[str] | None) == ("list", True, ())
+    for unsupported in (list[int], int | str, tuple[int, ...]):
         with pytest.raises(TypeError, match=r"RunConfig.x: no field kind"):
             _kind("x", unsupported)
 
@@ -111,6 +116,10 @@ def test_parse_turns_text_into_values_with_field_errors():
     assert field_spec("target_modules").parse("") == ""
     assert field_spec("grpo_args").parse('{"max_grad_norm": 0.5}') == {"max_grad_norm": 0.5}
     assert field_spec("rl_env_config").parse('{"max_turns": 3}') == {"max_turns": 3}
+    assert field_spec("notify").parse(" https://a.example/x\nhttps://b.example/y ") == [
+        "https://a.example/x",
+        "https://b.example/y",
+    ]
     with pytest.raises(ConfigError, match=r"^batch_size must be an integer, got 'x'\.$") as info:
         field_spec("batch_size").parse("x")
     assert info.value.field == "batch_size"
@@ -129,6 +138,7 @@ def test_format_gives_each_widget_its_value():
     assert field_spec("reward_funcs").format({"a": 1.0}) == '{"a": 1.0}'
     assert field_spec("model").format(None) == ""
     assert field_spec("epochs").format(2.5) == "2.5"
+    assert field_spec("notify").format([]) == "" and field_spec("notify").format(["a", "b"]) == "a b"
     assert {s.name for s in SPECS if s.is_json} == {"rl_env_config", "grpo_args", "health", "slurm", "reward_funcs"}
     assert set(JSON_KINDS) <= set(FIELD_KINDS)
 

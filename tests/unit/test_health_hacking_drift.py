@@ -174,6 +174,13 @@ def test_a_loss_spike_around_zero_is_flagged_and_ordinary_swings_are_not():
     assert first(fired(stream(150, **{**HEALTHY, "loss": losses})), HealthRule.LOSS_SPIKE) is None
 
 
+def test_a_loss_that_is_zero_up_to_float_noise_never_spikes():
+    """GRPO with one iteration per batch logs a loss of 0 give or take 1e-8 (seen on an agentic run)."""
+    noise = noisy(0.0, 1e-9, seed=5)
+    found = fired(stream(60, **{**HEALTHY, "loss": lambda i: -3e-8 if i == 30 else noise(i)}))
+    assert first(found, HealthRule.LOSS_SPIKE) is None
+
+
 def test_clip_ratio_held_high_is_flagged_and_a_single_high_step_is_not():
     held = stream(20, **HEALTHY, clip_ratio__region_mean=ramp(0.0, 0.4, 8, 1))
     assert first(fired(held), HealthRule.CLIP_RATIO_HIGH) == 13  # high from step 9, for a window of 5

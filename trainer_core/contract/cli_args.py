@@ -1,7 +1,7 @@
 """Command-line flags generated from RunConfig's field specs, so ``--help``, the form and the docs share one source.
 
 Stdlib only. Each field's flag follows its kind (field_spec.py): a switch pair for a bool, a repeatable
-``KEY=VALUE`` or ``NAME[=WEIGHT]`` for a mapping, one value otherwise. Flags given on the command line
+``KEY=VALUE`` or ``NAME[=WEIGHT]`` for a mapping, a repeatable value for a list, one value otherwise. Flags given on the command line
 override values from ``--config FILE``; only flags the user actually typed override anything (argparse
 defaults are suppressed and shown in the help text instead).
 """
@@ -15,11 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from .config import ConfigError, RunConfig, load_file, load_text, reward_funcs_mapping
+from .config_checks import word_list
 from .field_spec import FieldSpec, field_specs
 from .trl_recipe import RECIPE_FORMATS, STRICT_HELP, is_recipe, recipe_to_fields
 
-REPEATED_KINDS = ("mapping", "weights")
-"""Kinds whose flag is given once per item, the items merged over the config file's mapping."""
+REPEATED_KINDS = ("mapping", "weights", "list")
+"""Kinds whose flag is given once per item, the items merged over the config file's mapping (or added to its
+list)."""
 
 GROUP_TITLES = {
     "model": "model & environment",
@@ -106,6 +108,8 @@ def add_run_config_arguments(parser: argparse.ArgumentParser) -> None:
             group.add_argument(spec.flag, type=_reward_item, action="append", metavar="NAME[=WEIGHT]", **kwargs)
         elif spec.kind == "mapping":
             group.add_argument(spec.flag, type=_key_value, action="append", metavar="KEY=VALUE", **kwargs)
+        elif spec.kind == "list":
+            group.add_argument(spec.flag, action="append", metavar=spec.metavar or spec.name.upper(), **kwargs)
         elif spec.kind == "json":
             group.add_argument(spec.flag, metavar="JSON", **kwargs)
         elif spec.kind == "bool":
@@ -140,7 +144,12 @@ def config_from_args(args: argparse.Namespace, notes: list[str] | None = None) -
         name = spec.name
         if hasattr(args, name):
             value = getattr(args, name)
-            if spec.kind in REPEATED_KINDS:
+            if spec.kind == "list":
+                base = word_list(data.get(name))
+                if not isinstance(base, list):
+                    raise ConfigError(name, f"{name} in {source} must be a list, got {type(base).__name__}.")
+                value = list(dict.fromkeys([*base, *value]))
+            elif spec.kind in REPEATED_KINDS:
                 base = data.get(name) or {}
                 if not isinstance(base, dict):
                     raise ConfigError(name, f"{name} in {source} must be a mapping of KEY: VALUE, got {base!r}.")
@@ -162,6 +171,8 @@ def config_to_argv(config: RunConfig) -> list[str]:
         elif spec.kind == "mapping":
             for key, item in value.items():
                 argv += [flag, f"{key}={json.dumps(item)}"]
+        elif spec.kind == "list":
+            argv += [word for item in value for word in (flag, str(item))]
         elif spec.kind == "json":
             argv += [flag, json.dumps(value)]
         elif spec.kind == "bool":

@@ -24,7 +24,10 @@ from .config_checks import (
     iter_problems,
     parse_env_config,
     stop_on_rules,
+    word_list,
 )
+from .notify_targets import NotifySeverity, notify_problems
+from .tool_specs import tool_problems
 from .trl_names import RENAMED, TRL_FIELDS, TRL_REWARD_FUNCS
 
 __all__ = [
@@ -40,15 +43,25 @@ __all__ = [
 
 
 def _f(
-    default: Any, help: str, group: str, *, flag: str | None = None, required: bool = False, required_unless: str = ""
+    default: Any,
+    help: str,
+    group: str,
+    *,
+    flag: str | None = None,
+    required: bool = False,
+    required_unless: str = "",
+    metavar: str | None = None,
 ) -> Any:
     """A field with its help text and form group; ``required``: a run cannot start without it (the help shows
-    'required' for its default), unless ``required_unless`` stands in (e.g. 'a dataset').
+    'required' for its default), unless ``required_unless`` stands in (e.g. 'a dataset'). ``metavar``: what
+    ``--help`` calls one value of a repeatable flag (default: the field's name).
 
     A choice field is typed with a ``Literal``; field_spec.py derives each field's kind from its type."""
     meta: dict[str, Any] = {"help": help, "group": group}
     if flag:
         meta["flag"] = flag
+    if metavar:
+        meta["metavar"] = metavar
     if required:
         meta["required"] = True
     if required_unless:
@@ -83,6 +96,20 @@ class RunConfig:
     )
     rl_env_config: dict[str, Any] | None = _f(
         None, "JSON object passed to the environment class as constructor keyword arguments.", "model"
+    )
+    tools: list[str] = _f(
+        [],
+        "Functions the model may call while it generates, beside an environment's own tool functions: "
+        "FILE.py:FUNCTION (several: FILE.py:fn,fn2) or pkg.module.function, each with type hints and a Google-style "
+        "docstring (CLI: --tools, repeatable). See docs/agents.md.",
+        "model",
+        metavar="FILE.py:FN[,FN]",
+    )
+    max_tool_calls: int | None = _f(
+        None,
+        "Rounds of tool calls an episode may take before it ends (GRPOConfig.max_tool_calling_iterations; "
+        "default: no limit).",
+        "model",
     )
 
     # -- GRPO -------------------------------------------------------------------------------------------
@@ -190,6 +217,23 @@ class RunConfig:
         "health",
         flag="--health",
     )
+    # -- alerts (docs/alerts.md), shown with health -----------------------------------------------------
+    notify: list[str] = _f(
+        [],
+        "Send this run's alerts as an HTTP POST to these URLs (CLI: --notify URL, repeatable): each warning at or "
+        "above --notify-severity, an auto-stop and the run's end. Slack and Discord webhooks get their own body, "
+        "any other URL a JSON record; #slack, #discord, #json or #text at the end picks one. Added to the notify "
+        "URLs of the settings file on the host that runs it (~/.config/grpo-tui/settings.yaml). The URLs are "
+        "secrets: config.yaml keeps them masked. See docs/alerts.md.",
+        "health",
+        metavar="URL",
+    )
+    notify_severity: NotifySeverity = _f(
+        "warn",
+        "The lowest warning severity sent to the notify URLs (a settings file's own notify_severity applies to its "
+        "URLs); an auto-stop and the run's end are always sent.",
+        "health",
+    )
     slurm: dict[str, Any] = _f(
         {},
         "Submit the run as a Slurm batch job, with these settings: partition, time (minutes or [D-]HH:MM:SS), "
@@ -232,13 +276,18 @@ class RunConfig:
     # ------------------------------------------------------------------------------------------------
     def validate(self, world_size: int = 1) -> RunConfig:
         """Raise ConfigError for the first value that cannot run; return self so calls can chain."""
-        for problem in iter_problems(self, world_size):
+        for problem in self._problems(world_size):
             raise problem
         return self
 
     def problems(self, world_size: int = 1) -> list[ConfigError]:
         """Every validation problem at once (the app's form shows them all)."""
-        return list(iter_problems(self, world_size))
+        return list(self._problems(world_size))
+
+    def _problems(self, world_size: int):
+        yield from iter_problems(self, world_size)
+        yield from notify_problems(self.notify, self.notify_severity)
+        yield from tool_problems(self.tools, self.max_tool_calls)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -251,6 +300,10 @@ class RunConfig:
             data["rl_env_config"] = parse_env_config(data["rl_env_config"])
         if "reward_funcs" in data:
             data["reward_funcs"] = reward_funcs_mapping(data["reward_funcs"])
+        if "notify" in data:
+            data["notify"] = word_list(data["notify"])
+        if "tools" in data:
+            data["tools"] = word_list(data["tools"])
         return cls(**data)
 
     def save(self, path: str | Path) -> Path:

@@ -60,6 +60,18 @@ def parse_env_config(value: Any) -> dict | None:
     return value
 
 
+def word_list(value: Any) -> Any:
+    """A list field (notify's URLs, tools): one string may hold several items separated by whitespace (a form's
+    text, a YAML scalar); none is none; anything else is returned as it is, for the checks to refuse."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
 def stop_on_rules(c) -> list[str]:
     return [r.strip() for r in (c.stop_on or "").split(",") if r.strip()]
 
@@ -283,6 +295,7 @@ _OWNED_GRPO_ARGS = {
     "top_k": "rl_top_k",
     "reward_weights": "reward_funcs",
     "project": "project_name",
+    "max_tool_calling_iterations": "max_tool_calls",
 }
 
 

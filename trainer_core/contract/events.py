@@ -30,6 +30,7 @@ class EventType(ValueEnum):
     ERROR = "error"
     WARNING = "warning"
     SUMMARY = "summary"
+    NOTIFY_FAILED = "notify_failed"
 
 
 class ErrorKind(ValueEnum):
@@ -197,6 +198,21 @@ class HealthWarning(Event):
 
 
 @dataclass(frozen=True)
+class NotifyFailed(Event):
+    """An alert that could not be delivered (trainer_core/notify.py): written once per notify URL per run, by
+    the run's root process, after its retries failed. ``url`` is masked (the URL is a secret); ``alert`` is
+    what it tried to send (``warning``, ``auto_stop``, ``run_end``, or None when nothing could be sent at all:
+    a refused settings file, whose path is then ``url``)."""
+
+    type: ClassVar = EventType.NOTIFY_FAILED
+    url: str = ""
+    reason: str = ""
+    alert: str | None = None
+    attempts: int = 0
+    step: int = 0
+
+
+@dataclass(frozen=True)
 class UnknownEvent(Event):
     """An event of a type this version does not know; ``extra`` holds its fields."""
 
@@ -212,7 +228,17 @@ class UnknownEvent(Event):
 
 TYPED: dict[str, type[Event]] = {
     str(cls.type): cls
-    for cls in (RunStarted, Metrics, Summary, Checkpoint, StopRequested, RunFinished, Error, HealthWarning)
+    for cls in (
+        RunStarted,
+        Metrics,
+        Summary,
+        Checkpoint,
+        StopRequested,
+        RunFinished,
+        Error,
+        HealthWarning,
+        NotifyFailed,
+    )
 }
 _FIELDS = {name: {f.name for f in fields(cls)} - {"extra"} for name, cls in TYPED.items()}
 _ENUMS = {"status": Status, "severity": Severity}

@@ -22,14 +22,16 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 from .config import ConfigError, RunConfig, flag_for
 from .config_checks import parse_env_config
 
-FieldKind = Literal["bool", "int", "float", "str", "choice", "json", "mapping", "weights"]
+FieldKind = Literal["bool", "int", "float", "str", "choice", "json", "mapping", "weights", "list"]
 """How a field's value is typed in and shown:
 
 - ``bool``, ``int``, ``float``, ``str``: a plain value (``int``/``str`` may be optional, typed as none);
 - ``choice``: one of a ``Literal``'s values;
 - ``json``: an optional JSON object given whole (``dict[str, Any] | None``: rl_env_config);
 - ``mapping``: a JSON object built from repeatable ``KEY=VALUE`` flags (``dict[str, Any]``);
-- ``weights``: names with a number each, from repeatable ``NAME[=WEIGHT]`` flags (``dict[str, float]``).
+- ``weights``: names with a number each, from repeatable ``NAME[=WEIGHT]`` flags (``dict[str, float]``);
+- ``list``: strings without whitespace, from a repeatable flag (``list[str]``: notify's URLs); the form takes
+  them whitespace-separated (one per line, or several on one).
 """
 
 FIELD_KINDS: tuple[FieldKind, ...] = get_args(FieldKind)
@@ -59,6 +61,8 @@ class FieldSpec:
     """What may stand in for a required field, e.g. 'a dataset' (shown as 'required (or a dataset)')."""
     choices: tuple[str, ...] = ()
     """The allowed values of a choice field, in the order of its Literal."""
+    metavar: str = ""
+    """What ``--help`` calls one value of the flag ('' for the field's name in capitals)."""
 
     @property
     def required_text(self) -> str:
@@ -81,6 +85,8 @@ class FieldSpec:
         if self.kind in ("bool", "choice"):
             return raw
         text = str(raw).strip()
+        if self.kind == "list":
+            return text.split()
         if self.kind == "json":  # rl_env_config, the one object given whole: its own messages
             return parse_env_config(text)
         if self.is_json:
@@ -124,6 +130,8 @@ class FieldSpec:
             return value
         if self.is_json:
             return "" if value is None or value == {} else json.dumps(value)
+        if self.kind == "list":
+            return " ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value or "")
         return "" if value is None else str(value)
 
 
@@ -140,6 +148,8 @@ def _kind(name: str, annotation: Any) -> tuple[FieldKind, bool, tuple[str, ...]]
     origin = get_origin(base)
     if origin is Literal:
         return "choice", optional, tuple(str(a) for a in get_args(base))
+    if origin is list and get_args(base) == (str,):
+        return "list", optional, ()
     if origin is dict:
         value_type = get_args(base)[1] if get_args(base) else Any
         if value_type is float:
@@ -173,6 +183,7 @@ def field_specs() -> tuple[FieldSpec, ...]:
                 required=f.metadata.get("required", False),
                 required_unless=f.metadata.get("required_unless", ""),
                 choices=choices,
+                metavar=f.metadata.get("metavar", ""),
             )
         )
     return tuple(specs)

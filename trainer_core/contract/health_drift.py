@@ -3,7 +3,8 @@
 - ``grad_norm_spike`` and ``loss_spike``: a step far outside a robust running baseline (the median and
   MAD of the previous ``spike_history`` steps), judged only once ``spike_min_history`` steps exist, so the
   warm-up is never a spike. A grad_norm spike must also be ``spike_factor`` x the median; a loss spike
-  (GRPO's loss swings around 0) ``spike_factor`` x the largest earlier swing.
+  (GRPO's loss swings around 0) ``spike_factor`` x the largest earlier swing, and ``loss_spike_floor`` at
+  least (a loss that is 0 up to float noise has swings of 1e-8).
 - ``clip_ratio_high``: ``clip_ratio/region_mean`` held high: the policy moves past the clip range within
   one batch (only possible with ``num_iterations`` > 1), so the updates are too large.
 - ``sampling_mismatch``: with vLLM, ``sampling/importance_sampling_ratio/mean`` far from 1 or
@@ -36,8 +37,8 @@ def _spike(w: Window, t: Thresholds, key: str, m: dict) -> tuple[float, float, f
         limit = max(mid + t.spike_mad * spread, t.spike_factor * mid)
         return (value, mid, limit) if value > limit else None
     swing = max(abs(v - mid) for v in history)
-    limit = max(t.spike_mad * spread, t.spike_factor * swing)
-    return (value, mid, mid + limit) if abs(value - mid) > limit and limit > 0 else None
+    limit = max(t.spike_mad * spread, t.spike_factor * swing, t.loss_spike_floor)
+    return (value, mid, mid + limit) if abs(value - mid) > limit else None
 
 
 def grad_norm_spike(w: Window, t: Thresholds, facts: RunFacts, step: int, m: dict) -> HealthWarning | None:

@@ -167,8 +167,8 @@ _SPECS: dict[HealthRule, tuple[RuleGroup, str]] = {
     ),
     HealthRule.TURN_LIMIT: (
         RuleGroup.METRIC,
-        "Raise --max-tool-calls, or look at the cut-off episodes for a loop of the same call (a tool result the "
-        "model cannot use).",
+        "Raise --max-tool-calls or --rl-max-new-tokens, or look at the cut-off episodes for a loop of the same "
+        "call (a tool result the model cannot use).",
     ),
     HealthRule.KL_NOT_MEASURED: (
         RuleGroup.CONFIG,

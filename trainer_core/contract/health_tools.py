@@ -5,7 +5,8 @@
   for a window while the model calls tools: the model calls them wrongly, or a tool is broken;
 - ``tool_unused``: once the first ``tool_grace`` steps are over, ``tools/call_frequency`` (calls per episode)
   stays at 0 for a window: the model learned to answer without the tools (or never found them);
-- ``turn_limit``: ``samples/turn_limit_share`` (episodes that stopped at ``--max-tool-calls``) held at
+- ``turn_limit``: ``samples/turn_limit_share`` (episodes that ended on unanswered tool calls: at
+  ``--max-tool-calls``, or with no room left under ``--rl-max-new-tokens``) held at
   ``turn_limit_high`` or more for a window: episodes are cut off before they finish.
 """
 
@@ -62,7 +63,7 @@ def turn_limit(w: Window, t: Thresholds, facts: RunFacts, step: int, m: dict) ->
         HealthRule.TURN_LIMIT,
         Severity.WARN,
         step,
-        f"{mean(shares):.0%} of episodes stopped at the tool-call limit over the last {t.window} steps: they are "
-        "cut off before the model answers.",
+        f"{mean(shares):.0%} of episodes ended on tool calls left unanswered (the tool-call or length limit) over "
+        f"the last {t.window} steps: they are cut off before the model answers.",
         {TURN_LIMIT_SHARE: shares},
     )

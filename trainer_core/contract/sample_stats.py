@@ -9,6 +9,11 @@ Repetition is measured on words (whitespace-separated): the share of a completio
 an earlier pair. "the the the the" scores 2/3, a sentence about 0. A completion of fewer than three words
 but at least ``LONG_WORD`` characters (a row of one character, "aaaaaaaa…") is measured on its character
 4-grams instead; shorter ones are not measured.
+
+Episodes of an agentic run (samples with ``turns``) also give the mean number of turns the model wrote
+(``samples/turns_mean``), the share of episodes that stopped at the turn limit with tool calls never run
+(``samples/turn_limit_share``), and the share that called a tool without an error and scored at least
+``SUCCESS_SCORE``: tool use that succeeds (``samples/tool_success``).
 """
 
 from __future__ import annotations
@@ -21,7 +26,11 @@ from statistics import mean, pstdev
 REPETITION = "samples/repetition"
 NEAR_DUPLICATES = "samples/near_duplicates"
 LENGTH_REWARD_CORR = "samples/length_reward_corr"
-KEYS = (REPETITION, NEAR_DUPLICATES, LENGTH_REWARD_CORR)
+TURNS_MEAN = "samples/turns_mean"
+TURN_LIMIT_SHARE = "samples/turn_limit_share"
+TOOL_SUCCESS = "samples/tool_success"
+SUCCESS_SCORE = 0.5  # an episode that scores this much (of the [0, 1] an environment gives) succeeded
+KEYS = (REPETITION, NEAR_DUPLICATES, LENGTH_REWARD_CORR, TURNS_MEAN, TURN_LIMIT_SHARE, TOOL_SUCCESS)
 LONG_WORD = 16
 NEAR_COPY = 0.9  # word-set overlap (Jaccard) at which two completions count as near-identical
 
@@ -77,6 +86,18 @@ class SampleStats:
     _duplicates: list[float] = field(default_factory=list)
     _lengths: list[float] = field(default_factory=list)
     _rewards: list[float] = field(default_factory=list)
+    _turns: list[float] = field(default_factory=list)
+    _at_limit: list[float] = field(default_factory=list)
+    _tool_success: list[float] = field(default_factory=list)
+
+    def _episode(self, sample: dict) -> None:
+        turns = [t for t in sample["turns"] if isinstance(t, dict)]
+        self._turns.append(float(sum(1 for t in turns if t.get("role") == "assistant" and not t.get("tool")) or 1))
+        self._at_limit.append(1.0 if sample.get("turn_limit") else 0.0)
+        called = any(t.get("tool") and not t.get("error") for t in turns)
+        reward = sample.get("reward")
+        earned = isinstance(reward, (int, float)) and not isinstance(reward, bool) and reward >= SUCCESS_SCORE
+        self._tool_success.append(1.0 if called and earned else 0.0)
 
     def add(self, samples: Sequence[dict]) -> None:
         """A scored batch: dicts with ``prompt``, ``completion`` and ``reward``, a group's completions adjacent."""
@@ -84,6 +105,8 @@ class SampleStats:
         prompt = object()
         for sample in samples:
             text = str(sample.get("completion") or "")
+            if isinstance(sample.get("turns"), list):
+                self._episode(sample)
             measured = repetition(text)
             if measured is not None:
                 self._repetition.append(measured)
@@ -109,5 +132,13 @@ class SampleStats:
         corr = correlation(self._lengths, self._rewards)
         if corr is not None:
             out[LENGTH_REWARD_CORR] = corr
+        for key, values in (
+            (TURNS_MEAN, self._turns),
+            (TURN_LIMIT_SHARE, self._at_limit),
+            (TOOL_SUCCESS, self._tool_success),
+        ):
+            if values:
+                out[key] = mean(values)
         self._repetition, self._duplicates, self._lengths, self._rewards = [], [], [], []
+        self._turns, self._at_limit, self._tool_success = [], [], []
         return out

@@ -30,6 +30,7 @@ NOT_IN_TRL = {
     "slurm": "submit trl grpo with your own sbatch script",
     "vllm_server_gpus": "start the server yourself with trl vllm-serve and set vllm_server_base_url",
     "inspection": "the reward inspection is grpo-tui's",
+    "tools": "trl grpo takes no tool functions; pass them to GRPOTrainer(tools=[...]) in a script of your own",
 }
 _SKIP = {
     "trainer",

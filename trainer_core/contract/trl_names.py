@@ -178,6 +178,7 @@ RENAMED = {
     "project": "project_name",
     "dataset_name": "dataset",
     "dataset_train_split": "dataset_split",
+    "max_tool_calling_iterations": "max_tool_calls",
 }
 # Recipe keys that are RunConfig fields of the same name and meaning.
 SAME_NAME = (
@@ -195,6 +196,7 @@ SAME_NAME = (
     "lora_alpha",
     "lora_dropout",
     "dataset_config",
+    "tools",
 )
 
 # The reward functions `trl grpo` knows by name (trl/scripts/grpo.py), besides any dotted import path.

@@ -1,0 +1,1 @@
+../grpo_tui/resources/demo/hotel_agent_env.py

@@ -1,0 +1,191 @@
+"""Agentic runs trained for real on the tiny model: TRL calls the environment's tools while the model
+generates, with the arguments it parsed from the model's text; each result goes back as a tool turn before
+the model's next one; a tool that raises counts as a failure and training goes on; the tools/* metrics and
+the episode statistics reach the events, and samples.jsonl keeps each episode's turns. Bad agentic input
+stops the run before the model loads, each with its own message."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from trainer_core.contract.events import Metrics, RunFinished
+from trainer_core.contract.sample_stats import TOOL_SUCCESS, TURNS_MEAN
+from trainer_core.contract.status import Status
+
+from ..helpers import ENVS, cli, events_of, only_run
+
+AGENT_ENV = ENVS / "agent_tools_env.py"
+AGENT_FLAGS = (
+    "--rl-env-class",
+    "ToolHotel",
+    "--rl-num-generations",
+    "4",
+    "--batch-size",
+    "16",
+    "--rl-max-new-tokens",
+    "64",
+    "--max-tool-calls",
+    "2",
+    "--lr",
+    "0.0004",
+    "--rl-kl-coef",
+    "0",
+    "--save-steps",
+    "1000",
+    "--mixed-precision",
+    "no",
+)
+
+
+@pytest.fixture(scope="module")
+def agentic_run(pretrained_tiny_model, tmp_path_factory):
+    """Four steps of the hotel agent, every tool call the training process made written to calls.jsonl."""
+    folder = tmp_path_factory.mktemp("agentic")
+    log = folder / "calls.jsonl"
+    done = cli(
+        "train",
+        "--model",
+        pretrained_tiny_model,
+        "--rl-env-module",
+        str(AGENT_ENV),
+        *AGENT_FLAGS,
+        "--rl-env-config",
+        json.dumps({"log": str(log)}),
+        "--max-steps",
+        "4",
+        "--samples-per-step",
+        "16",
+        "--runs-dir",
+        str(folder / "runs"),
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run = only_run(folder / "runs")
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    return run, calls, samples
+
+
+@pytest.mark.slow
+def test_tools_are_called_with_the_parsed_arguments_and_their_results_reach_the_next_turn(agentic_run):
+    _, calls, samples = agentic_run
+    assert calls, "the model never called a tool"
+    assert {c["tool"] for c in calls} <= {"check_availability", "book_room"}
+    for call in calls:  # TRL parsed the JSON arguments into the types the tool's schema gives
+        assert isinstance(call["arguments"]["room"], str)
+        if call["tool"] == "book_room":
+            assert "nights" in call["arguments"]
+    answered = [
+        (sample, i, turn)
+        for sample in samples
+        for i, turn in enumerate(sample["turns"])
+        if turn.get("tool") and "result" in turn
+    ]
+    assert answered, "no episode in samples.jsonl holds a tool call with its result"
+    results = {c["result"] for c in calls if "result" in c}
+    assert all(turn["result"] in results for _, _, turn in answered)  # what the tool returned, in the episode
+    # the model wrote another turn after a result came back: the result was in its context
+    assert any(i + 1 < len(sample["turns"]) for sample, i, _ in answered)
+    for sample, _, turn in answered:
+        assert f"[{turn['tool']}] {turn['result']}" in sample["completion"]  # the transcript score_episode sees
+
+
+@pytest.mark.slow
+def test_a_tool_that_raises_is_a_failure_in_the_metrics_and_the_episode_and_training_goes_on(agentic_run):
+    run, calls, samples = agentic_run
+    failed = [c for c in calls if "error" in c]
+    assert failed, "no tool call failed in four steps (sold-out rooms and bad arguments raise)"
+    events = events_of(run)
+    metrics = [e for e in events if isinstance(e, Metrics)]
+    assert [m.step for m in metrics] == [1, 2, 3, 4]
+    assert any(m.values["tools/failure_frequency"] > 0 for m in metrics)
+    for m in metrics:
+        for key in ("tools/call_frequency", "tools/failure_frequency", TURNS_MEAN, TOOL_SUCCESS):
+            assert key in m.values, key
+    assert sum(m.values["tools/call_frequency"] for m in metrics) > 0
+    errors = {c["error"] for c in failed}
+    marked = {t["error"] for s in samples for t in s["turns"] if t.get("error")}  # samples.jsonl keeps every episode
+    assert marked & errors  # what a tool raised, marked on its call (a result past the length limit is dropped)
+    unlogged = marked - errors  # arguments that did not fit the tool's signature: TRL's call raised before the tool ran
+    assert all("argument" in e for e in unlogged), unlogged
+    (finished,) = [e for e in events if isinstance(e, RunFinished)]
+    assert finished.status is Status.COMPLETED
+
+
+BAD_ENVS = {
+    "no_reset": (
+        "class Env:\n"
+        "    def build_dataset(self, tokenizer):\n"
+        "        from datasets import Dataset\n"
+        "        return Dataset.from_list([{'prompt': 'Book a cheap room.'}] * 4)\n"
+        "    def get_reward(self):\n        return 0.0\n"
+        "    def get_tool_functions(self):\n        return [self.ping]\n"
+        "    def ping(self, host: str) -> str:\n"
+        '        """Ping a host.\n\n        Args:\n            host: The host name.\n        """\n'
+        "        return host\n",
+        "Env has tool functions but no reset method",
+    ),
+    "no_docstring": (
+        "class Env:\n"
+        "    def build_dataset(self, tokenizer):\n"
+        "        from datasets import Dataset\n"
+        "        return Dataset.from_list([{'prompt': 'Book a cheap room.'}] * 4)\n"
+        "    def reset(self, **row):\n        return None\n"
+        "    def get_reward(self):\n        return 0.0\n"
+        "    def get_tool_functions(self):\n        return [self.ping]\n"
+        "    def ping(self, host: str) -> str:\n        return host\n",
+        "tool Env.ping has no docstring",
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(BAD_ENVS))
+def test_bad_agentic_environments_stop_before_the_model_loads_with_their_own_message(
+    case, pretrained_tiny_model, tmp_path
+):
+    source, message = BAD_ENVS[case]
+    (tmp_path / "bad_env.py").write_text(source)
+    done = cli(
+        "train",
+        "--model",
+        pretrained_tiny_model,
+        "--rl-env-module",
+        str(tmp_path / "bad_env.py"),
+        "--rl-env-class",
+        "Env",
+        "--max-steps",
+        "1",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert message in done.stdout + done.stderr
+    run = only_run(tmp_path / "runs")
+    (finished,) = [e for e in events_of(run) if isinstance(e, RunFinished)]
+    assert finished.status is Status.FAILED and finished.step == 0 and message in (finished.reason or "")
+
+
+@pytest.mark.slow
+def test_a_model_whose_chat_template_cannot_render_tool_calls_is_refused(pretrained_tiny_model, tmp_path):
+    model = tmp_path / "no-tools-template"
+    shutil.copytree(pretrained_tiny_model, model)
+    (model / "chat_template.jinja").write_text(
+        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+    )
+    done = cli(
+        "train",
+        "--model",
+        str(model),
+        "--rl-env-module",
+        str(AGENT_ENV),
+        *AGENT_FLAGS,
+        "--max-steps",
+        "1",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "cannot render a tool-calling conversation" in done.stdout + done.stderr
