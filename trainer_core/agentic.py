@@ -166,6 +166,8 @@ def _columns(row: dict) -> dict:
 class EpisodeEnvironment:
     """Base of the per-rollout classes that :func:`environment_factory` makes: ``env`` is the user's instance."""
 
+    tool_names: tuple[str, ...] = ()
+
     def __init__(self, env):
         self.env = env
 
@@ -196,6 +198,7 @@ def environment_factory(env, config: dict | None) -> Callable[[], EpisodeEnviron
     namespace: dict[str, Any] = {
         "__doc__": f"One rollout of {cls.__name__}: its tools ({', '.join(names)}) and reset.",
         "__module__": __name__,
+        "tool_names": tuple(names),
     }
     for name in names:
         namespace[name] = _method_call(name, getattr(cls, name))
@@ -216,6 +219,60 @@ def environment_factory(env, config: dict | None) -> Callable[[], EpisodeEnviron
 def standalone(env, funcs: list[Callable]) -> list[Callable]:
     """The functions of ``get_tool_functions()`` that are not ``env``'s own methods: shared by every rollout."""
     return [f for f in funcs if getattr(f, "__self__", None) is not env]
+
+
+def play_episode(model, tokenizer, prompt: list[dict], tools: list[Callable], config) -> list[dict]:
+    """One episode outside TRL (the reward inspection), played as TRL's loop plays it: generate, parse the
+    tool calls, call each tool (an exception becomes ``{'error': …}``), give back the results, generate again,
+    up to ``config.max_tool_calls`` rounds and ``config.rl_max_new_tokens`` generated tokens. Returns the
+    episode's messages after the prompt."""
+    import torch
+    from trl.chat_template_utils import parse_response
+
+    by_name = {getattr(t, "__name__", ""): t for t in tools}
+    schemas: list[dict | Callable] | None = list(tools) or None
+    completion: list[dict] = []
+    budget, rounds = config.rl_max_new_tokens, 0
+    while budget > 0:
+        text = tokenizer.apply_chat_template(
+            prompt + completion, tools=schemas, add_generation_prompt=True, tokenize=False
+        )
+        inputs = tokenizer(text, return_tensors="pt", add_special_tokens=False).to(model.device)
+        with torch.no_grad():
+            out = model.generate(
+                **inputs,
+                do_sample=True,
+                temperature=config.rl_temperature,
+                top_p=config.rl_top_p,
+                top_k=config.rl_top_k or None,
+                max_new_tokens=budget,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        new = out[0, inputs["input_ids"].shape[1] :].tolist()
+        budget -= len(new)
+        message = parse_response(tokenizer, new, prefix=inputs["input_ids"][0].tolist(), tools=schemas)
+        completion.append(message)
+        calls = message.get("tool_calls") or []
+        if not calls or (config.max_tool_calls is not None and rounds >= config.max_tool_calls):
+            break
+        rounds += 1
+        for call in calls:
+            function = call.get("function", {}) if isinstance(call, dict) else {}
+            name = str(function.get("name", "?"))
+            try:
+                if name not in by_name:
+                    raise ValueError(f"Tool {name} not found.")
+                result: Any = by_name[name](**(function.get("arguments") or {}))
+            except Exception as exc:
+                result = {"error": str(exc)}
+            completion.append({"role": "tool", "name": name, "content": str(result)})
+    return completion
+
+
+def rollout_tools(rollout: EpisodeEnvironment | None, shared: list[Callable]) -> list[Callable]:
+    """The tools one rollout may call, as TRL collects them: the shared ones and the rollout's own methods."""
+    own = [] if rollout is None else [getattr(rollout, n) for n in rollout.tool_names]
+    return [*shared, *own]
 
 
 # -- episodes ---------------------------------------------------------------------------------------------------

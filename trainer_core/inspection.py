@@ -21,6 +21,18 @@ from pathlib import Path
 from statistics import mean, pstdev
 from typing import TYPE_CHECKING, Any, cast
 
+from .agentic import (
+    EpisodeReward,
+    check_tool_calling,
+    environment_factory,
+    episode_sample,
+    load_tools,
+    play_episode,
+    rollout_tools,
+    standalone,
+    tool_functions,
+    transcript_text,
+)
 from .contract.config import RunConfig
 from .contract.config_checks import is_dataset_run
 from .contract.event_log import JsonlWriter
@@ -126,7 +138,7 @@ def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print)
     import torch
     from transformers.utils import logging as hf_logging
 
-    from .trl_setup import load_tokenizer, prepare_dataset, prompt_text, required
+    from .trl_setup import load_tokenizer, prepare_dataset, required
 
     hf_logging.disable_progress_bar()
     torch.manual_seed(config.seed)
@@ -140,6 +152,13 @@ def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print)
             required(config.rl_env_class, "rl_env_class"),
             config.rl_env_config,
         )
+        own_tools, shared_tools = tool_functions(env), load_tools(config.tools)
+        if own_tools or shared_tools:
+            check_tool_calling(tokenizer, str(config.model))
+            model = _load_model(config)
+            dataset = prepare_dataset(env, tokenizer, config, None, agentic=True)
+            score_group, weights = _episode_scoring(config, env, tokenizer, model, own_tools, shared_tools)
+            return _inspect_rows(config, dataset, score_group, weights, out_dir, samples, progress, tokenizer)
         dataset = prepare_dataset(env, tokenizer, config, None)
         extra_funcs, extra_weights = extra_reward_functions(env)
         model = _load_model(config)
@@ -151,6 +170,14 @@ def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print)
             group = [_score(scorer, index, text, c, columns) for c in completions]
             _extra_rewards(group, extra_funcs, prompt, completions, columns)
             return group
+
+    return _inspect_rows(config, dataset, score_group, weights, out_dir, samples, progress, tokenizer, model)
+
+
+def _inspect_rows(config, dataset, score_group, weights, out_dir, samples, progress, tokenizer, model=None) -> dict:
+    """Draw the prompts, have ``score_group`` score ``rl_num_generations`` of each (generating them with
+    ``model`` unless it plays its own episodes), write the records and the summary."""
+    from .trl_setup import prompt_text
 
     g = config.rl_num_generations
     # drawn from as a Dataset: an IterableDataset has no len() or select() and fails here (not supported yet)
@@ -164,7 +191,7 @@ def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print)
         for index, row in enumerate(cast("Iterable[dict[str, Any]]", rows)):  # an unformatted Dataset's rows
             columns = {k: v for k, v in row.items() if k != "prompt"}
             text = prompt_text(row["prompt"], tokenizer)
-            completions = _generate(model, tokenizer, text, g, config)
+            completions = _generate(model, tokenizer, text, g, config) if model is not None else [None] * g
             group = score_group(index, text, row["prompt"], completions, columns)
             for record in group:
                 writer.write(record)
@@ -183,6 +210,48 @@ def inspect(config: RunConfig, out_dir: Path, samples: int = 64, progress=print)
     )
     write_json_atomic(out_dir / "summary.json", clean(summary))
     return summary
+
+
+def _episode_scoring(config: RunConfig, env, tokenizer, model, own_tools, shared_tools):
+    """(score_group, weights) of an agentic environment: each completion is a real episode with the tools,
+    played on an instance of its own (as in training), and scored by get_reward or score_episode."""
+    factory = environment_factory(env, config.rl_env_config) if own_tools else None
+    shared = [*standalone(env, own_tools), *shared_tools]
+    scorer = EpisodeReward(env, tokenizer)
+    scorer.model = model
+
+    def score_group(index, text, prompt, completions, columns):
+        group = []
+        for _ in completions:
+            rollout = factory() if factory is not None else None
+            messages = list(prompt)
+            record: dict[str, Any] = {"prompt_index": index, "prompt": text, "columns": columns}
+            try:
+                observation = rollout.reset(**columns) if rollout is not None else None
+                if observation:
+                    messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}{observation}"}
+                episode = play_episode(model, tokenizer, messages, rollout_tools(rollout, shared), config)
+                record.update(episode_sample(prompt, episode, None, columns))
+                record["prompt"] = text
+                if scorer.owns_reward and rollout is not None:
+                    record["score"] = scorer._get_reward(rollout.env, episode, columns)
+                else:
+                    record["score"] = scorer._score_one(transcript_text(episode), columns)
+            except EnvError as exc:
+                raw = (exc.case or {}).get("score")
+                record.setdefault("completion", "")
+                record.update(
+                    score=None,
+                    error=str(exc).splitlines()[0],
+                    kind="out_of_range" if raw is not None else "exception",
+                    raw_score=raw,
+                    traceback=exc.user_traceback,
+                )
+            record.pop("reward", None)
+            group.append(record)
+        return group
+
+    return score_group, {scorer.__name__: 1.0}
 
 
 def _load_model(config: RunConfig):

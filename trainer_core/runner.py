@@ -125,7 +125,7 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         )
         if skipped and resume_from:  # skipped checkpoints come only with a resume
             run.emit(torn_checkpoint_warning(skipped, resume_from, run.last_step))
-        for warning in config_warnings(config.rl_kl_coef, config.rl_num_generations):
+        for warning in config_warnings(config.rl_kl_coef, config.rl_num_generations, use_vllm=config.use_vllm):
             run.emit(warning)
         room = None if resume_from else preflight(config, folder.path.parent)
         if room is not None and room.verdict in ("tight", "no_room"):

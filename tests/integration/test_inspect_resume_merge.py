@@ -211,3 +211,30 @@ def test_inspecting_the_multi_turn_hotel_environment(tiny_model, runs_dir):
     assert all(0 <= r["score"] <= 1 for r in records)
     assert '"name": "search_hotels"' in records[0]["prompt"]
     assert {"city", "nights", "hotel_ids"} <= set(records[0]["columns"])
+
+
+def test_inspecting_an_agentic_environment_plays_real_episodes_with_its_tools(
+    pretrained_tiny_model, runs_dir, tmp_path
+):
+    log = tmp_path / "calls.jsonl"
+    result, summary, records = inspect(
+        pretrained_tiny_model,
+        runs_dir,
+        ENVS / "agent_tools_env.py",
+        "ToolHotel",
+        "--rl-env-config",
+        json.dumps({"log": str(log)}),
+        "--rl-max-new-tokens",
+        "96",
+        "--max-tool-calls",
+        "3",
+        samples="32",
+    )
+    assert result.returncode in (0, 4), result.stdout + result.stderr
+    assert len(records) == 32 and summary["errors"] == 0
+    assert all(0 <= r["score"] <= 1 for r in records)
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert calls, "no episode of the inspection called a tool"
+    answered = [t for r in records for t in r["turns"] if t.get("tool") and "result" in t]
+    assert answered and {t["result"] for t in answered} <= {c.get("result") for c in calls}
+    assert summary["reward_weights"] == {"get_reward": 1.0}
