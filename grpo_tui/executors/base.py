@@ -138,8 +138,9 @@ class Executor(Protocol):
         """Stop ``run``: graceful with a checkpoint (unless ``force``) for up to ``timeout`` s, then TERM/KILL."""
         ...
 
-    def resume(self, run: RunRef) -> Launched:
-        """Continue an ended (or lost) run from its newest complete checkpoint, in its own folder."""
+    def resume(self, run: RunRef, max_steps: int | None = None) -> Launched:
+        """Continue an ended (or lost) run from its newest complete checkpoint, in its own folder; ``max_steps``
+        extends it to a new total (a completed run continues only to a higher one)."""
         ...
 
     def logs(self, run: RunRef, follow: bool = False, raw: bool = False) -> int:

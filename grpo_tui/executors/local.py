@@ -116,10 +116,10 @@ class LocalExecutor:
     def stop(self, run: RunRef, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT) -> StopOutcome:
         return stop_run(RunFolder(Path(run.path)), force=force, timeout=timeout).outcome()
 
-    def resume(self, run: RunRef) -> Launched:
+    def resume(self, run: RunRef, max_steps: int | None = None) -> Launched:
         folder = RunFolder(Path(run.path))
         try:
-            placement = prepare_resume(folder)
+            placement = prepare_resume(folder, max_steps=max_steps)
         except ConfigError as exc:
             raise ExecutorError(str(exc)) from None
         proc = start_root(folder, placement)

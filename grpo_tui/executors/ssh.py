@@ -228,8 +228,9 @@ class SshExecutor:
         args = ["stop", str(run.path), "--json", "--timeout", str(timeout), *(["--force"] if force else [])]
         return self._reply("stop --json", self.call(args, timeout=timeout + 120), parse_stop_reply)
 
-    def resume(self, run: RunRef) -> Launched:
-        out = self.call(["launch", "--resume", str(run.path), "--json", *self.runs_args()], timeout=300)
+    def resume(self, run: RunRef, max_steps: int | None = None) -> Launched:
+        extend = [] if max_steps is None else ["--max-steps", str(int(max_steps))]
+        out = self.call(["launch", "--resume", str(run.path), *extend, "--json", *self.runs_args()], timeout=300)
         return self._reply("launch --json", out, parse_launch_reply)
 
     def launch(self, config: RunConfig, gpus: list[int] | None = None, num_processes: int | None = None) -> Launched:

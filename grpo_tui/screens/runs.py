@@ -329,17 +329,13 @@ class RunsScreen(Screen):
         if run is None or not run.status.resumable:
             self.notify("Only an ended (completed, stopped, failed) or lost run can be resumed and extended.")
             return
-        if run.host is not None:
-            self.notify(
-                f"Run {run.run_id} is on {run.host}: extend it from a shell, `grpo-tui launch --host {run.host} "
-                f"--resume {run.run_id} --max-steps N`, or resume it here with u at its own max steps.",
-                timeout=10,
-            )
-            return
-
         def answered(max_steps: int | None) -> None:
-            if max_steps is not None:
+            if max_steps is None:
+                return
+            if run.host is None:
                 self._extend(run, max_steps)
+            else:
+                self._resume(run, max_steps)
 
         self.app.push_screen(ExtendScreen(run.run_id, run.step or 0, run.total, str(run.status)), answered)
 
@@ -361,15 +357,17 @@ class RunsScreen(Screen):
         self.post_message(self.Done(plan.message, run, open_run=True))
 
     @work(thread=True, group="resume", exit_on_error=False)
-    def _resume(self, run: RunInfo) -> None:
+    def _resume(self, run: RunInfo, max_steps: int | None = None) -> None:
+        """Resume through the run's executor (on its host, for a remote run); ``max_steps`` extends it."""
         executor = self.executor(run)
         try:
-            executor.resume(run)
+            executor.resume(run, max_steps=max_steps)
         except ExecutorError as exc:
             self.post_message(self.Done(str(exc), run, error=True))
             return
         on = f" on {executor.host_name}" if executor.host_name else ""
-        self.post_message(self.Done(f"resumed run {run.run_id}{on}", run, open_run=True))
+        to = f" to {max_steps} steps" if max_steps is not None else ""
+        self.post_message(self.Done(f"resumed run {run.run_id}{on}{to}", run, open_run=True))
 
     @work(thread=True, group="stop", exit_on_error=False)
     def _stop(self, run: RunInfo) -> None:

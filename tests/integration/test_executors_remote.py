@@ -13,6 +13,7 @@ from grpo_tui.executors.registry import ExecutorRegistry
 from grpo_tui.executors.ssh import SshExecutor, close_all
 from grpo_tui.executors.watched_run import WatchedRun
 from grpo_tui.services.gpus import GPU
+from tests.helpers import cli, pattern_args, wait_for
 from tests.remote_hosts import remote, sshd  # noqa: F401
 from tests.run_fixtures import make_finished_run
 from trainer_core.contract.status import Status
@@ -77,3 +78,22 @@ def test_logs_print_the_same_through_either_executor(both, capfd):
     assert host.logs(host.find(RUN_ID)) == 0
     theirs = capfd.readouterr().out
     assert mine and mine == theirs
+
+
+def test_a_completed_run_on_a_host_is_extended_to_more_steps_through_its_executor(remote, monkeypatch, tiny_model):  # noqa: F811
+    """What the runs screen's Extend does for a remote run: ``launch --resume RUN --max-steps N`` on the host."""
+    for key, value in remote.env.items():
+        monkeypatch.setenv(key, value)
+    runs = remote.runs / "gpubox"
+    done = cli(*pattern_args(tiny_model, runs, "--max-steps", "2", "--save-steps", "2"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    registry = ExecutorRegistry(runs, load_hosts(remote.hosts_file))
+    try:
+        host = registry.get("gpubox")
+        run_id = max(p.name for p in runs.iterdir() if p.is_dir())
+        launched = host.resume(host.find(run_id), max_steps=4)
+        assert launched.run_id == run_id
+        wait_for(lambda: host.find(run_id).status is Status.COMPLETED and host.find(run_id).step == 4, timeout=240)
+        assert host.find(run_id).total == 4
+    finally:
+        close_all()
