@@ -40,12 +40,13 @@ from .contract.ports import SERVER_URL_ENV, check_port, free_port
 from .contract.process import collect, process_start_time, run_env, spawn_logged, terminate
 from .contract.run_folder import RunFolder
 from .contract.run_summary import log_tail
-from .contract.status import Status
+from .contract.status import Status, exit_code
 
 DEFAULT_SERVER_TIMEOUT = 600.0
 SLURM_NODE_ENV = "SLURM_NODEID"
 LINGER_S = 60.0  # how long another machine's ranks may outlive the run's recorded end before they are ended
 POLL_S = 1.0
+RECORD_WAIT_S = 120.0  # how long a follower waits, after a stop request, for machine 0 to record the end
 
 
 def worker_command(
@@ -189,7 +190,7 @@ class RunRoot:
                 self._record_end_now(Status.STOPPED, f"forced: {_describe_exit(code)}")
             else:
                 self._record_trainer_exit(code)
-        return code
+        return exit_code(self.folder.status(), code)
 
     def _close_notifier(self) -> None:
         """Send the run's last alerts, for at most ``notify.FLUSH_S`` (a second signal cuts it short); the
@@ -223,7 +224,7 @@ class RunRoot:
         ended_at = None
         while True:
             try:
-                return worker.wait(timeout=POLL_S)
+                return self._follower_code(worker.wait(timeout=POLL_S), stale)
             except subprocess.TimeoutExpired:
                 pass
             except InterruptedError:
@@ -235,6 +236,22 @@ class RunRoot:
             elif time.monotonic() - ended_at > LINGER_S:
                 self._end_worker_tree(worker)
                 ended_at = float("inf")  # once: the launcher's exit ends the wait
+
+    def _follower_code(self, code: int, stale) -> int:
+        """A follower exits as machine 0's root does for the end on record (3 for a graceful stop, which its
+        launcher reports as 1); after a stop request it waits up to ``RECORD_WAIT_S`` for that record. With
+        no new end on record, its launcher's code."""
+        deadline = time.monotonic() + (
+            RECORD_WAIT_S if code and (self.signals or self.folder.stop_file.exists()) else 0
+        )
+        while True:
+            state = self.folder.read_state()
+            status = Status.parse(state.get("status"))
+            if status is not None and status.is_final and state.get("ended") != stale:
+                return exit_code(status, code)
+            if time.monotonic() >= deadline:
+                return code
+            time.sleep(POLL_S)
 
     def _recorded_end(self):
         state = self.folder.read_state()

@@ -329,6 +329,7 @@ class RunsScreen(Screen):
         if run is None or not run.status.resumable:
             self.notify("Only an ended (completed, stopped, failed) or lost run can be resumed and extended.")
             return
+
         def answered(max_steps: int | None) -> None:
             if max_steps is None:
                 return

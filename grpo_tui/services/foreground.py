@@ -28,13 +28,11 @@ from trainer_core.contract.events import (
 )
 from trainer_core.contract.placement import Placement
 from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.status import EXIT_CODES, Status
 
 from ..palette import plain_palette
 from ..safe_text import clean
 from .supervisor import LaunchOptions, start_root
-
-EXIT_CODES = {Status.COMPLETED: 0, Status.STOPPED: 3}
 
 
 class EventPrinter:

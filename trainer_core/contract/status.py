@@ -38,6 +38,21 @@ class Status(ValueEnum):
         return new is self or new in TRANSITIONS[self]
 
 
+EXIT_CODES = {Status.COMPLETED: 0, Status.STOPPED: 3}
+"""How a run's processes exit when it ended so (``grpo-tui train``, a run's root on every machine); a failed run
+exits non-zero, 1 unless its launcher said more; 2 is kept for bad input."""
+
+
+def exit_code(status: Status | None, launcher: int) -> int:
+    """The exit code for a run that ended with ``status``, whatever its launcher returned (``accelerate launch``
+    and torchrun exit 1 when a rank exits 3 on a graceful stop); ``launcher``'s own when no end is on record."""
+    if status is not None and status in EXIT_CODES:
+        return EXIT_CODES[status]
+    if status is Status.FAILED:
+        return launcher or 1
+    return launcher
+
+
 LIVE = frozenset({Status.QUEUED, Status.STARTING, Status.RUNNING, Status.STOPPING})
 FINAL = frozenset({Status.COMPLETED, Status.STOPPED, Status.FAILED})
 RESUMABLE = frozenset({Status.COMPLETED, Status.STOPPED, Status.FAILED, Status.LOST})
