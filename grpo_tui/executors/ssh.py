@@ -12,6 +12,8 @@ dropped with one such line (``RunListing.error``) while the host's other rows ar
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import subprocess
 import threading
 from collections.abc import Callable
@@ -236,9 +238,11 @@ class SshExecutor:
     def launch(self, config: RunConfig, gpus: list[int] | None = None, num_processes: int | None = None) -> Launched:
         """The host checks the config (``launch --dry-run``: the files it names, its GPUs, its disk), then starts
         it. Raises LaunchError, with the field a problem concerns. Blocks: a worker's."""
-        words = launch_words(config, gpus, num_processes)
+        # notify URLs are secrets: on stdin (--config -), never on the host's command line, where ps shows them
+        secret = json.dumps({"notify": list(config.notify)}).encode() if config.notify else None
+        words = launch_words(dataclasses.replace(config, notify=[]) if secret else config, gpus, num_processes)
         try:
-            verdict = self.check_launch(words)
+            verdict = self.check_launch(words, secret)
         except RemoteError as exc:
             raise LaunchError(f"cannot launch on {self.name}", str(exc)) from None
         except HostError as exc:
@@ -250,7 +254,9 @@ class SshExecutor:
             )
         try:
             return self._reply(
-                "launch --json", self.call(self._launch_args(words, None), timeout=300), parse_launch_reply
+                "launch --json",
+                self.call(self._launch_args(words, secret), input=secret, timeout=300),
+                parse_launch_reply,
             )
         except HostError as exc:
             raise LaunchError(f"launch on {self.name} failed", str(exc)) from None

@@ -97,3 +97,46 @@ def test_a_completed_run_on_a_host_is_extended_to_more_steps_through_its_executo
         assert host.find(run_id).total == 4
     finally:
         close_all()
+
+
+def test_a_launch_on_a_host_sends_its_notify_urls_on_stdin_never_on_the_command_line(remote, monkeypatch, tiny_model):  # noqa: F811
+    """A URL on the host's command line would show in its process list (ps) to every user there."""
+    from trainer_core.contract.config import RunConfig
+    from trainer_core.contract.notify_targets import read_run_urls
+
+    from ..helpers import EXAMPLES
+
+    for key, value in remote.env.items():
+        monkeypatch.setenv(key, value)
+    secret = "http://127.0.0.1:9/hooks/very-secret-token#json"
+    runs = remote.runs / "gpubox"
+    registry = ExecutorRegistry(runs, load_hosts(remote.hosts_file))
+    try:
+        host = registry.get("gpubox")
+        commands: list[list[str]] = []
+        real_run = host.conn.run
+
+        def spying(args, **kwargs):
+            commands.append(list(args))
+            return real_run(args, **kwargs)
+
+        monkeypatch.setattr(host.conn, "run", spying)
+        config = RunConfig(
+            model=tiny_model,
+            rl_env_module=str(EXAMPLES / "pattern_env.py"),
+            rl_env_class="PatternEnv",
+            rl_num_generations=2,
+            batch_size=2,
+            rl_max_new_tokens=4,
+            max_steps=1,
+            notify=[secret],
+        )
+        launched = host.launch(config)
+        assert [c for c in commands if "launch" in c], commands
+        assert not any("very-secret-token" in word for command in commands for word in command), commands
+        run = host.find(launched.run_id)
+        assert read_run_urls(run.path) == [secret]
+        assert "very-secret-token" not in (run.path / "config.yaml").read_text()
+        wait_for(lambda: host.find(launched.run_id).status.is_final, timeout=240)
+    finally:
+        close_all()

@@ -311,3 +311,17 @@ def test_a_masked_url_is_sent_to_only_through_its_real_one(tmp_path):
     copied = RunConfig(**VALID, notify=["https://hooks.slack.com/***"])  # a config copied from another run
     targets, unmatched = run_targets(tmp_path / "elsewhere", copied)
     assert targets == [] and unmatched == ["https://hooks.slack.com/***"]
+
+
+def test_a_run_folder_never_writes_a_notify_url_into_config_yaml(tmp_path):
+    """Every writer of config.yaml (creating the run, the trainer's hardware fallbacks) goes through save_config."""
+    from trainer_core.contract.notify_targets import read_run_urls
+    from trainer_core.contract.run_folder import RunFolder
+
+    secret = "https://hooks.slack.com/services/T000/B000/very-secret-token"
+    folder = RunFolder.create(tmp_path)
+    folder.save_config(RunConfig(model="m", notify=[secret]))
+    text = folder.config_file.read_text()
+    assert "very-secret-token" not in text and "https://hooks.slack.com/***" in text
+    assert read_run_urls(folder.path) == [secret]
+    assert RunConfig.load(folder.config_file).notify == ["https://hooks.slack.com/***"]

@@ -101,9 +101,13 @@ class RunFolder:
 
     def save_config(self, config) -> None:
         """Write the resolved RunConfig as config.yaml, private to the user (mkstemp's 0600), atomically: a
-        failed write leaves the previous config.yaml as it was."""
+        failed write leaves the previous config.yaml as it was. Notify URLs are secrets: the real ones go to
+        notify.json and config.yaml holds them masked (docs/alerts.md)."""
         import yaml
 
+        from .notify_targets import secure_config
+
+        config = secure_config(self.path, config) or config
         # as RunConfig.save writes a .yaml file, but through a temporary file replaced in one step
         text = yaml.safe_dump(config.to_dict(), sort_keys=False)
         write_bytes_atomic(self.config_file, text.encode())
