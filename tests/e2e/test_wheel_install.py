@@ -167,6 +167,13 @@ def test_the_packages_import_from_the_venv_not_the_checkout(installed):
     assert seen["editable"] == []
 
 
+def test_the_wheel_requires_no_plotting_widget_but_its_own(installed):
+    """The charts (monitor and compare) are drawn by grpo-tui itself: a fresh install pulls no textual-plotext."""
+    code = "import importlib.metadata as m, json; print(json.dumps(m.requires('grpo-tui')))"
+    requires = json.loads(checked(installed.python(code)).stdout)
+    assert requires and not [r for r in requires if "plotext" in r.lower()], requires
+
+
 def test_help_and_the_tiny_model_command(installed, tmp_path):
     assert "demo" in checked(installed.run(installed.bin("grpo-tui"), "--help")).stdout
     checked(installed.run(installed.bin("grpo-tui"), "tiny-model", str(tmp_path / "tm")))
