@@ -189,3 +189,45 @@ def test_a_model_whose_chat_template_cannot_render_tool_calls_is_refused(pretrai
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "cannot render a tool-calling conversation" in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_a_dataset_run_calls_standalone_tools_named_with_tools(pretrained_tiny_model, tmp_path):
+    tools = ENVS / "standalone_tools.py"
+    data = tmp_path / "requests.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"prompt": [{"role": "user", "content": f"Book a {room} room for {n} nights."}]}) + "\n"
+            for room in ("cheap", "large", "city")
+            for n in range(1, 6)
+        )
+    )
+    log = tmp_path / "calls.jsonl"
+    done = cli(
+        "train",
+        "--model",
+        pretrained_tiny_model,
+        "--dataset",
+        str(data),
+        "--reward-func",
+        f"{tools}:answered_a_tool_call",
+        "--tools",
+        f"{tools}:check_availability,book_room",
+        *AGENT_FLAGS[2:],
+        "--max-steps",
+        "3",
+        "--samples-per-step",
+        "16",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        env={"TOOLS_LOG": str(log)},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run = only_run(tmp_path / "runs")
+    assert log.exists() and log.read_text().strip(), "no standalone tool was called"
+    metrics = [e for e in events_of(run) if isinstance(e, Metrics)]
+    assert sum(m.values["tools/call_frequency"] for m in metrics) > 0
+    samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    called = [s for s in samples if any(t.get("tool") for t in s["turns"])]
+    assert called and all(s["rewards"] for s in called)
+    assert any(s["reward"] == 1.0 for s in called)  # the reward function saw the tool's answer in the episode
