@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .contract.config import RunConfig
+from .contract.ports import SERVE_OVERRIDE_ENV
 
-SERVE_OVERRIDE_ENV = "GRPO_TUI_VLLM_SERVE"
 HEALTH_PATH = "/health/"
 
 

@@ -102,7 +102,10 @@ def test_a_reward_that_pays_for_length_is_flagged_when_length_presses_on_the_lim
     metrics, warnings = planted(
         pretrained_tiny_model, pattern_prompts, runs_dir, ["pays_for_length"], rl_max_new_tokens=limit
     )
-    began = onset(metrics, lambda v: v["completions/mean_length"] >= 0.8 * limit)
+    start = mean(m.values["reward"] for m in metrics[:5])
+    # the onset: a step whose completions press on the limit while the reward has risen (one without the other
+    # is no exploitation: the pre-trained model's answers are long from the start)
+    began = onset(metrics, lambda v: v["completions/mean_length"] >= 0.8 * limit and v["reward"] >= start + 0.1)
     fired = first_fired(warnings, HealthRule.LENGTH_EXPLOITATION)
     assert began <= fired.step <= began + FEW_STEPS, (began, fired.step)
     assert fired.evidence["max_completion_length"] == limit and "pay for length" in fired.message

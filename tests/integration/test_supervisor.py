@@ -323,7 +323,11 @@ def test_a_taken_port_is_refused(tiny_model, runs_dir):
         port = s.getsockname()[1]
         result = cli(
             *launch_args(tiny_model, runs_dir, "--use-vllm", "--vllm-mode", "server", "--vllm-port", str(port)),
-            env={"GRPO_TUI_FAKE_GPUS": "2"},
+            # the stand-in server: without it, the missing vLLM is refused first (the hardware pre-flight)
+            env={
+                "GRPO_TUI_FAKE_GPUS": "2",
+                "GRPO_TUI_VLLM_SERVE": str(ROOT / "tests" / "standins" / "fake_vllm_serve.py"),
+            },
         )
     assert result.returncode == 2 and f"port {port} on 127.0.0.1 is already taken" in result.stderr
 

@@ -84,7 +84,10 @@ def write(tmp_path, data) -> str:
 def test_open_r1_recipe_trains_as_it_is(tiny_model, runs_dir, tmp_path):
     pytest.importorskip("math_verify")
     recipe = write(tmp_path, open_r1_demo(tiny_model, math_jsonl(tmp_path)))
-    result = cli("train", "--config", recipe, "--runs-dir", str(runs_dir))
+    # bf16 and bfloat16 weights cannot run on a CPU: refused unless their fallbacks are asked for
+    refused = cli("train", "--config", recipe, "--runs-dir", str(runs_dir))
+    assert refused.returncode == 2 and "error: mixed_precision: bf16" in refused.stderr, refused.stderr[-3000:]
+    result = cli("train", "--config", recipe, "--on-missing", "fallback", "--runs-dir", str(runs_dir))
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout
     for key in ("hub_model_id", "output_dir", "overwrite_output_dir", "per_device_eval_batch_size"):
         assert f"warning: {recipe}: {key}:" in result.stderr, key
@@ -101,7 +104,8 @@ def test_open_r1_recipe_trains_as_it_is(tiny_model, runs_dir, tmp_path):
     assert samples[0]["columns"]["solution"].startswith("$")
     saved = yaml.safe_load((run / "config.yaml").read_text())
     assert saved["reward_funcs"] == {"accuracy_reward": 1.0, "think_format_reward": 1.0}
-    assert saved["grpo_args"]["model_init_kwargs"] == {"dtype": "bfloat16", "attn_implementation": "sdpa"}
+    assert saved["grpo_args"]["model_init_kwargs"] == {"dtype": "float32", "attn_implementation": "sdpa"}
+    assert saved["mixed_precision"] == "no"  # the fallbacks, on record in the config that ran
     assert (run / "final" / "config.json").exists()
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from .config_checks import ConfigError, trackers
 from .events import HealthWarning
 from .health import warning
 from .health_rules import HealthRule
+from .ports import SERVE_OVERRIDE_ENV
 from .severity import Severity
 
 STATE_KEY = "hardware_fallbacks"
@@ -319,7 +321,9 @@ def _vllm(config, machine: Machine, packages: Packages):
         return
     missing = []
     low, high = vllm_range()
-    version = packages("vllm", "vllm")
+    # a server-mode run served by the $GRPO_TUI_VLLM_SERVE stand-in: what the package check would judge is not used
+    stand_in = config.vllm_mode == "server" and bool(os.environ.get(SERVE_OVERRIDE_ENV))
+    version = "" if stand_in else packages("vllm", "vllm")
     if version is None:
         missing.append("vLLM is not installed")
     elif version and not _version_tuple(low) <= _version_tuple(version) <= _version_tuple(high):

@@ -364,7 +364,7 @@ def read_run_urls(run_dir: str | os.PathLike) -> list[str]:
 
 def store_run_urls(run_dir: str | os.PathLike, urls: Iterable[str]) -> Path:
     """Write notify.json, private to the user (mkstemp's 0600), replaced atomically."""
-    from .run_folder import write_bytes_atomic
+    from .atomic_files import write_bytes_atomic
 
     path = Path(run_dir) / NOTIFY_FILE
     data = {"format_version": 1, "notify": list(dict.fromkeys(urls))}

@@ -7,6 +7,7 @@ import socket
 from .config_checks import ConfigError
 
 SERVER_URL_ENV = "GRPO_TUI_VLLM_SERVER_URL"  # the root tells the trainer where its server listens
+SERVE_OVERRIDE_ENV = "GRPO_TUI_VLLM_SERVE"  # another executable serves in server mode (a test stand-in, no GPU)
 
 
 def check_port(port: int) -> None:

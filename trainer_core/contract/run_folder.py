@@ -13,11 +13,11 @@ import json
 import os
 import secrets
 import socket
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .atomic_files import write_bytes_atomic, write_json_atomic
 from .event_log import EventWriter
 from .events import RunFinished
 from .process import process_start_time
@@ -41,28 +41,6 @@ def new_run_id(now: float | None = None) -> str:
     now = time.time() if now is None else now
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
     return f"{stamp}-{int(now * 1000) % 1000:03d}-{secrets.token_hex(3)}"
-
-
-def write_json_atomic(path: Path, data: dict) -> None:
-    write_bytes_atomic(path, (json.dumps(data, indent=2, allow_nan=False) + "\n").encode())
-
-
-def write_bytes_atomic(path: Path, data: bytes, fsync: bool = True) -> None:
-    """Replace ``path`` with ``data`` so that a reader sees the old file or the new one, never half of one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            if fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 @dataclass(frozen=True)
