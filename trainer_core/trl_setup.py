@@ -402,6 +402,7 @@ def build_trainer(config: RunConfig, run: RunContext):
                 reward_funcs=len(setup.funcs),
                 use_vllm=config.use_vllm,
                 kl_measured=config.rl_kl_coef > 0,
+                kl_coef=config.rl_kl_coef,
                 tools=setup.agentic,
             ),
         ),

@@ -174,6 +174,19 @@ def test_a_loss_spike_around_zero_is_flagged_and_ordinary_swings_are_not():
     assert first(fired(stream(150, **{**HEALTHY, "loss": losses})), HealthRule.LOSS_SPIKE) is None
 
 
+def test_with_kl_measured_a_one_step_kl_jump_is_no_loss_spike_and_a_policy_loss_jump_is():
+    """Seen on the healthy demo (beta 0.2): KL 0.15 jumped to 0.99 for one step, the loss with it."""
+    kls = noisy(0.15, 0.05, seed=7)
+    kl = lambda i: 0.99 if i == 40 else kls(i)  # noqa: E731
+    policy = noisy(0.0, 0.004, seed=8)
+    facts = RunFacts(kl_measured=True, kl_coef=0.2)
+    calm = stream(60, **{**HEALTHY, "kl": kl, "loss": lambda i: policy(i) + 0.2 * kl(i)})
+    assert first(fired(calm), HealthRule.LOSS_SPIKE) == 41  # without the facts, the raw loss is judged
+    assert first(fired(calm, facts), HealthRule.LOSS_SPIKE) is None
+    blown = stream(60, **{**HEALTHY, "kl": kls, "loss": lambda i: (5.0 if i == 40 else policy(i)) + 0.2 * kls(i)})
+    assert first(fired(blown, facts), HealthRule.LOSS_SPIKE) == 41
+
+
 def test_a_loss_that_is_zero_up_to_float_noise_never_spikes():
     """GRPO with one iteration per batch logs a loss of 0 give or take 1e-8 (seen on an agentic run)."""
     noise = noisy(0.0, 1e-9, seed=5)

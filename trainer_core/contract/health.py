@@ -153,6 +153,9 @@ class HealthMonitor:
         return self.window.steps
 
     def feed(self, step: int, metrics: dict) -> list[HealthWarning]:
+        beta, loss, kl = self.facts.kl_coef, metrics.get("loss"), metrics.get("kl")
+        if beta and finite(loss) and finite(kl):
+            metrics = {**metrics, health_drift.POLICY_LOSS: loss - beta * kl}
         self.window.append(step, metrics)
         entropy = metrics.get("entropy")
         if finite(entropy) and len(self._early_entropy) < 3:

@@ -55,7 +55,7 @@ class Thresholds:
     spike_min_history: int = 10  # no spike is judged before this many steps: warm-up is not a spike
     spike_mad: float = 10.0  # a spike is this many robust deviations above the median
     spike_factor: float = 3.0  # ... and this many times the median (grad_norm) or the largest earlier swing (loss)
-    loss_spike_floor: float = 0.01  # a loss spike moves at least this far: GRPO's loss is often 0 up to float noise
+    loss_spike_floor: float = 0.1  # a loss spike moves at least this far: smaller moves are noise (often 0 ± 1e-8)
     clip_ratio_high: float = 0.2  # share of tokens whose policy ratio is clipped (clip_ratio/region_mean)
     is_ratio_band: float = 0.25  # vLLM importance-sampling ratio outside [1/(1+b), 1+b]
     logp_difference_high: float = 0.3  # mean |log p trainer - log p vLLM| per token
@@ -85,6 +85,7 @@ class RunFacts:
     reward_funcs: int | None = None  # how many reward functions: one_reward_carries needs two
     use_vllm: bool = False
     kl_measured: bool | None = None  # beta > 0: kl_explosion can judge
+    kl_coef: float | None = None  # beta: loss_spike judges the loss without its KL term (kl has its own rule)
     tools: bool = False  # the model can call tools while it generates
 
 

@@ -4,7 +4,8 @@
   MAD of the previous ``spike_history`` steps), judged only once ``spike_min_history`` steps exist, so the
   warm-up is never a spike. A grad_norm spike must also be ``spike_factor`` x the median; a loss spike
   (GRPO's loss swings around 0) ``spike_factor`` x the largest earlier swing, and ``loss_spike_floor`` at
-  least (a loss that is 0 up to float noise has swings of 1e-8).
+  least (a loss that is 0 up to float noise has swings of 1e-8). With KL measured, the loss is judged
+  without its KL term (``loss - beta * kl``): a KL jump is kl_explosion's to judge, over its own window.
 - ``clip_ratio_high``: ``clip_ratio/region_mean`` held high: the policy moves past the clip range within
   one batch (only possible with ``num_iterations`` > 1), so the updates are too large.
 - ``sampling_mismatch``: with vLLM, ``sampling/importance_sampling_ratio/mean`` far from 1 or
@@ -21,6 +22,7 @@ from .health_core import RunFacts, Thresholds, Window, finite, robust_spread, wa
 from .health_rules import HealthRule
 from .severity import Severity
 
+POLICY_LOSS = "loss_without_kl"  # loss - beta * kl: what is left of the loss when KL has its own rule
 CLIP_REGION = "clip_ratio/region_mean"
 IS_RATIO = "sampling/importance_sampling_ratio/mean"
 LOGP_DIFFERENCE = "sampling/sampling_logp_difference/mean"
@@ -58,17 +60,19 @@ def grad_norm_spike(w: Window, t: Thresholds, facts: RunFacts, step: int, m: dic
 
 
 def loss_spike(w: Window, t: Thresholds, facts: RunFacts, step: int, m: dict) -> HealthWarning | None:
-    found = _spike(w, t, "loss", m)
+    key = POLICY_LOSS if POLICY_LOSS in m else "loss"
+    found = _spike(w, t, key, m)
     if found is None:
         return None
     value, mid, limit = found
+    what = "The loss without its KL term (loss - beta x KL)" if key == POLICY_LOSS else "The loss"
     return warning(
         HealthRule.LOSS_SPIKE,
         Severity.WARN,
         step,
-        f"The loss jumped to {value:.3g} at step {step} (median {mid:.3g} over the last {t.spike_history} "
+        f"{what} jumped to {value:.3g} at step {step} (median {mid:.3g} over the last {t.spike_history} "
         f"steps; the largest earlier swing reaches {limit:.3g}): the policy ratio or the advantages blew up.",
-        {"loss": value, "median": mid, "limit": limit},
+        {key: value, "median": mid, "limit": limit},
     )
 
 
