@@ -238,15 +238,8 @@ def _episode_scoring(config: RunConfig, env, tokenizer, model, own_tools, shared
                 else:
                     record["score"] = scorer._score_one(transcript_text(episode), columns)
             except EnvError as exc:
-                raw = (exc.case or {}).get("score")
                 record.setdefault("completion", "")
-                record.update(
-                    score=None,
-                    error=str(exc).splitlines()[0],
-                    kind="out_of_range" if raw is not None else "exception",
-                    raw_score=raw,
-                    traceback=exc.user_traceback,
-                )
+                record.update(failure(exc))
             record.pop("reward", None)
             group.append(record)
         return group
@@ -299,15 +292,8 @@ def _dataset_run_scoring(config: RunConfig, tokenizer):
                 **{k: [v] * n for k, v in columns.items()},
             )
         except EnvError as exc:
-            raw = (exc.case or {}).get("score")
             for record in group:
-                record.update(
-                    score=None,
-                    error=str(exc).splitlines()[0],
-                    kind="out_of_range" if raw is not None else "exception",
-                    raw_score=raw,
-                    traceback=exc.user_traceback,
-                )
+                record.update(failure(exc))
             return group
         for record, values in zip(group, per_completion):
             record.update(score=rewards.total(values), rewards=values)
@@ -339,15 +325,21 @@ def _score(scorer: ScoreEpisodeReward, index: int, prompt: str, completion: str,
     try:
         record["score"] = scorer._score_one(completion, columns)
     except EnvError as exc:
-        raw = (exc.case or {}).get("score")
-        record.update(
-            score=None,
-            error=str(exc).splitlines()[0],
-            kind="out_of_range" if raw is not None else "exception",
-            raw_score=raw,
-            traceback=exc.user_traceback,
-        )
+        record.update(failure(exc))
     return record
+
+
+def failure(exc: EnvError) -> dict:
+    """What a record holds of a score that failed: no score, the error's first line, its kind (an exception, or
+    a value out of range with the raw value) and the user's traceback."""
+    raw = (exc.case or {}).get("score")
+    return {
+        "score": None,
+        "error": str(exc).splitlines()[0],
+        "kind": "out_of_range" if raw is not None else "exception",
+        "raw_score": raw,
+        "traceback": exc.user_traceback,
+    }
 
 
 def _extra_rewards(group: list[dict], funcs, prompt, completions: list[str], columns: dict) -> None:
