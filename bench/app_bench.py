@@ -41,11 +41,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from trainer_core.contract.config import RunConfig  # noqa: E402
-from trainer_core.contract.event_log import EventWriter, dumps, read_events  # noqa: E402
-from trainer_core.contract.events import Metrics, RunFinished, RunStarted  # noqa: E402
-from trainer_core.contract.run_folder import RunFolder  # noqa: E402
-from trainer_core.contract.status import Status  # noqa: E402
+from trainer_core.contract.config.run_config import RunConfig  # noqa: E402
+from trainer_core.contract.run.event_log import EventWriter, dumps, read_events  # noqa: E402
+from trainer_core.contract.run.events import Metrics, RunFinished, RunStarted  # noqa: E402
+from trainer_core.contract.run.folder import RunFolder  # noqa: E402
+from trainer_core.contract.run.status import Status  # noqa: E402
 
 BENCHES = ("load", "latency", "cpu", "rss", "coldstart")
 # (key, scale): what TRL logs for a GRPO step with one reward function, in realistic magnitudes.

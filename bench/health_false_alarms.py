@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from grpo_tui.resources import demo_config_file, demo_env_file  # noqa: E402
-from trainer_core.contract.config import RunConfig  # noqa: E402
-from trainer_core.contract.event_log import read_events  # noqa: E402
-from trainer_core.contract.events import HealthWarning, Metrics  # noqa: E402
+from trainer_core.contract.config.run_config import RunConfig  # noqa: E402
+from trainer_core.contract.run.event_log import read_events  # noqa: E402
+from trainer_core.contract.run.events import HealthWarning, Metrics  # noqa: E402
 from trainer_core.runner import train  # noqa: E402
 from trainer_core.tiny_model import build_tiny_model  # noqa: E402
 

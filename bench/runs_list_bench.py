@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from app_bench import Table, Tmux, child_env, cpu_shares  # noqa: E402
 
-from trainer_core.contract.config import RunConfig  # noqa: E402
-from trainer_core.contract.event_log import dumps  # noqa: E402
-from trainer_core.contract.events import (  # noqa: E402
+from trainer_core.contract.config.run_config import RunConfig  # noqa: E402
+from trainer_core.contract.run.event_log import dumps  # noqa: E402
+from trainer_core.contract.run.events import (  # noqa: E402
     Checkpoint,
     Error,
     HealthWarning,
@@ -49,11 +49,11 @@ from trainer_core.contract.events import (  # noqa: E402
     RunStarted,
     StopRequested,
 )
-from trainer_core.contract.process import process_start_time  # noqa: E402
-from trainer_core.contract.run_folder import FORMAT_VERSION, RunFolder  # noqa: E402
-from trainer_core.contract.run_summary import summarize  # noqa: E402
-from trainer_core.contract.severity import Severity  # noqa: E402
-from trainer_core.contract.status import Status  # noqa: E402
+from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder  # noqa: E402
+from trainer_core.contract.run.process import process_start_time  # noqa: E402
+from trainer_core.contract.run.severity import Severity  # noqa: E402
+from trainer_core.contract.run.status import Status  # noqa: E402
+from trainer_core.contract.run.summary import summarize  # noqa: E402
 
 BENCHES = ("cli", "paint", "idle")
 TARGETS = {"cli": 1.0, "paint": 1.5, "idle": 0.05}

@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from trainer_core.contract.event_log import read_events, read_records  # noqa: E402
-from trainer_core.contract.events import Metrics  # noqa: E402
+from trainer_core.contract.run.event_log import read_events, read_records  # noqa: E402
+from trainer_core.contract.run.events import Metrics  # noqa: E402
 from trainer_core.tiny_model import build_tiny_model  # noqa: E402
 
 TARGET = 0.98

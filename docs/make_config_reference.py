@@ -11,8 +11,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainer_core.contract.cli_args import GROUP_TITLES
-from trainer_core.contract.field_spec import field_specs
+from grpo_tui.config_flags import GROUP_TITLES
+from grpo_tui.field_spec import field_specs
 
 PAGE = Path(__file__).with_name("configuration.md")
 
@@ -22,7 +22,7 @@ def render() -> str:
         "# Configuration reference",
         "",
         "Every field of a run, as a `--flag` of `grpo-tui train`, a key of a `--config` YAML/JSON file, and a",
-        "field of `trainer_core.RunConfig`. Flags override the file. Generated from `trainer_core/contract/config.py`",
+        "field of `trainer_core.RunConfig`. Flags override the file. Generated from `trainer_core/contract/config/run_config.py`",
         "by `docs/make_config_reference.py`. A `trl grpo` recipe works as a `--config` file too, with TRL's own key",
         "names: see [recipes.md](recipes.md) for how each maps to a field here.",
         "",

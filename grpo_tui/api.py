@@ -10,11 +10,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.event_log import read_events
-from trainer_core.contract.events import Event, EventType
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.event_log import read_events
+from trainer_core.contract.run.events import Event, EventType
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import Status
 
 from .services.catalog import resolve_run
 from .services.run_status import live_status
@@ -41,7 +41,7 @@ class RunHandle:
         return live_status(self.folder)
 
     def events(self, type: EventType | str | None = None) -> list[Event]:
-        """The run's events so far, typed (trainer_core.contract.events), of one type if given."""
+        """The run's events so far, typed (trainer_core.contract.run.events), of one type if given."""
         events = read_events(self.folder.events_file)
         return [e for e in events if type is None or e.type == type]
 

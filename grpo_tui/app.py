@@ -16,8 +16,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
 
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.run_folder import RunFolder, resolve_runs_dir
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.folder import RunFolder, resolve_runs_dir
 
 from .executors.base import Executor, ExecutorError, RunAt, RunRef
 from .executors.hosts import Host, load_hosts

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from functools import cache
 from typing import cast
 
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
 
 STATUS_ROLES = {
     Status.QUEUED: "secondary",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainer_core.contract.config import ConfigError, RunConfig, load_file
+from trainer_core.contract.config.run_config import ConfigError, RunConfig, load_file
 
 from .resources import demo_config_file, demo_env_file
 

@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from trainer_core.contract.event_log import EventTail
-from trainer_core.contract.events import Event, UnknownEvent
-from trainer_core.contract.ports import free_port
+from trainer_core.contract.config.ports import free_port
+from trainer_core.contract.run.event_log import EventTail
+from trainer_core.contract.run.events import Event, UnknownEvent
 
 ROOT = Path(__file__).resolve().parents[1]
 ENVS = Path(__file__).resolve().parent / "envs"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from grpo_tui.safe_text import has_control
 from grpo_tui.services.catalog import RunInfo
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.status import Status
 
 FRAGMENTS = (
     "[",

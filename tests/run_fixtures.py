@@ -12,9 +12,10 @@ import json
 import math
 from pathlib import Path
 
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.event_log import dumps
-from trainer_core.contract.events import (
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.health.monitor import ADVICE
+from trainer_core.contract.run.event_log import dumps
+from trainer_core.contract.run.events import (
     Checkpoint,
     Error,
     Event,
@@ -26,10 +27,9 @@ from trainer_core.contract.events import (
     Summary,
     format_metrics_line,
 )
-from trainer_core.contract.health import ADVICE
-from trainer_core.contract.run_folder import FORMAT_VERSION, RunFolder
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
 
 BASE_TIME = 1767225600.0  # 2026-01-01T00:00:00Z
 STEP_SECONDS = 0.5

@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from trainer_core.contract.ports import free_port
+from trainer_core.contract.config.ports import free_port
 
 MUNGED = "/usr/sbin/munged"
 SLURMCTLD = "/usr/sbin/slurmctld"

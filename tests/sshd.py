@@ -27,7 +27,7 @@ import psutil
 import pytest
 import yaml
 
-from trainer_core.contract.ports import free_port
+from trainer_core.contract.config.ports import free_port
 
 SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = Path("/run/sshd")

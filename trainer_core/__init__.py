@@ -5,7 +5,7 @@ events, statuses); ``train`` imports torch, transformers and TRL when it is call
 is imported.
 """
 
-from .contract.config import ConfigError, RunConfig
+from .contract.config.run_config import ConfigError, RunConfig
 
 __all__ = ["ConfigError", "RunConfig", "train"]
 

@@ -44,9 +44,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_main(args.rest)
 
-    from .contract.config import ConfigError, RunConfig
-    from .contract.run_folder import RunFolder
-    from .contract.status import Status
+    from .contract.config.run_config import ConfigError, RunConfig
+    from .contract.run.folder import RunFolder
+    from .contract.run.status import Status
     from .runner import run_in_folder
 
     folder = RunFolder(args.run_dir)

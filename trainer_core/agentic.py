@@ -28,7 +28,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from .contract.tool_specs import parse_tool_spec
+from .contract.config.tool_specs import parse_tool_spec
 from .environments import EnvError, ScoreEpisodeReward, _prompt_preview, checked_score, import_file
 
 MAX_TURNS = 40  # turns kept per episode in samples.jsonl

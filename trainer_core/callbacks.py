@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 from transformers import TrainerCallback
 
-from .contract.event_log import EventWriter
-from .contract.events import Checkpoint, Metrics, Summary, format_metrics_line
-from .contract.health import HealthMonitor
+from .contract.health.monitor import HealthMonitor
+from .contract.run.event_log import EventWriter
+from .contract.run.events import Checkpoint, Metrics, Summary, format_metrics_line
 from .stopping import StopController
 
 
@@ -38,7 +38,7 @@ class EventStreamCallback(TrainerCallback):
         self.on_step = on_step
         self.monitor = monitor
         self.stop_on = stop_on
-        self.extra_metrics = extra_metrics  # grpo-tui's own statistics of the step's samples (sample_stats.py)
+        self.extra_metrics = extra_metrics  # grpo-tui's own statistics of the step's samples (health/sample_stats.py)
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.stopper.training_started(state.global_step)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .contract.config import RunConfig
-from .contract.config_checks import ConfigError
-from .contract.trl_recipe import FILE_BUILDERS
+from .contract.config.checks import ConfigError
+from .contract.config.run_config import RunConfig
+from .contract.recipes.reader import FILE_BUILDERS
 from .environments import EnvError
 
 

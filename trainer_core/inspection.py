@@ -33,13 +33,13 @@ from .agentic import (
     tool_functions,
     transcript_text,
 )
-from .contract.config import RunConfig
-from .contract.config_checks import is_dataset_run
-from .contract.event_log import JsonlWriter
-from .contract.events import clean
-from .contract.inspection_key import config_key
-from .contract.run_folder import write_json_atomic
-from .contract.severity import Severity
+from .contract.config.checks import is_dataset_run
+from .contract.config.inspection_key import config_key
+from .contract.config.run_config import RunConfig
+from .contract.run.event_log import JsonlWriter
+from .contract.run.events import clean
+from .contract.run.folder import write_json_atomic
+from .contract.run.severity import Severity
 from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, load_environment
 
 if TYPE_CHECKING:

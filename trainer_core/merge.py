@@ -3,7 +3,7 @@
 The output folder holds a plain model and tokenizer that ``AutoModelForCausalLM.from_pretrained`` loads
 with no PEFT involved. The source is a checkpoint (``--checkpoint N``), else the completed run's
 ``final/``, else the newest checkpoint whose trainer state and weights are whole: a save cut short (a
-full disk, a kill) leaves a folder that merely looks like a checkpoint (``trainer_core.contract.checkpoints``).
+full disk, a kill) leaves a folder that merely looks like a checkpoint (``trainer_core.contract.run.checkpoints``).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import json
 import sys
 from pathlib import Path
 
-from .contract.checkpoints import check_checkpoint, check_checkpoints, newest
-from .contract.config import RunConfig
-from .contract.run_folder import RunFolder
-from .contract.status import Status
+from .contract.config.run_config import RunConfig
+from .contract.run.checkpoints import check_checkpoint, check_checkpoints, newest
+from .contract.run.folder import RunFolder
+from .contract.run.status import Status
 
 
 class MergeError(RuntimeError):

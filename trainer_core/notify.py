@@ -4,7 +4,7 @@ The run's root process (``run_root.py``, machine 0) starts a ``Notifier`` before
 events.jsonl as the trainer writes it (``EventTail``: by byte offset, a torn last line kept for later) and
 turns a ``warning`` at or above a URL's severity, an auto-stop (``stop_requested`` ``auto-stop: …``) and the
 run's end (``run_finished``; a failed run with its crash rule, as the watcher would judge it) into alerts,
-one HTTP POST per URL (``contract/notify_targets.py`` says where and in which body). It runs in the root, not
+one HTTP POST per URL (``trainer_core/contract/alerts/targets.py`` says where and in which body). It runs in the root, not
 the app, so detached, remote and Slurm runs notify with no app open.
 
 Sending never blocks or fails training: each URL has a queue and a thread of its own (a dead URL does not
@@ -27,11 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .contract.config import RunConfig
-from .contract.event_log import EventTail, EventWriter, scan_events
-from .contract.events import Error, Event, EventType, HealthWarning, NotifyFailed, RunFinished, StopRequested
-from .contract.health import ADVICE
-from .contract.notify_targets import (
+from .contract.alerts.targets import (
     Alert,
     SettingsError,
     Target,
@@ -41,11 +37,15 @@ from .contract.notify_targets import (
     secure_config,
     settings_file,
 )
-from .contract.run_folder import RunFolder
-from .contract.run_summary import end_summary, log_tail
-from .contract.severity import Severity
-from .contract.status import Status
-from .contract.watch_rules import classify_crash
+from .contract.config.run_config import RunConfig
+from .contract.health.monitor import ADVICE
+from .contract.run.crash import classify_crash
+from .contract.run.event_log import EventTail, EventWriter, scan_events
+from .contract.run.events import Error, Event, EventType, HealthWarning, NotifyFailed, RunFinished, StopRequested
+from .contract.run.folder import RunFolder
+from .contract.run.severity import Severity
+from .contract.run.status import Status
+from .contract.run.summary import end_summary, log_tail
 
 FLUSH_S = 15.0  # how long the end of a run waits for its alerts to go out
 TIMEOUT_S = 5.0  # per request

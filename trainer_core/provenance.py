@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from .contract.config import RunConfig
-from .contract.run_folder import RunFolder, write_json_atomic
+from .contract.config.run_config import RunConfig
+from .contract.run.folder import RunFolder, write_json_atomic
 from .environments import looks_like_file
 
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "vllm", "grpo-tui")

@@ -21,7 +21,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 from .agentic import episode_sample
-from .contract.config_checks import reward_func_kind
+from .contract.config.checks import reward_func_kind
 from .environments import EnvError, completion_text, import_file
 
 # what `trl grpo` passes for get_soft_overlong_punishment (trl/scripts/grpo.py)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .contract.checkpoints import checkpoint_step
-from .contract.config import RunConfig
-from .contract.disk import release_reserve
-from .contract.event_log import EventWriter, JsonlWriter, last_step
-from .contract.events import Event, StopRequested
-from .contract.run_folder import RunFolder
-from .contract.status import Status
+from .contract.config.run_config import RunConfig
+from .contract.run.checkpoints import checkpoint_step
+from .contract.run.disk import release_reserve
+from .contract.run.event_log import EventWriter, JsonlWriter, last_step
+from .contract.run.events import Event, StopRequested
+from .contract.run.folder import RunFolder
+from .contract.run.status import Status
 from .stopping import StopController
 
 
@@ -78,7 +78,7 @@ class RunContext:
             reason = f"resume from {self.resumed_from} failed: {reason or 'see trainer.log'}"
         self.end_reason = reason
         if self.main:
-            release_reserve(self.folder.path)  # the run is ending: its last words may need the room (disk.py)
+            release_reserve(self.folder.path)  # the run is ending: its last words may need the room (run/disk.py)
             self.folder.record_end(status, reason, self.last_step, emit=self.emit)
 
     def close(self) -> None:

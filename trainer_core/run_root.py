@@ -29,18 +29,19 @@ import traceback
 from collections.abc import Mapping
 from pathlib import Path
 
+import trainer_core.contract.run.slurm_job as slurm_job
+
 from . import notify, vllm_server
-from .contract import slurm_job
-from .contract.config import ConfigError, RunConfig
-from .contract.disk import fault_from_log, last_complete_checkpoint, release_reserve
-from .contract.event_log import EventWriter, last_step
-from .contract.events import Error, ErrorKind
-from .contract.placement import Placement
-from .contract.ports import SERVER_URL_ENV, check_port, free_port
-from .contract.process import collect, process_start_time, run_env, spawn_logged, terminate
-from .contract.run_folder import RunFolder
-from .contract.run_summary import log_tail
-from .contract.status import Status, exit_code
+from .contract.config.placement import Placement
+from .contract.config.ports import SERVER_URL_ENV, check_port, free_port
+from .contract.config.run_config import ConfigError, RunConfig
+from .contract.run.disk import fault_from_log, last_complete_checkpoint, release_reserve
+from .contract.run.event_log import EventWriter, last_step
+from .contract.run.events import Error, ErrorKind
+from .contract.run.folder import RunFolder
+from .contract.run.process import collect, process_start_time, run_env, spawn_logged, terminate
+from .contract.run.status import Status, exit_code
+from .contract.run.summary import log_tail
 
 DEFAULT_SERVER_TIMEOUT = 600.0
 SLURM_NODE_ENV = "SLURM_NODEID"

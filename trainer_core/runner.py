@@ -5,7 +5,7 @@ TRL) and runs ``GRPOTrainer`` with the event-stream callback. Whatever happens â
 outside, a crash in the user's environment â€” the run folder ends with a final state and a
 ``run_finished`` event, and the events already written stay. Only the main process writes (and, with no
 root process above it, sends the run's alerts: ``notify.py``). A full disk too: the write that failed is
-named (``contract/disk.py``), and the run's reserve file gives back the room to record it.
+named (``trainer_core/contract/run/disk.py``), and the run's reserve file gives back the room to record it.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import notify
-from .contract.checkpoints import check_checkpoint, torn_checkpoint_warning
-from .contract.config import RunConfig
-from .contract.disk import disk_fault, last_complete_checkpoint, make_reserve, release_reserve
-from .contract.disk_estimate import preflight, preflight_warning, require_room
-from .contract.events import Checkpoint, Error, ErrorKind, RunStarted
-from .contract.health import config_warnings
-from .contract.run_folder import RunFolder, resolve_runs_dir
-from .contract.status import Status
+from .contract.config.disk_estimate import preflight, preflight_warning, require_room
+from .contract.config.run_config import RunConfig
+from .contract.health.monitor import config_warnings
+from .contract.run.checkpoints import check_checkpoint, torn_checkpoint_warning
+from .contract.run.disk import disk_fault, last_complete_checkpoint, make_reserve, release_reserve
+from .contract.run.events import Checkpoint, Error, ErrorKind, RunStarted
+from .contract.run.folder import RunFolder, resolve_runs_dir
+from .contract.run.status import Status
 from .environments import EnvError
 from .run_context import RunContext, rank, world_size
 from .stopping import StopBeforeTraining
@@ -106,7 +106,7 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         run.begin_resume(resume_from)
     if run.main:
         state = folder.initial_state()
-        make_reserve(folder.path)  # room for the end of the run on a full disk (disk.py)
+        make_reserve(folder.path)  # room for the end of the run on a full disk (run/disk.py)
         if resume_from:
             folder.write_state(started=previous.get("started", state["started"]), resumed_at=state["started"])
         run.emit(

@@ -12,7 +12,7 @@ import signal
 import threading
 from collections.abc import Callable
 
-from .contract import slurm_job
+import trainer_core.contract.run.slurm_job as slurm_job
 
 
 class StopBeforeTraining(Exception):

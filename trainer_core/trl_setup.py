@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .agentic import EpisodeReward, check_tool_calling, environment_factory, load_tools, standalone, tool_functions
-from .contract.config import RunConfig, stop_on_rules
-from .contract.config_checks import ConfigError, is_dataset_run, trackers
-from .contract.hardware_checks import (
+from .contract.config.checks import ConfigError, is_dataset_run, trackers
+from .contract.config.hardware import (
     STATE_KEY,
     Gpu,
     Machine,
@@ -24,11 +23,12 @@ from .contract.hardware_checks import (
     fallback_warning,
     preflight,
 )
-from .contract.health import HealthMonitor, RunFacts, Thresholds, warning
-from .contract.health_rules import HealthRule
-from .contract.ports import SERVER_URL_ENV
-from .contract.sample_stats import SampleStats
-from .contract.severity import Severity
+from .contract.config.ports import SERVER_URL_ENV
+from .contract.config.run_config import RunConfig, stop_on_rules
+from .contract.health.monitor import HealthMonitor, RunFacts, Thresholds, warning
+from .contract.health.sample_stats import SampleStats
+from .contract.run.rules import HealthRule
+from .contract.run.severity import Severity
 from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, get_tools, load_environment
 from .run_context import RunContext
 

@@ -18,8 +18,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from .contract.config import RunConfig
-from .contract.ports import SERVE_OVERRIDE_ENV
+from .contract.config.ports import SERVE_OVERRIDE_ENV
+from .contract.config.run_config import RunConfig
 
 HEALTH_PATH = "/health/"
 
@@ -66,7 +66,7 @@ class RunningServer:
 
 
 def start(cmd: list[str], env: dict, log: Path, port: int) -> RunningServer:
-    from .contract.process import spawn_logged
+    from .contract.run.process import spawn_logged
 
     return RunningServer(spawn_logged(cmd, log, env), f"http://127.0.0.1:{port}", log)
 

@@ -6,9 +6,9 @@ import argparse
 import sys
 from contextlib import contextmanager
 
-from trainer_core.contract.cli_args import config_from_args
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.run_folder import RUNS_DIR_ENV, RunFolder
+from grpo_tui.config_flags import config_from_args
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.run.folder import RUNS_DIR_ENV, RunFolder
 
 EXIT_BAD_INPUT = 2
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from trainer_core.contract.config import RunConfig
+from trainer_core.contract.config.run_config import RunConfig
 
 from ..resources import demo_config_file, demo_env_file
 from ..services.foreground import run_foreground
@@ -98,9 +98,9 @@ SUCCESS_SPAN = 20  # steps at each end of the agentic demo that its summary comp
 def tool_success_summary(run: Path) -> str:
     """How often an episode's tool use succeeded (a call without an error, and a score of at least 0.5:
     ``samples/tool_success``) in the first and the last ``SUCCESS_SPAN`` steps of the run's metrics."""
-    from trainer_core.contract.event_log import EventTail
-    from trainer_core.contract.events import Metrics
-    from trainer_core.contract.sample_stats import TOOL_SUCCESS
+    from trainer_core.contract.health.sample_stats import TOOL_SUCCESS
+    from trainer_core.contract.run.event_log import EventTail
+    from trainer_core.contract.run.events import Metrics
 
     values = [
         e.values[TOOL_SUCCESS]

@@ -1,7 +1,7 @@
 """``grpo-tui export RUN``: hand a run's settings back as a file another tool, or grpo-tui, can run again.
 
 ``--format trl`` writes the `trl grpo --config` recipe of a dataset + reward-functions run
-(``trainer_core/contract/trl_export.py``), ``--format grpo-tui`` grpo-tui's own config. Converting is
+(``grpo_tui/services/trl_export.py``), ``--format grpo-tui`` grpo-tui's own config. Converting is
 pure contract-level code: this command needs neither torch nor TRL. With ``--host`` the run is read on
 that host and the file, with ``--output``, written here.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.trl_export import own_config_text, recipe_text
+from grpo_tui.services.trl_export import own_config_text, recipe_text
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
 
 from .common import BadInput, add_host, add_run_ref, resolve
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import subprocess
 
-from trainer_core.contract.cli_args import add_run_config_arguments
-from trainer_core.contract.hardware_checks import PreflightError
-from trainer_core.contract.severity import Severity
+from grpo_tui.config_flags import add_run_config_arguments
+from trainer_core.contract.config.hardware import PreflightError
+from trainer_core.contract.run.severity import Severity
 
 from ..services import inspections
 from .common import BadInput, add_host, add_runs_dir, config_of, creating

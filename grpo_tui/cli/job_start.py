@@ -14,12 +14,12 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from trainer_core.contract import slurm_job
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.placement import plan
-from trainer_core.contract.ports import free_port
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+import trainer_core.contract.run.slurm_job as slurm_job
+from trainer_core.contract.config.placement import plan
+from trainer_core.contract.config.ports import free_port
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import Status
 
 from ..services.gpus import visible_indices
 from ..services.supervisor import prepare_resume, root_command

@@ -11,10 +11,10 @@ import json
 import os
 import sys
 
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.placement import parse_gpus
-from trainer_core.contract.remote_wire import parse_launch_reply
-from trainer_core.contract.status import Status
+from grpo_tui.executors.wire import parse_launch_reply
+from trainer_core.contract.config.placement import parse_gpus
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.run.status import Status
 
 from ..safe_text import clean, clean_json
 from ..services import hardware

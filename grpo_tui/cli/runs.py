@@ -14,7 +14,7 @@ import orjson
 from rich.table import Table
 from rich.text import Text
 
-from trainer_core.contract.run_folder import RUNS_DIR_ENV
+from trainer_core.contract.run.folder import RUNS_DIR_ENV
 
 from ..executors.base import ExecutorError
 from ..executors.hosts import LOCAL, HostError, load_hosts

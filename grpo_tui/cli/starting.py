@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trainer_core.contract.cli_args import add_run_config_arguments
-from trainer_core.contract.config import ConfigError, RunConfig, config_fields
-from trainer_core.contract.placement import Placement, parse_gpus
-from trainer_core.contract.run_folder import RunFolder
+from grpo_tui.config_flags import add_run_config_arguments
+from trainer_core.contract.config.placement import Placement, parse_gpus
+from trainer_core.contract.config.run_config import ConfigError, RunConfig, config_fields
+from trainer_core.contract.run.folder import RunFolder
 
 from ..safe_text import clean
 from ..services import hardware

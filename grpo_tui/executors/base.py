@@ -9,7 +9,7 @@ listed, watched and stopped through the executor of the machine that submitted t
 queue (``services/slurm_stop.py``) and reports like any other.
 
 Every method returns typed values: ``RunInfo`` rows, ``Launched`` for a launch or a resume, ``StopOutcome``
-for a stop. The last two are the records a host sends back (``trainer_core.contract.remote_wire``), so a
+for a stop. The last two are the records a host sends back (``grpo_tui.executors.wire``), so a
 result from here and one from a host are one type, and ``judge_stop`` tells the user the same of either.
 A failure is an ``ExecutorError`` (``HostError`` for a host), one line for the user; a launch raises
 ``LaunchError`` (``services/launching.py``), which also names the config field it concerns.
@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from trainer_core.contract.remote_wire import HostInfo, LaunchReply, StopReply
+from grpo_tui.executors.wire import HostInfo, LaunchReply, StopReply
 
 if TYPE_CHECKING:
-    from trainer_core.contract.config import RunConfig
-    from trainer_core.contract.run_folder import RunFolder
+    from trainer_core.contract.config.run_config import RunConfig
+    from trainer_core.contract.run.folder import RunFolder
 
     from ..services.catalog import RunInfo
     from ..services.gpus import GPU

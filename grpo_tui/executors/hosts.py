@@ -5,9 +5,8 @@ plus settings that say how to run grpo-tui there. They live in ``~/.config/grpo-
 file ``$GRPO_TUI_HOSTS`` names), a mapping keyed by the name used with ``--host``; a name that is not in
 the file is a plain SSH destination with the defaults. See docs/hosts.md.
 
-The file says which commands run on which machines, so it is refused the way OpenSSH refuses such an
-``~/.ssh/config`` ("Bad owner or permissions"): when group or others may write it, or when it belongs to
-another user than root or the user.
+The file says which commands run on which machines, so it is refused as OpenSSH refuses such an
+``~/.ssh/config``, by the one check of the user's settings files (``contract/config/user_files.py``).
 """
 
 from __future__ import annotations
@@ -15,15 +14,16 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from trainer_core.contract.config.user_files import HOSTS, UserFileError
+
 from .base import ExecutorError
 
-HOSTS_ENV = "GRPO_TUI_HOSTS"
+HOSTS_ENV = HOSTS.env
 LOCAL = "local"  # the name of this machine in lists and pickers
 KEYS = ("ssh", "ssh_config", "ssh_options", "command", "runs_dir", "env", "executor")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -55,26 +55,18 @@ class Host:
 
 def hosts_file() -> Path:
     """$GRPO_TUI_HOSTS, else $XDG_CONFIG_HOME/grpo-tui/hosts.yaml (~/.config by default)."""
-    named = os.environ.get(HOSTS_ENV)
-    if named:
-        return Path(named).expanduser()
-    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(config) / "grpo-tui" / "hosts.yaml"
+    return HOSTS.path()
 
 
 def load_hosts(path: Path | None = None) -> dict[str, Host]:
-    """The configured hosts, in file order; {} when there is no hosts file. Raises HostError for a bad one."""
-    path = hosts_file() if path is None else path
+    """The configured hosts, in file order; {} when there is no hosts file. Raises HostError for a bad one
+    (refused as ``config/user_files.py`` says, unreadable, or not valid)."""
     try:
-        with open(path, "rb") as fh:
-            check_permissions(path, os.fstat(fh.fileno()))  # the file read, not one swapped in after a check
-            text = fh.read().decode("utf-8")
-    except FileNotFoundError:
+        path, text = HOSTS.read(path)
+    except UserFileError as exc:
+        raise HostError(str(exc)) from None
+    if text is None:
         return {}
-    except OSError as exc:
-        raise HostError(f"cannot read the hosts file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise HostError(f"the hosts file {path} is not UTF-8 text: {exc}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -84,25 +76,6 @@ def load_hosts(path: Path | None = None) -> dict[str, Host]:
     if not isinstance(data, dict):
         raise HostError(f"the hosts file {path} must be a mapping of host names to settings, got {type(data).__name__}")
     return {str(name): _host(str(name), settings, path) for name, settings in data.items()}
-
-
-def check_permissions(path: Path, info: os.stat_result) -> None:
-    """HostError unless the hosts file is owned by the user (or root) and writable by no one else. A character
-    device (``$GRPO_TUI_HOSTS=/dev/null``: no hosts) holds no settings to plant."""
-    if stat.S_ISCHR(info.st_mode):
-        return
-    if info.st_uid not in (0, os.getuid()):
-        raise HostError(
-            f"Bad owner or permissions on {path}: it belongs to uid {info.st_uid}, not to you "
-            f"(uid {os.getuid()}) or root, and it says which commands run on your hosts; use a hosts "
-            f"file of your own (chown it, or copy it and point ${HOSTS_ENV} at the copy)"
-        )
-    mode = stat.S_IMODE(info.st_mode)
-    if mode & 0o022:
-        raise HostError(
-            f"Bad owner or permissions on {path}: mode {mode:o} lets group or others write it, and it says "
-            f"which commands run on your hosts; fix: chmod go-w {path}"
-        )
 
 
 def _host(name: str, settings, path: Path) -> Host:

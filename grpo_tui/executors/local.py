@@ -15,9 +15,9 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.remote_wire import GpuRecord, HostInfo
-from trainer_core.contract.run_folder import FORMAT_VERSION, RunFolder, resolve_runs_dir
+from grpo_tui.executors.wire import GpuRecord, HostInfo
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder, resolve_runs_dir
 
 from .. import __version__
 from ..services.catalog import RunInfo, UnknownRunError, list_runs, resolve_run, run_info

@@ -9,7 +9,7 @@ is lost and none is repeated. What only the host can judge (is the process alive
 arrives as status messages and is kept in ``.remote.json``, which ``services/run_status`` reads in place of
 a process check.
 
-The host is not trusted: every line is parsed by ``trainer_core.contract.remote_wire`` before anything is
+The host is not trusted: every line is parsed by ``grpo_tui.executors.wire`` before anything is
 written, every local path is checked to stay inside the host's cache folder, and an append may start only
 where the copy ends (or, for a tail-only file's first bytes of a stream, further on). A line that breaks the
 format ends the copy of that run with one error naming the host; the other runs and hosts go on.
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from orjson import dumps
 
-from trainer_core.contract.remote_wire import (
+from grpo_tui.executors.wire import (
     APPENDED,
     MAX_LINE,
     Append,
@@ -41,8 +41,8 @@ from trainer_core.contract.remote_wire import (
     parse_mirror_message,
     parse_run_id,
 )
-from trainer_core.contract.run_folder import FORMAT_VERSION, RunFolder, write_bytes_atomic
-from trainer_core.contract.run_summary import warning_record
+from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder, write_bytes_atomic
+from trainer_core.contract.run.summary import warning_record
 
 from ..services.gpus import GPU
 from ..services.run_export import TAIL_LIMITS

@@ -8,7 +8,7 @@ process and not a shell that would swallow it. Before that it enters the folder 
 a dataset file, ``rewards.py:fn``) means in the job what it means for a run started where the launch was
 made. ``job-start`` (``cli/job_start.py``) then resumes the run when this is a restart and ``exec``s its
 root. Every word of it is quoted for the shell; the ``#SBATCH``
-lines come from checked settings (``trainer_core/contract/slurm_settings.py``). The job id goes into
+lines come from checked settings (``trainer_core/contract/config/slurm_settings.py``). The job id goes into
 state.json once it is checked to be one (it is later passed to scancel and scontrol); from then on the run
 folder is the truth as for any run, and the queue says only whether it waits (``services/slurm_queue.py``).
 """
@@ -21,11 +21,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.slurm_job import GRACE_ENV, valid_job_id
-from trainer_core.contract.slurm_settings import grace, sbatch_options
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.config.slurm_settings import grace, sbatch_options
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.slurm_job import GRACE_ENV, valid_job_id
+from trainer_core.contract.run.status import Status
 
 from ..services.slurm_queue import QUEUE
 

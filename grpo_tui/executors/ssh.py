@@ -5,7 +5,7 @@ launching its ``launch --dry-run --json`` then ``launch --json`` (the config as 
 path in it is a path there), and watching a local copy of the run folder fed by its ``events --mirror`` (``mirror.py``).
 It is an ``Executor`` (``base.py``): what it returns is what ``LocalExecutor`` returns for a run here.
 
-What the host prints is parsed by ``trainer_core.contract.remote_wire`` before anything here uses it: a
+What the host prints is parsed by ``grpo_tui.executors.wire`` before anything here uses it: a
 reply that breaks the format is one ``HostError`` naming the host, and a ``runs --json`` row that does is
 dropped with one such line (``RunListing.error``) while the host's other rows are listed.
 """
@@ -23,9 +23,8 @@ from typing import Any
 
 from orjson import loads
 
-from trainer_core.contract.cli_args import config_to_argv
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.remote_wire import (
+from grpo_tui.config_flags import config_to_argv
+from grpo_tui.executors.wire import (
     HostInfo,
     LaunchCheck,
     RunRow,
@@ -36,7 +35,8 @@ from trainer_core.contract.remote_wire import (
     parse_run_rows,
     parse_stop_reply,
 )
-from trainer_core.contract.run_folder import FORMAT_VERSION
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.folder import FORMAT_VERSION
 
 from ..services.catalog import RunInfo
 from ..services.gpus import GPU

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.run.folder import RunFolder
 
 from ..services.gpus import GPU
 from .base import Executor, ExecutorError, RunCopy, RunRef, StopOutcome

@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.run.folder import RunFolder
 
 from ..safe_text import clean_line
 from ..services.catalog import run_info

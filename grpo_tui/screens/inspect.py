@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Label, Static
 from textual.worker import get_current_worker
 
-from trainer_core.contract.config import RunConfig
+from trainer_core.contract.config.run_config import RunConfig
 
 from ..inspect_report import report
 from ..palette import app_palette

@@ -34,8 +34,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Label
 
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.placement import Placement, plan
+from trainer_core.contract.config.placement import Placement, plan
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
 
 from ..executors.base import Executor, RunRef
 from ..executors.hosts import LOCAL

@@ -28,9 +28,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from trainer_core.contract.events import HealthWarning
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.events import HealthWarning
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
 
 from ..executors.base import ExecutorError, judge_stop
 from ..executors.watched_run import WatchedRun

@@ -27,9 +27,9 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Label
 
-from trainer_core.contract.config import ConfigError
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.run_config import ConfigError
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import Status
 
 from ..executors.base import Executor, ExecutorError, judge_stop
 from ..executors.registry import ExecutorRegistry

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TypeGuard, cast
 
-from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.run.folder import RunFolder
 
 from .run_stream import RunStream
 

@@ -6,7 +6,7 @@ blocks, and warnings from a byte scan that parses only the lines naming a warnin
 a refreshing list rescans only what was appended.
 
 A finished run is cheaper still: its state.json carries the ``summary`` written at its end
-(``trainer_core.contract.run_summary``), so listing it reads that one small file and stats events.jsonl,
+(``trainer_core.contract.run.summary``), so listing it reads that one small file and stats events.jsonl,
 with no YAML, no events scan and no process lookup. Runs without a valid summary (they ended before
 summaries existed, or live ones) are read as above.
 """
@@ -21,11 +21,11 @@ from pathlib import Path
 
 from orjson import loads as _loads
 
-from trainer_core.contract.event_log import tail_events
-from trainer_core.contract.events import HealthWarning
-from trainer_core.contract.run_folder import RUNS_DIR_ENV, RunFolder, resolve_runs_dir
-from trainer_core.contract.run_summary import scan_warnings, summary_crash, valid_summary, warning_record
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.event_log import tail_events
+from trainer_core.contract.run.events import HealthWarning
+from trainer_core.contract.run.folder import RUNS_DIR_ENV, RunFolder, resolve_runs_dir
+from trainer_core.contract.run.status import Status
+from trainer_core.contract.run.summary import scan_warnings, summary_crash, valid_summary, warning_record
 
 from . import slurm_queue
 from .run_health import watcher_warnings

@@ -14,8 +14,9 @@ import time
 from rich.console import Console
 from rich.text import Text
 
-from trainer_core.contract.event_log import EventTail
-from trainer_core.contract.events import (
+from trainer_core.contract.config.placement import Placement
+from trainer_core.contract.run.event_log import EventTail
+from trainer_core.contract.run.events import (
     Checkpoint,
     Error,
     Event,
@@ -26,9 +27,8 @@ from trainer_core.contract.events import (
     StopRequested,
     format_metrics_line,
 )
-from trainer_core.contract.placement import Placement
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import EXIT_CODES, Status
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import EXIT_CODES, Status
 
 from ..palette import plain_palette
 from ..safe_text import clean

@@ -4,7 +4,7 @@
 ``inspect`` and the app's Launch call before they create anything: it plans the placement as the launch
 would (a ``--gpus`` that names a GPU the machine lacks is one of the problems), describes the training GPUs
 (``machine_for``: NVML's names and compute capabilities, or ``GRPO_TUI_FAKE_GPUS``'s ``compute_capability``),
-and runs ``trainer_core.contract.hardware_checks.preflight``. With ``on_missing: fallback`` it applies the
+and runs ``trainer_core.contract.config.hardware.preflight``. With ``on_missing: fallback`` it applies the
 fallbacks to the config, so the config.yaml written next is the one that runs; ``record`` then leaves them in
 state.json for the trainer's ``hardware_fallback`` warning. A Slurm job's node is not this machine: its
 packages are this interpreter's (the job runs it), its GPUs are known only as a count, so the checks that need
@@ -17,8 +17,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.hardware_checks import (
+from trainer_core.contract.config.hardware import (
     STATE_KEY,
     Gpu,
     HardwareProblem,
@@ -28,8 +27,9 @@ from trainer_core.contract.hardware_checks import (
     fallback_note,
     preflight,
 )
-from trainer_core.contract.placement import Placement, plan
-from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.config.placement import Placement, plan
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.run.folder import RunFolder
 
 from .gpus import FAKE_ENV, list_gpus, visible_indices
 

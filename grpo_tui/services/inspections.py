@@ -16,11 +16,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.event_log import read_records
-from trainer_core.contract.inspection_key import config_key
-from trainer_core.contract.process import run_env, spawn_logged
-from trainer_core.contract.run_folder import RunFolder, resolve_runs_dir
+from trainer_core.contract.config.inspection_key import config_key
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.event_log import read_records
+from trainer_core.contract.run.folder import RunFolder, resolve_runs_dir
+from trainer_core.contract.run.process import run_env, spawn_logged
 
 from . import hardware
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import Status
 
 from . import hardware, inspections
 

@@ -20,8 +20,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from trainer_core.contract.event_log import BackwardLines, EventTail, last_events, scan_events
-from trainer_core.contract.events import (
+from trainer_core.contract.run.event_log import BackwardLines, EventTail, last_events, scan_events
+from trainer_core.contract.run.events import (
     Error,
     Event,
     EventType,
@@ -31,8 +31,8 @@ from trainer_core.contract.events import (
     RunStarted,
     StopRequested,
 )
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import Status
 
 from ..formatting import format_duration, format_steps, short_model
 from ..palette import plain_palette

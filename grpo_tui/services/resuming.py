@@ -1,7 +1,7 @@
 """Resuming a run in its own folder: from which checkpoint, to which step, and a record that stays true.
 
 A resume must never make things worse than they were: it takes the newest *complete* checkpoint
-(``trainer_core.contract.checkpoints``) and says which newer ones it passed over and why; it moves those
+(``trainer_core.contract.run.checkpoints``) and says which newer ones it passed over and why; it moves those
 out of the Trainer's sight instead of deleting them; it refuses (``ConfigError``) before writing
 anything; and what it writes keeps the run's history readable: ``before_resume`` in state.json holds the
 status, step and reason the run had, so a resume that then fails cannot pass for the run's whole story.
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trainer_core.contract.checkpoints import CheckpointCheck, check_checkpoints, move_aside, newest
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.event_log import last_step
-from trainer_core.contract.placement import Placement
-from trainer_core.contract.run_folder import RunFolder, write_bytes_atomic, write_json_atomic
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.placement import Placement
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.run.checkpoints import CheckpointCheck, check_checkpoints, move_aside, newest
+from trainer_core.contract.run.event_log import last_step
+from trainer_core.contract.run.folder import RunFolder, write_bytes_atomic, write_json_atomic
+from trainer_core.contract.run.status import Status
 
 
 @dataclass

@@ -11,7 +11,7 @@ copy ends and gets every byte once:
 
 With ``follow`` both go on until the run is no longer live and everything written before that was sent.
 The status is read before the files, so the last pass catches all that was written before the end.
-Each mirror line is built from the message classes of ``trainer_core.contract.remote_wire``, the module the
+Each mirror line is built from the message classes of ``grpo_tui.executors.wire``, the module the
 receiving side parses them with, so both ends share one definition of the stream.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import asdict
 
 from orjson import loads
 
-from trainer_core.contract.remote_wire import (
+from grpo_tui.executors.wire import (
     APPENDED,
     WHOLE,
     Append,
@@ -39,8 +39,8 @@ from trainer_core.contract.remote_wire import (
     StatusReport,
     WholeFile,
 )
-from trainer_core.contract.run_folder import FORMAT_VERSION, RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder
+from trainer_core.contract.run.status import Status
 
 from .gpus import list_gpus
 from .run_health import watcher_warnings

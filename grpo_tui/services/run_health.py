@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import time
 
-from trainer_core.contract.disk import usage
-from trainer_core.contract.event_log import BackwardLines, last_events, scan_events
-from trainer_core.contract.events import EventType, HealthWarning, Metrics, RunFinished, decode
-from trainer_core.contract.health import Thresholds, warning
-from trainer_core.contract.health_rules import HealthRule
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.run_summary import crash_verdict
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import Status
-from trainer_core.contract.watch_rules import disk_space_warning, killed_warning, stall_warning
+from trainer_core.contract.health.monitor import Thresholds
+from trainer_core.contract.health.watch import disk_space_warning, stall_warning
+from trainer_core.contract.run.crash import killed_warning
+from trainer_core.contract.run.disk import usage
+from trainer_core.contract.run.event_log import BackwardLines, last_events, scan_events
+from trainer_core.contract.run.events import EventType, HealthWarning, Metrics, RunFinished, decode, warning
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.rules import HealthRule
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
+from trainer_core.contract.run.summary import crash_verdict
 
 from .run_status import remote_view
 

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer_core.contract.run_folder import RunFolder, resolve_runs_dir
-from trainer_core.contract.run_summary import valid_summary
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.folder import RunFolder, resolve_runs_dir
+from trainer_core.contract.run.status import Status
+from trainer_core.contract.run.summary import valid_summary
 
 from .catalog import RunInfo, folder_entries, read_state_file, run_info
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from queue import Empty, SimpleQueue
 from types import MappingProxyType
 
-from trainer_core.contract.events import HealthWarning
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.events import HealthWarning
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import Status
 
 from .backlog import Backlog
 from .log_follow import LogFollower

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from orjson import loads
 
-from trainer_core.contract.process import process_matches
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.run_summary import run_total as run_total  # one rule, shared with the run's summary
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.process import process_matches
+from trainer_core.contract.run.status import Status
+from trainer_core.contract.run.summary import run_total as run_total  # one rule, shared with the run's summary
 
 from . import slurm_queue
 

@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from trainer_core.contract.event_log import EventTail
-from trainer_core.contract.events import Event, HealthWarning, Metrics, UnknownEvent, decode
-from trainer_core.contract.health_tools import CALL_FREQUENCY, FAILURE_FREQUENCY
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.sample_stats import TOOL_SUCCESS, TURNS_MEAN
+from trainer_core.contract.health.sample_stats import TOOL_SUCCESS, TURNS_MEAN
+from trainer_core.contract.health.tools import CALL_FREQUENCY, FAILURE_FREQUENCY
+from trainer_core.contract.run.event_log import EventTail
+from trainer_core.contract.run.events import Event, HealthWarning, Metrics, UnknownEvent, decode
+from trainer_core.contract.run.folder import RunFolder
 
 from .buckets import BlockCache
 

@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from trainer_core.contract.slurm_job import check_job_id, valid_job_id
+from trainer_core.contract.run.slurm_job import check_job_id, valid_job_id
 
 QUEUE_SECONDS = 3.0
 WAITING = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD", "SUSPENDED"})

@@ -13,9 +13,9 @@ from __future__ import annotations
 import subprocess
 import time
 
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.slurm_job import check_job_id
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.slurm_job import check_job_id
+from trainer_core.contract.run.status import Status
 
 from .run_status import live_status
 from .slurm_queue import QUEUE, queued_job

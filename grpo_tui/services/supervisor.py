@@ -5,7 +5,7 @@ A run's root process (``python -m trainer_core run``) is started in a session of
 launched it cannot reach it. Stopping is graceful first (the trainer finishes the step and saves a
 checkpoint), then TERM and KILL to everything the run started, collected before the first signal, and
 finally a check that nothing is left. A process state.json names is the run's only if it also carries the
-run's marker (``trainer_core.contract.process.owned``): a planted or stale state.json that names another
+run's marker (``trainer_core.contract.run.process.owned``): a planted or stale state.json that names another
 process, even with its true start time, gets a refusal that says why, never a signal.
 """
 
@@ -21,12 +21,14 @@ from pathlib import Path
 
 import psutil
 
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.disk_estimate import require_room
-from trainer_core.contract.event_log import last_step
-from trainer_core.contract.placement import Placement, plan
-from trainer_core.contract.ports import check_port
-from trainer_core.contract.process import (
+from grpo_tui.executors.wire import StopReply
+from trainer_core.contract.config.disk_estimate import require_room
+from trainer_core.contract.config.placement import Placement, plan
+from trainer_core.contract.config.ports import check_port
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.run.event_log import last_step
+from trainer_core.contract.run.folder import RunFolder, resolve_runs_dir
+from trainer_core.contract.run.process import (
     Refusal,
     alive,
     collect,
@@ -36,10 +38,8 @@ from trainer_core.contract.process import (
     spawn_logged,
     terminate,
 )
-from trainer_core.contract.remote_wire import StopReply
-from trainer_core.contract.run_folder import RunFolder, resolve_runs_dir
-from trainer_core.contract.slurm_job import SlurmJobError
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.slurm_job import SlurmJobError
+from trainer_core.contract.run.status import Status
 
 from .gpus import visible_indices
 from .resuming import ResumePlan, apply_resume, choose_checkpoint
@@ -64,7 +64,7 @@ def create_run(
 ) -> tuple[RunFolder, Placement]:
     """Validate everything, then create the run folder. Raises ConfigError / OSError before anything starts.
 
-    The disk check (disk_estimate.py) refuses a run its filesystem cannot hold; ``on_disk_note(Preflight)``
+    The disk check (config/disk_estimate.py) refuses a run its filesystem cannot hold; ``on_disk_note(Preflight)``
     hears of one that fits only barely, starts anyway (``--health disk_check=0``) or cannot be estimated. The
     trainer records the first two as a ``disk_estimate`` warning once the run exists."""
     # ``available``: the GPUs of the machine that will run it (a Slurm node), when that is not this one

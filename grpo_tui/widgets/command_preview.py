@@ -18,8 +18,8 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from trainer_core.contract.cli_args import config_to_argv
-from trainer_core.contract.config import RunConfig
+from grpo_tui.config_flags import config_to_argv
+from trainer_core.contract.config.run_config import RunConfig
 
 SLURM_FLAGS = {"partition": "--partition", "time": "--time", "nodes": "--nodes", "gpus_per_node": "--gpus-per-node"}
 

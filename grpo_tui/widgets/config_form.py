@@ -1,7 +1,7 @@
 """The run settings form, generated from RunConfig's fields.
 
 One section per field group, one input per field, and under each input the field's help text: the same
-field specs (``trainer_core.contract.field_spec``) that write ``--help``, so the form, the CLI and the docs
+field specs (``grpo_tui.field_spec``) that write ``--help``, so the form, the CLI and the docs
 cannot disagree. Validation is RunConfig's own (``RunConfig.problems``): the form only turns text into
 values (``FieldSpec.parse``), so every message shown under a field is the message the CLI would print.
 The ``slurm`` mapping has inputs of its own, one per ``launch --slurm`` flag (``slurm_fields.py``).
@@ -22,9 +22,9 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible, Input, Label, Select, Static, Switch, TextArea
 
-from trainer_core.contract.cli_args import GROUP_TITLES
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.field_spec import FieldSpec, field_specs
+from grpo_tui.config_flags import GROUP_TITLES
+from grpo_tui.field_spec import FieldSpec, field_specs
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
 
 from .slurm_fields import SlurmFields
 

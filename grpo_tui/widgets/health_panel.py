@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from trainer_core.contract.events import HealthWarning
+from trainer_core.contract.run.events import HealthWarning
 
 from ..palette import Palette, app_palette
 from ..safe_text import clean, clean_line, literal

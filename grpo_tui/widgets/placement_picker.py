@@ -18,8 +18,8 @@ from textual.message import Message
 from textual.widgets import Input, Label, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.placement import Placement, plan
+from trainer_core.contract.config.placement import Placement, plan
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
 
 from ..safe_text import clean_line, literal
 from ..services.gpus import GPU

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.status import Status
 
 from ..formatting import format_duration, short_model
 from ..palette import app_palette

@@ -5,7 +5,7 @@ partition (``--partition``), time (``--time``), nodes (``--nodes``), GPUs per no
 sbatch options (``--sbatch-arg``, one per word, quoted as a shell would) and grace (``--slurm-grace``). They
 build the same ``slurm`` mapping those flags build (``cli/launch.py``: only what is given, a time in plain
 minutes as a number, the switch alone ``{"nodes": 1}``), and nothing here checks it: RunConfig's checks
-(``trainer_core.contract.slurm_settings``) do, with the messages the CLI prints. A value that is not what
+(``trainer_core.contract.config.slurm_settings``) do, with the messages the CLI prints. A value that is not what
 its setting takes (``two`` nodes) is passed on as it is, so that check names it. The form shows the messages
 under the field; ``mark`` puts each on the input it concerns too.
 """
@@ -20,7 +20,7 @@ from textual.containers import Container, Vertical
 from textual.message import Message
 from textual.widgets import Input, Label, Switch
 
-from trainer_core.contract.slurm_settings import KEYS
+from trainer_core.contract.config.slurm_settings import KEYS
 
 INPUTS = (  # key, label, what it takes
     ("partition", "partition", "the cluster's default"),

@@ -10,12 +10,12 @@ from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.screens.runs import RunsScreen
 from grpo_tui.widgets.health_panel import CriticalBanner, HealthPanel
 from grpo_tui.widgets.metric_chart import MetricChart
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.event_log import EventWriter, read_events
-from trainer_core.contract.events import EventType, HealthWarning, Metrics, RunStarted
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.event_log import EventWriter, read_events
+from trainer_core.contract.run.events import EventType, HealthWarning, Metrics, RunStarted
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
 from trainer_core.runner import train
 
 from ..helpers import EXAMPLES, wait_for

@@ -12,8 +12,8 @@ from grpo_tui.app import make_app
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.screens.runs import RunsScreen
 from tests.run_fixtures import make_finished_run
-from trainer_core.contract.process import process_start_time
-from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.process import process_start_time
 
 from .conftest import wait_until
 

@@ -12,10 +12,10 @@ from grpo_tui.screens.extend import ExtendScreen, default_max_steps, max_steps_p
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.screens.runs import RunsScreen
 from trainer_core import train
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.events import Metrics, RunStarted
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import FINAL
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.events import Metrics, RunStarted
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import FINAL
 
 from ..helpers import events_of
 from ..run_fixtures import make_finished_run

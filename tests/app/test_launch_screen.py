@@ -12,14 +12,14 @@ from textual.widgets import Input, Select, SelectionList, Static, Switch, TextAr
 
 from grpo_tui.app import make_app
 from grpo_tui.cli import build_parser
+from grpo_tui.config_flags import config_from_args
 from grpo_tui.presets import PRESETS, apply_preset
 from grpo_tui.screens.confirm import ConfirmScreen
 from grpo_tui.screens.launch import NO_GPU_TEXT, LaunchScreen
 from grpo_tui.services.gpus import list_gpus
-from trainer_core.contract.cli_args import config_from_args
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.process import marked
-from trainer_core.contract.status import FINAL as FINAL_STATUSES  # the final Status members
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.process import marked
+from trainer_core.contract.run.status import FINAL as FINAL_STATUSES  # the final Status members
 
 from ..helpers import EXAMPLES
 

@@ -13,13 +13,13 @@ from grpo_tui.app import make_app
 from grpo_tui.cli import build_parser
 from grpo_tui.cli.common import BadInput
 from grpo_tui.cli.launch import with_slurm
+from grpo_tui.config_flags import config_from_args
 from grpo_tui.screens.launch import LaunchScreen
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.widgets.slurm_fields import SlurmFields, settings_from
-from trainer_core.contract.cli_args import config_from_args
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.events import Metrics
-from trainer_core.contract.status import FINAL
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.events import Metrics
+from trainer_core.contract.run.status import FINAL
 
 from ..helpers import events_of
 from ..slurm_cluster import slurm  # noqa: F401

@@ -17,12 +17,12 @@ from grpo_tui.app import make_app
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.services.run_stream import ChartRequest, RunStream
 from grpo_tui.widgets.metric_chart import MetricChart
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.event_log import EventWriter
-from trainer_core.contract.events import HealthWarning, Metrics, RunStarted
-from trainer_core.contract.process import process_start_time
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.event_log import EventWriter
+from trainer_core.contract.run.events import HealthWarning, Metrics, RunStarted
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.process import process_start_time
+from trainer_core.contract.run.status import Status
 
 from .conftest import header_text
 from .conftest import wait_until as wait_for_state

@@ -11,12 +11,12 @@ from queue import SimpleQueue
 
 from grpo_tui.services import run_reader
 from grpo_tui.services.run_stream import ChartRequest
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.event_log import EventWriter
-from trainer_core.contract.events import Metrics, RunStarted
-from trainer_core.contract.process import process_start_time
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.event_log import EventWriter
+from trainer_core.contract.run.events import Metrics, RunStarted
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.process import process_start_time
+from trainer_core.contract.run.status import Status
 
 RATE = 20  # steps a second
 SECONDS = 3.0

@@ -18,9 +18,9 @@ from grpo_tui.screens import runs as runs_screen
 from grpo_tui.screens.runs import RunsScreen
 from grpo_tui.widgets import runs_table
 from grpo_tui.widgets.runs_table import RunsTable
-from trainer_core.contract.process import process_start_time
-from trainer_core.contract.run_folder import FORMAT_VERSION, RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder
+from trainer_core.contract.run.process import process_start_time
+from trainer_core.contract.run.status import Status
 
 from ..run_fixtures import BASE_TIME, make_finished_run, make_three_runs
 from ..unit.test_catalog import emit_steps

@@ -10,8 +10,8 @@ from grpo_tui.app import make_app
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.terminal_alert import alert_sequence
 from tests.hostile_text import assert_no_control
-from trainer_core.contract.event_log import EventWriter
-from trainer_core.contract.events import HealthWarning, Metrics
+from trainer_core.contract.run.event_log import EventWriter
+from trainer_core.contract.run.events import HealthWarning, Metrics
 
 from .conftest import wait_until
 from .test_monitor_stream import live_run

@@ -10,8 +10,8 @@ from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.screens.transcript import TranscriptScreen
 from grpo_tui.widgets.completions import CompletionsTable
 from tests.hostile_text import assert_no_control
-from trainer_core.contract.event_log import EventWriter
-from trainer_core.contract.events import Metrics
+from trainer_core.contract.run.event_log import EventWriter
+from trainer_core.contract.run.events import Metrics
 
 from .conftest import screen_text, wait_until
 from .test_monitor_stream import live_run

@@ -29,12 +29,12 @@ from grpo_tui.widgets.log_view import LogView
 from grpo_tui.widgets.metric_chart import MetricChart
 from grpo_tui.widgets.run_header import RunHeader
 from grpo_tui.widgets.runs_table import RunsTable
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.event_log import EventWriter
-from trainer_core.contract.events import HealthWarning, Metrics, RunStarted
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.event_log import EventWriter
+from trainer_core.contract.run.events import HealthWarning, Metrics, RunStarted
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
 
 from ..hostile_text import assert_no_control, hostile, hostile_name, hostile_run_info
 from .conftest import screen_text, wait_until

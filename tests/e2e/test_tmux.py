@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.run.folder import RunFolder
 
 from ..helpers import PATTERN_FLAGS, ROOT, cli
 from ..run_fixtures import make_finished_run

@@ -201,9 +201,9 @@ def test_the_demo_piped_prints_its_steps_and_completes(installed, demo_run):
 
 def test_the_agent_demo_piped_completes_within_three_minutes_and_its_tool_use_pays_off(installed, demo_run):
     """The model is in the cache already (the demo above built it): what is timed is the demo itself."""
-    from trainer_core.contract.event_log import EventTail
-    from trainer_core.contract.events import Metrics
-    from trainer_core.contract.sample_stats import TOOL_SUCCESS
+    from trainer_core.contract.health.sample_stats import TOOL_SUCCESS
+    from trainer_core.contract.run.event_log import EventTail
+    from trainer_core.contract.run.events import Metrics
 
     runs = installed.runs.parent / "agent-runs"
     started = time.monotonic()

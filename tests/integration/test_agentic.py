@@ -11,9 +11,9 @@ import shutil
 
 import pytest
 
-from trainer_core.contract.events import Metrics, RunFinished
-from trainer_core.contract.sample_stats import TOOL_SUCCESS, TURNS_MEAN
-from trainer_core.contract.status import Status
+from trainer_core.contract.health.sample_stats import TOOL_SUCCESS, TURNS_MEAN
+from trainer_core.contract.run.events import Metrics, RunFinished
+from trainer_core.contract.run.status import Status
 
 from ..helpers import ENVS, cli, events_of, only_run
 

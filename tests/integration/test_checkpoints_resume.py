@@ -14,10 +14,10 @@ from pathlib import Path
 import psutil
 
 from grpo_tui.services.supervisor import run_processes
-from trainer_core.contract.checkpoints import check_checkpoint, check_checkpoints
-from trainer_core.contract.events import Checkpoint, HealthWarning, Metrics, RunFinished, RunStarted
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.checkpoints import check_checkpoint, check_checkpoints
+from trainer_core.contract.run.events import Checkpoint, HealthWarning, Metrics, RunFinished, RunStarted
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import Status
 
 from ..helpers import ENVS, cli, events_of, only_run, pattern_args, wait_for
 from .test_supervisor import launch

@@ -17,12 +17,12 @@ from grpo_tui.app import make_app
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.screens.runs import RunsScreen
 from grpo_tui.services.run_health import watcher_warnings
-from trainer_core.contract.disk import usage
-from trainer_core.contract.event_log import EventTail, EventWriter
-from trainer_core.contract.events import Checkpoint, Error, HealthWarning, Metrics, RunFinished, RunStarted
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.disk import usage
+from trainer_core.contract.run.event_log import EventTail, EventWriter
+from trainer_core.contract.run.events import Checkpoint, Error, HealthWarning, Metrics, RunFinished, RunStarted
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
 
 from ..helpers import cli, events_of, only_run, pattern_args
 
@@ -194,8 +194,8 @@ def test_an_event_that_does_not_fit_leaves_the_stream_intact(small_disk):
 
 
 def test_the_root_process_records_a_trainer_that_died_on_a_full_disk(small_disk):
-    from trainer_core.contract.disk import make_reserve
-    from trainer_core.contract.placement import Placement
+    from trainer_core.contract.config.placement import Placement
+    from trainer_core.contract.run.disk import make_reserve
     from trainer_core.run_root import RunRoot
 
     disk, _ = small_disk

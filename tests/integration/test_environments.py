@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.event_log import read_records
-from trainer_core.contract.events import Error, Metrics, RunFinished, RunStarted
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.event_log import read_records
+from trainer_core.contract.run.events import Error, Metrics, RunFinished, RunStarted
+from trainer_core.contract.run.status import Status
 from trainer_core.runner import train
 
 from ..helpers import ENVS, EXAMPLES, events_of

@@ -16,7 +16,7 @@ from grpo_tui.services.gpus import GPU
 from tests.helpers import cli, pattern_args, wait_for
 from tests.remote_hosts import remote, sshd  # noqa: F401
 from tests.run_fixtures import make_finished_run
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.status import Status
 
 pytestmark = pytest.mark.slow
 
@@ -101,8 +101,8 @@ def test_a_completed_run_on_a_host_is_extended_to_more_steps_through_its_executo
 
 def test_a_launch_on_a_host_sends_its_notify_urls_on_stdin_never_on_the_command_line(remote, monkeypatch, tiny_model):  # noqa: F811
     """A URL on the host's command line would show in its process list (ps) to every user there."""
-    from trainer_core.contract.config import RunConfig
-    from trainer_core.contract.notify_targets import read_run_urls
+    from trainer_core.contract.config.notify_urls import read_run_urls
+    from trainer_core.contract.config.run_config import RunConfig
 
     from ..helpers import EXAMPLES
 

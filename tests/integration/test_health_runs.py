@@ -7,13 +7,13 @@ import json
 import os
 import signal
 
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.event_log import EventWriter, read_events
-from trainer_core.contract.events import Error, HealthWarning, Metrics
-from trainer_core.contract.health_core import Thresholds
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.health.core import Thresholds
+from trainer_core.contract.run.event_log import EventWriter, read_events
+from trainer_core.contract.run.events import Error, HealthWarning, Metrics
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
 from trainer_core.runner import train
 
 from ..helpers import ENVS, EXAMPLES, cli, wait_for

@@ -18,7 +18,7 @@ from grpo_tui.executors.ssh import RemoteError, SshExecutor, close_all, connecti
 from tests.remote_hosts import RemoteHosts, remote, sshd  # noqa: F401
 from tests.run_fixtures import make_finished_run
 from tests.standins.hostile_host import SCENARIOS
-from trainer_core.contract.run_folder import FORMAT_VERSION
+from trainer_core.contract.run.folder import FORMAT_VERSION
 
 STANDIN = Path(__file__).resolve().parents[1] / "standins" / "hostile_host.py"
 GOOD_ON_GPUBOX = "20260101-000000-000-aaaaaa"

@@ -7,11 +7,11 @@ import json
 import subprocess
 import sys
 
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.event_log import read_records
-from trainer_core.contract.events import RunStarted
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.event_log import read_records
+from trainer_core.contract.run.events import RunStarted
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import Status
 from trainer_core.runner import train
 
 from ..helpers import ENVS, EXAMPLES, ROOT, cli, events_of, wait_for

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from trainer_core.contract.events import HealthWarning, Metrics, RunFinished
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.events import HealthWarning, Metrics, RunFinished
+from trainer_core.contract.run.status import Status
 
 from ..helpers import ROOT, cli, events_of, only_run
 
@@ -80,9 +80,9 @@ def test_the_app_side_never_imports_the_training_stack():
         "grpo_tui.services.run_status",
         "grpo_tui.services.live_view",
         "grpo_tui.api",
-        "trainer_core.contract.events",
-        "trainer_core.contract.status",
-        "trainer_core.contract.event_log",
+        "trainer_core.contract.run.events",
+        "trainer_core.contract.run.status",
+        "trainer_core.contract.run.event_log",
     } <= expected
     assert expected <= loaded, sorted(expected - loaded)
     heavy = {name.split(".")[0] for name in loaded} & set(HEAVY)
@@ -93,7 +93,7 @@ def test_the_trainer_never_imports_textual():
     loaded = modules_after(
         "import trainer_core.runner, trainer_core.trl_setup, trainer_core.callbacks, trainer_core.__main__\n"
         "from trainer_core.trl_setup import build_grpo_config\n"
-        "from trainer_core.contract.config import RunConfig\n"
+        "from trainer_core.contract.config.run_config import RunConfig\n"
         "build_grpo_config(RunConfig(model='m', rl_env_module='e', rl_env_class='E'), '/tmp/out')"
     )
     assert "trl" in loaded and "textual" not in loaded
@@ -158,11 +158,11 @@ def test_the_running_app_never_imports_the_training_stack(tmp_path):
     code = """
 import asyncio, sys
 from grpo_tui.app import make_app
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.event_log import EventWriter
-from trainer_core.contract.events import Metrics
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.event_log import EventWriter
+from trainer_core.contract.run.events import Metrics
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import Status
 
 folder = RunFolder.create(sys.argv[1])
 RunConfig(model="m", rl_env_module="e", rl_env_class="E").save(folder.config_file)

@@ -20,13 +20,13 @@ import psutil
 import pytest
 
 from grpo_tui.services.supervisor import create_run
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.events import Metrics, RunFinished, RunStarted, StopRequested
-from trainer_core.contract.placement import Placement
-from trainer_core.contract.ports import free_port
-from trainer_core.contract.process import run_env, spawn_logged
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.placement import Placement
+from trainer_core.contract.config.ports import free_port
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.events import Metrics, RunFinished, RunStarted, StopRequested
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.process import run_env, spawn_logged
+from trainer_core.contract.run.status import Status
 from trainer_core.run_root import machine_log, machine_rank_of, worker_command
 
 from ..helpers import EXAMPLES, events_of, wait_for

@@ -22,12 +22,13 @@ import pytest
 import yaml
 
 from grpo_tui.api import RunHandle
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.event_log import EventWriter, read_events
-from trainer_core.contract.events import Error, HealthWarning, Metrics, NotifyFailed
-from trainer_core.contract.notify_targets import NOTIFY_FILE, SETTINGS_ENV
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.alerts.targets import SETTINGS_ENV
+from trainer_core.contract.config.notify_urls import NOTIFY_FILE
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.event_log import EventWriter, read_events
+from trainer_core.contract.run.events import Error, HealthWarning, Metrics, NotifyFailed
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import Status
 from trainer_core.notify import start_for_run
 
 from ..helpers import EXAMPLES, cli, events_of, free_port, wait_for

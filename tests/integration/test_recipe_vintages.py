@@ -13,10 +13,10 @@ import json
 import pytest
 import yaml
 
-from trainer_core.contract.events import HealthWarning, Metrics, RunFinished
-from trainer_core.contract.health_rules import HealthRule
-from trainer_core.contract.status import Status
-from trainer_core.contract.trl_recipe import recipe_to_fields
+from trainer_core.contract.recipes.reader import recipe_to_fields
+from trainer_core.contract.run.events import HealthWarning, Metrics, RunFinished
+from trainer_core.contract.run.rules import HealthRule
+from trainer_core.contract.run.status import Status
 
 from ..helpers import EXAMPLES, cli, events_of, only_run
 

@@ -11,7 +11,7 @@ from tests.helpers import PATTERN_FLAGS, cli, events_of, wait_for
 from tests.remote_hosts import RemoteHosts
 from tests.slurm_cluster import slurm  # noqa: F401
 from tests.sshd import sshd  # noqa: F401
-from trainer_core.contract.events import Metrics, RunStarted
+from trainer_core.contract.run.events import Metrics, RunStarted
 
 pytestmark = pytest.mark.slow
 

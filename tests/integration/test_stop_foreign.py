@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from trainer_core.contract.process import RUN_MARKER, process_start_time
-from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.process import RUN_MARKER, process_start_time
 
 from ..helpers import cli, wait_for
 

@@ -15,11 +15,11 @@ import psutil
 import pytest
 
 from grpo_tui.api import RunHandle
-from trainer_core.contract.event_log import EventWriter
-from trainer_core.contract.events import Error, EventType, Metrics, RunFinished, RunStarted
-from trainer_core.contract.process import marked, verified
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.event_log import EventWriter
+from trainer_core.contract.run.events import Error, EventType, Metrics, RunFinished, RunStarted
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.process import marked, verified
+from trainer_core.contract.run.status import Status
 
 from ..helpers import ENVS, EXAMPLES, ROOT, cli, wait_for
 

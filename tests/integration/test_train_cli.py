@@ -10,10 +10,10 @@ import sys
 
 import yaml
 
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.events import Checkpoint, Metrics, RunFinished, RunStarted, StopRequested
-from trainer_core.contract.process import process_matches
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.events import Checkpoint, Metrics, RunFinished, RunStarted, StopRequested
+from trainer_core.contract.run.process import process_matches
+from trainer_core.contract.run.status import Status
 
 from ..helpers import ROOT, cli, events_of, only_run, pattern_args, wait_for
 

@@ -9,9 +9,9 @@ import json
 import pytest
 import yaml
 
-from trainer_core.contract.event_log import read_records
-from trainer_core.contract.events import Error, Metrics, RunFinished
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.event_log import read_records
+from trainer_core.contract.run.events import Error, Metrics, RunFinished
+from trainer_core.contract.run.status import Status
 
 from ..helpers import ENVS, cli, events_of, only_run
 

@@ -18,9 +18,9 @@ from trainer_core.agentic import (
     tool_functions,
     transcript_text,
 )
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.sample_stats import TOOL_SUCCESS, TURN_LIMIT_SHARE, TURNS_MEAN, SampleStats
-from trainer_core.contract.tool_specs import parse_tool_spec
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.config.tool_specs import parse_tool_spec
+from trainer_core.contract.health.sample_stats import TOOL_SUCCESS, TURN_LIMIT_SHARE, TURNS_MEAN, SampleStats
 from trainer_core.environments import EnvError
 from trainer_core.trl_setup import grpo_config_kwargs
 

@@ -8,9 +8,9 @@ import threading
 
 from grpo_tui.services.backlog import Backlog
 from grpo_tui.services.run_stream import RunStream
-from trainer_core.contract.event_log import EventWriter
-from trainer_core.contract.events import HealthWarning, Metrics, RunStarted
-from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.run.event_log import EventWriter
+from trainer_core.contract.run.events import HealthWarning, Metrics, RunStarted
+from trainer_core.contract.run.folder import RunFolder
 
 
 def write_run(runs_dir, steps: int) -> RunFolder:

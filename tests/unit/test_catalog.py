@@ -31,9 +31,9 @@ from grpo_tui.services.catalog import (
 )
 from grpo_tui.services.live_view import RunView, follow_log, render, watch
 from grpo_tui.services.run_status import live_status
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.event_log import BLOCK_SIZE, BackwardLines, EventWriter, read_events, scan_events
-from trainer_core.contract.events import (
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.event_log import BLOCK_SIZE, BackwardLines, EventWriter, read_events, scan_events
+from trainer_core.contract.run.events import (
     Checkpoint,
     Error,
     Event,
@@ -44,10 +44,10 @@ from trainer_core.contract.events import (
     RunStarted,
     StopRequested,
 )
-from trainer_core.contract.process import process_start_time
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.process import process_start_time
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
 
 from ..helpers import ROOT, wait_for
 
@@ -446,11 +446,11 @@ def test_watch_follows_a_live_run_until_its_process_finishes_it(runs_dir):
     trainer = (
         "import os, sys, time\n"
         "from pathlib import Path\n"
-        "from trainer_core.contract.event_log import EventWriter\n"
-        "from trainer_core.contract.events import Metrics\n"
-        "from trainer_core.contract.process import process_start_time\n"
-        "from trainer_core.contract.run_folder import RunFolder\n"
-        "from trainer_core.contract.status import Status\n"
+        "from trainer_core.contract.run.event_log import EventWriter\n"
+        "from trainer_core.contract.run.events import Metrics\n"
+        "from trainer_core.contract.run.process import process_start_time\n"
+        "from trainer_core.contract.run.folder import RunFolder\n"
+        "from trainer_core.contract.run.status import Status\n"
         "folder = RunFolder(Path(sys.argv[1])); writer = EventWriter(folder.events_file)\n"
         "folder.write_state(pid=os.getpid(), pid_start_time=process_start_time(os.getpid()))\n"
         "time.sleep(0.5)\n"

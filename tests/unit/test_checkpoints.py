@@ -11,7 +11,8 @@ import pytest
 
 from grpo_tui.services import resuming
 from grpo_tui.services.supervisor import plan_resume
-from trainer_core.contract.checkpoints import (
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.run.checkpoints import (
     TORN_NOTE,
     check_checkpoint,
     check_checkpoints,
@@ -19,11 +20,10 @@ from trainer_core.contract.checkpoints import (
     move_aside,
     newest,
 )
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.event_log import EventWriter
-from trainer_core.contract.events import Metrics, RunFinished
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.event_log import EventWriter
+from trainer_core.contract.run.events import Metrics, RunFinished
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import Status
 from trainer_core.merge import MergeError, merge_source
 from trainer_core.run_context import RunContext
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from trainer_core.contract.cli_args import add_run_config_arguments, config_from_args, config_to_argv
-from trainer_core.contract.config import ConfigError, RunConfig, config_fields, flag_for
+from grpo_tui.config_flags import add_run_config_arguments, config_from_args, config_to_argv
+from trainer_core.contract.config.run_config import ConfigError, RunConfig, config_fields, flag_for
 
 from ..helpers import ROOT, cli
 

@@ -10,15 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from trainer_core.contract import disk, disk_estimate
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.disk import DiskFault, Usage, disk_fault, fault_from_log, make_reserve, release_reserve
-from trainer_core.contract.disk_estimate import estimate, lora_parameters, model_size, preflight, require_room
-from trainer_core.contract.event_log import EventTail, EventWriter
-from trainer_core.contract.events import Error, Metrics, RunStarted
-from trainer_core.contract.health import Thresholds
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.watch_rules import classify_crash, disk_space_warning
+import trainer_core.contract.config.disk_estimate as disk_estimate
+import trainer_core.contract.run.disk as disk
+from trainer_core.contract.config.disk_estimate import estimate, lora_parameters, model_size, preflight, require_room
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.health.monitor import Thresholds
+from trainer_core.contract.health.watch import disk_space_warning
+from trainer_core.contract.run.crash import classify_crash
+from trainer_core.contract.run.disk import DiskFault, Usage, disk_fault, fault_from_log, make_reserve, release_reserve
+from trainer_core.contract.run.event_log import EventTail, EventWriter
+from trainer_core.contract.run.events import Error, Metrics, RunStarted
+from trainer_core.contract.run.severity import Severity
 
 MiB = 1024 * 1024
 # a two-layer decoder: embeddings 100x16 (tied), q/k/v/o 16x16, mlp 32x16 / 16x32, norms 16

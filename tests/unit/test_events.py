@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from trainer_core.contract.event_log import (
+from trainer_core.contract.run.event_log import (
     EventTail,
     EventWriter,
     dumps,
@@ -18,7 +18,7 @@ from trainer_core.contract.event_log import (
     read_events,
     read_records,
 )
-from trainer_core.contract.events import (
+from trainer_core.contract.run.events import (
     TYPED,
     Checkpoint,
     Error,
@@ -34,10 +34,10 @@ from trainer_core.contract.events import (
     clean,
     decode,
 )
-from trainer_core.contract.process import RUN_MARKER, process_matches, process_start_time, run_env
-from trainer_core.contract.run_folder import RunFolder, new_run_id
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import IllegalTransition, Status
+from trainer_core.contract.run.folder import RunFolder, new_run_id
+from trainer_core.contract.run.process import RUN_MARKER, process_matches, process_start_time, run_env
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import IllegalTransition, Status
 
 
 def test_nan_and_inf_become_null_and_lines_are_strict_json(tmp_path):

@@ -17,20 +17,20 @@ from grpo_tui.executors.hosts import LOCAL, Host, HostError, load_hosts
 from grpo_tui.executors.local import LocalCopy, LocalExecutor
 from grpo_tui.executors.registry import EXECUTORS, ExecutorRegistry
 from grpo_tui.executors.ssh import SshExecutor
-from grpo_tui.services.catalog import UnknownRunError, resolve_run
-from grpo_tui.services.run_export import event_lines
-from grpo_tui.services.supervisor import StopReport
-from tests.run_fixtures import make_finished_run
-from trainer_core.contract.process import process_start_time
-from trainer_core.contract.remote_wire import (
+from grpo_tui.executors.wire import (
     EventLine,
     StopReply,
     WireError,
     parse_event_line,
     parse_stop_reply,
 )
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from grpo_tui.services.catalog import UnknownRunError, resolve_run
+from grpo_tui.services.run_export import event_lines
+from grpo_tui.services.supervisor import StopReport
+from tests.run_fixtures import make_finished_run
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.process import process_start_time
+from trainer_core.contract.run.status import Status
 
 # -- the registry --------------------------------------------------------------------------------------------
 

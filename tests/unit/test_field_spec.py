@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainer_core.contract import config_checks
-from trainer_core.contract.cli_args import add_run_config_arguments
-from trainer_core.contract.config import ConfigError, RunConfig, flag_for
-from trainer_core.contract.field_spec import FIELD_KINDS, JSON_KINDS, _kind, field_spec, field_specs
-from trainer_core.contract.notify_targets import NOTIFY_SEVERITIES
+import trainer_core.contract.config.checks as config_checks
+from grpo_tui.config_flags import add_run_config_arguments
+from grpo_tui.field_spec import FIELD_KINDS, JSON_KINDS, _kind, field_spec, field_specs
+from trainer_core.contract.config.notify_urls import NOTIFY_SEVERITIES
+from trainer_core.contract.config.run_config import ConfigError, RunConfig, flag_for
 
 SPECS = field_specs()
 

@@ -17,6 +17,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+import trainer_core.contract.run.folder as run_folder_module
+import trainer_core.contract.run.process as process_module
+import trainer_core.contract.run.slurm_job as slurm_job
 from grpo_tui.executors import hosts as hosts_module
 from grpo_tui.executors import slurm as slurm_executor
 from grpo_tui.executors.hosts import HostError, load_hosts
@@ -26,17 +29,14 @@ from grpo_tui.services import slurm_queue, slurm_stop
 from grpo_tui.services.backlog import Backlog
 from grpo_tui.services.resuming import ResumePlan, apply_resume
 from grpo_tui.services.supervisor import stop_run
-from trainer_core.contract import process as process_module
-from trainer_core.contract import run_folder as run_folder_module
-from trainer_core.contract import slurm_job
-from trainer_core.contract.checkpoints import CheckpointCheck
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.event_log import EventWriter
-from trainer_core.contract.events import Metrics, RunStarted
-from trainer_core.contract.placement import Placement
-from trainer_core.contract.process import RUN_MARKER, foreign_reason, owned, process_start_time
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.config.placement import Placement
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.run.checkpoints import CheckpointCheck
+from trainer_core.contract.run.event_log import EventWriter
+from trainer_core.contract.run.events import Metrics, RunStarted
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.process import RUN_MARKER, foreign_reason, owned, process_start_time
+from trainer_core.contract.run.status import Status
 
 
 def leftovers(folder: Path) -> list[str]:

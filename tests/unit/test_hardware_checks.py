@@ -12,9 +12,7 @@ import pytest
 import yaml
 
 from grpo_tui.services import hardware
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.events import HealthWarning
-from trainer_core.contract.hardware_checks import (
+from trainer_core.contract.config.hardware import (
     STATE_KEY,
     Gpu,
     Machine,
@@ -25,8 +23,10 @@ from trainer_core.contract.hardware_checks import (
     preflight,
     vllm_range,
 )
-from trainer_core.contract.health_rules import HealthRule
-from trainer_core.contract.run_folder import RunFolder
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.events import HealthWarning
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.rules import HealthRule
 
 from ..helpers import EXAMPLES, cli
 
@@ -238,7 +238,7 @@ def test_a_tracker_that_is_not_installed_is_dropped_and_the_others_kept():
 def early_recipe() -> RunConfig:
     import argparse
 
-    from trainer_core.contract.cli_args import add_run_config_arguments, config_from_args
+    from grpo_tui.config_flags import add_run_config_arguments, config_from_args
 
     parser = argparse.ArgumentParser()
     add_run_config_arguments(parser)
@@ -282,7 +282,7 @@ def test_where_the_gpus_are_not_known_only_the_packages_are_judged_and_the_rest_
 
 # -- the launcher's view of the machine ----------------------------------------------------------------
 def test_the_fake_gpu_hook_carries_compute_capabilities(monkeypatch):
-    from trainer_core.contract.placement import Placement
+    from trainer_core.contract.config.placement import Placement
 
     gpus = [{"index": 0, "name": "T4", "compute_capability": "7.5"}, {"index": 1, "compute_capability": [9, 0]}]
     monkeypatch.setenv("GRPO_TUI_FAKE_GPUS", json.dumps(gpus))

@@ -16,19 +16,18 @@ import pytest
 
 import grpo_tui
 import trainer_core
-from trainer_core.contract.disk import DISK_KINDS, FULL_KINDS
-from trainer_core.contract.events import Error, ErrorKind, HealthWarning, decode
-from trainer_core.contract.health import (
+from trainer_core.contract.health.monitor import (
     ADVICE,
     METRIC_RULES,
     RULES,
     STOPPABLE_RULES,
     HealthMonitor,
     threshold_names,
-    warning,
 )
-from trainer_core.contract.health_rules import HealthRule, RuleGroup
-from trainer_core.contract.severity import Severity
+from trainer_core.contract.run.disk import DISK_KINDS, FULL_KINDS
+from trainer_core.contract.run.events import Error, ErrorKind, HealthWarning, decode, warning
+from trainer_core.contract.run.rules import HealthRule, RuleGroup
+from trainer_core.contract.run.severity import Severity
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 # every module but the enums' own (whose advice table names every member)
@@ -36,7 +35,7 @@ SOURCES = [
     p
     for pkg in (grpo_tui, trainer_core)
     for p in sorted(Path(pkg.__path__[0]).rglob("*.py"))
-    if p.name != "health_rules.py"
+    if p.parts[-2:] != ("run", "rules.py")
 ]
 
 

@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from trainer_core.contract.health import HealthMonitor, RunFacts, Thresholds, config_warnings
-from trainer_core.contract.health_rules import HealthRule
-from trainer_core.contract.sample_stats import SampleStats, correlation, near_duplicates, repetition
-from trainer_core.contract.severity import Severity
+from trainer_core.contract.health.monitor import HealthMonitor, RunFacts, Thresholds, config_warnings
+from trainer_core.contract.health.sample_stats import SampleStats, correlation, near_duplicates, repetition
+from trainer_core.contract.run.rules import HealthRule
+from trainer_core.contract.run.severity import Severity
 
 from .test_health_rules import HEALTHY, stream
 

@@ -6,11 +6,12 @@ import dataclasses
 
 import pytest
 
-from trainer_core.contract.events import Error, HealthWarning, Metrics, RunFinished, decode
-from trainer_core.contract.health import HealthMonitor, Thresholds, config_warnings, replay
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import Status
-from trainer_core.contract.watch_rules import classify_crash, stall_warning
+from trainer_core.contract.health.monitor import HealthMonitor, Thresholds, config_warnings, replay
+from trainer_core.contract.health.watch import stall_warning
+from trainer_core.contract.run.crash import classify_crash
+from trainer_core.contract.run.events import Error, HealthWarning, Metrics, RunFinished, decode
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
 
 
 def stream(n, **series) -> list[Metrics]:

@@ -1,7 +1,7 @@
 """The import boundaries hold, and the tools guarding them notice when one breaks.
 
-The contracts are in pyproject.toml (``[tool.importlinter]``, two contract types in ``import_contracts.py``
-next to this file); CI runs them and ruff through ``./dev lint``. A linter that passes whatever it is given
+The contracts are in pyproject.toml (``[tool.importlinter]``, two contract types in
+``tools/import_contracts.py``); CI runs them and ruff through ``./dev lint``. A linter that passes whatever it is given
 is worse than none, so each contract is shown failing on an import planted in a copy of the packages under
 tmp_path: the copy comes first on the path, and every failure must name the planted module, which exists
 only in the copy. The runtime check (no torch in ``sys.modules`` after importing the app) stays in
@@ -39,9 +39,7 @@ def copy(tmp_path) -> Path:
     for package in ("grpo_tui", "trainer_core"):
         shutil.copytree(ROOT / package, tmp_path / package, ignore=skip)
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    (tmp_path / "tests" / "unit").mkdir(parents=True)
-    for name in ("__init__.py", "unit/__init__.py", "unit/import_contracts.py"):
-        shutil.copy(ROOT / "tests" / name, tmp_path / "tests" / name)
+    shutil.copytree(ROOT / "tools", tmp_path / "tools", ignore=skip)
     return tmp_path
 
 
@@ -71,6 +69,8 @@ CONTRACT_LAYER = "The contract layer imports only itself"
 TRAINER_TO_APP = "The trainer never imports the app"
 SERVICES_NO_UI = "Services and executors use no Textual, widgets or screens"
 WIDGETS_NO_SCREENS = "Widgets import no screens"
+DOMAIN_LAYERS = "The contract's domains are layered"
+RUN_ALONE = "The run format imports no other domain"
 
 
 @pytest.mark.parametrize(
@@ -84,15 +84,15 @@ WIDGETS_NO_SCREENS = "Widgets import no screens"
         ),
         ("grpo_tui/planted.py", "import torch", "grpo_tui.planted -> torch", APP_TO_HEAVY),
         (
-            "trainer_core/contract/events.py",
+            "trainer_core/contract/run/events.py",
             "import textual",
-            "trainer_core.contract.events -> textual",
+            "trainer_core.contract.run.events -> textual",
             CONTRACT_LAYER,
         ),
         (
-            "trainer_core/contract/config.py",
+            "trainer_core/contract/config/run_config.py",
             "import trainer_core.runner",
-            "trainer_core.contract.config -> trainer_core.runner",
+            "trainer_core.contract.config.run_config -> trainer_core.runner",
             CONTRACT_LAYER,
         ),
         (
@@ -120,6 +120,36 @@ WIDGETS_NO_SCREENS = "Widgets import no screens"
             "grpo_tui.widgets.planted -> grpo_tui.screens.confirm",
             WIDGETS_NO_SCREENS,
         ),
+        (
+            "trainer_core/contract/run/planted.py",
+            "from trainer_core.contract.health import core",
+            "trainer_core.contract.run.planted -> trainer_core.contract.health.core",
+            RUN_ALONE,
+        ),
+        (
+            "trainer_core/contract/run/planted.py",
+            "from trainer_core.contract.config import checks",
+            "trainer_core.contract.run.planted -> trainer_core.contract.config.checks",
+            DOMAIN_LAYERS,
+        ),
+        (
+            "trainer_core/contract/health/planted.py",
+            "from trainer_core.contract.config import run_config",
+            "trainer_core.contract.health.planted -> trainer_core.contract.config.run_config",
+            DOMAIN_LAYERS,
+        ),
+        (
+            "trainer_core/contract/config/planted.py",
+            "from trainer_core.contract.alerts import targets",
+            "trainer_core.contract.config.planted -> trainer_core.contract.alerts.targets",
+            DOMAIN_LAYERS,
+        ),
+        (
+            "trainer_core/contract/alerts/planted.py",
+            "from trainer_core.contract.recipes import reader",
+            "trainer_core.contract.alerts.planted -> trainer_core.contract.recipes.reader",
+            DOMAIN_LAYERS,
+        ),
     ],
     ids=[
         "app-imports-heavy-module",
@@ -131,6 +161,11 @@ WIDGETS_NO_SCREENS = "Widgets import no screens"
         "service-imports-textual",
         "executor-imports-a-widget",
         "widget-imports-a-screen",
+        "run-imports-health",
+        "run-imports-config",
+        "health-imports-config",
+        "config-imports-alerts",
+        "alerts-imports-recipes",
     ],
 )
 def test_a_planted_import_breaks_its_contract(copy, where, line, named, contract):
@@ -156,7 +191,7 @@ def test_an_import_for_type_checking_only_is_no_violation(copy):
 
 
 def test_ruff_reads_the_project_config_and_fails_on_a_planted_unused_import(copy):
-    module = copy / "tests/unit/import_contracts.py"
+    module = copy / "tools/import_contracts.py"
     check = ["-m", "ruff", "check", "--no-cache", str(module.relative_to(copy))]
     clean = run_tool(check, copy)
     assert clean.returncode == 0, clean.stdout
@@ -165,3 +200,14 @@ def test_ruff_reads_the_project_config_and_fails_on_a_planted_unused_import(copy
     result = run_tool(check, copy)
     assert result.returncode != 0
     assert "F401" in result.stdout and "UP035" in result.stdout, result.stdout
+
+
+def test_a_module_left_at_the_top_of_the_contract_breaks_the_domain_layout(copy):
+    plant(copy / "trainer_core/contract/loose.py", "import json")
+    result = lint_imports(copy)
+    assert any(name.startswith(DOMAIN_LAYERS) for name in broken_contracts(result)), result.stdout + result.stderr
+    assert "trainer_core.contract.loose" in result.stdout, result.stdout
+
+
+def test_lint_loads_its_contract_types_without_the_tests():
+    assert "tests." not in (ROOT / "pyproject.toml").read_text().split("[tool.importlinter]")[1].split("[[")[0]

@@ -16,8 +16,8 @@ from grpo_tui.services.run_export import event_lines, mirror_lines
 from grpo_tui.services.run_health import watcher_warnings
 from grpo_tui.services.run_status import live_status
 from tests.run_fixtures import make_finished_run
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.status import Status
 
 
 @pytest.fixture

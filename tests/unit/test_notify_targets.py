@@ -12,26 +12,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.field_spec import field_spec
-from trainer_core.contract.notify_targets import (
-    NOTIFY_FILE,
+from grpo_tui.field_spec import field_spec
+from trainer_core.contract.alerts.targets import (
     SETTINGS_ENV,
     Alert,
     NotifySettings,
     SettingsError,
     Target,
     body_format,
-    is_masked,
     load_settings,
-    mask,
-    read_run_urls,
     request_body,
     run_targets,
-    secure_config,
     settings_file,
 )
-from trainer_core.contract.severity import Severity
+from trainer_core.contract.config.notify_urls import NOTIFY_FILE, is_masked, mask, read_run_urls, secure_config
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.severity import Severity
 
 from .test_config import parse
 
@@ -198,7 +194,7 @@ def test_flags_add_urls_to_the_files_and_argv_gives_them_back(tmp_path):
     config = parse(["--config", str(path), "--notify", DISCORD, "--notify", SLACK, "--notify-severity", "critical"])
     assert config.notify == [SLACK, DISCORD] and config.notify_severity == "critical"
     assert parse(["--model", "m", "--notify", SLACK]).notify == [SLACK]
-    from trainer_core.contract.cli_args import config_to_argv
+    from grpo_tui.config_flags import config_to_argv
 
     assert parse(config_to_argv(config)) == config
     assert RunConfig.from_dict({**VALID, "notify": f"{SLACK} {DISCORD}"}).notify == [SLACK, DISCORD]
@@ -315,8 +311,8 @@ def test_a_masked_url_is_sent_to_only_through_its_real_one(tmp_path):
 
 def test_a_run_folder_never_writes_a_notify_url_into_config_yaml(tmp_path):
     """Every writer of config.yaml (creating the run, the trainer's hardware fallbacks) goes through save_config."""
-    from trainer_core.contract.notify_targets import read_run_urls
-    from trainer_core.contract.run_folder import RunFolder
+    from trainer_core.contract.config.notify_urls import read_run_urls
+    from trainer_core.contract.run.folder import RunFolder
 
     secret = "https://hooks.slack.com/services/T000/B000/very-secret-token"
     folder = RunFolder.create(tmp_path)

@@ -5,10 +5,10 @@ import socket
 
 import pytest
 
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.inspection_key import config_key
-from trainer_core.contract.placement import parse_gpus, plan
-from trainer_core.contract.ports import check_port, free_port
+from trainer_core.contract.config.inspection_key import config_key
+from trainer_core.contract.config.placement import parse_gpus, plan
+from trainer_core.contract.config.ports import check_port, free_port
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.vllm_server import server_command
 
 BASE = dict(model="m", rl_env_module="e", rl_env_class="E")

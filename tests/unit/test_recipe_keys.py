@@ -10,11 +10,11 @@ import dataclasses
 import pytest
 import yaml
 
-from trainer_core.contract.cli_args import add_run_config_arguments, config_from_args
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.recipe_keys import BY_KEY, RETIRED_KEYS, markdown_table
-from trainer_core.contract.trl_names import TRL_FIELDS
-from trainer_core.contract.trl_recipe import RECIPE_KEYS, recipe_to_fields
+from grpo_tui.config_flags import add_run_config_arguments, config_from_args
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.config.trl_names import TRL_FIELDS
+from trainer_core.contract.recipes.keys import BY_KEY, RETIRED_KEYS, markdown_table
+from trainer_core.contract.recipes.reader import RECIPE_KEYS, recipe_to_fields
 
 from ..helpers import EXAMPLES, ROOT
 

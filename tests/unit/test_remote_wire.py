@@ -1,4 +1,4 @@
-"""The remote wire (``trainer_core.contract.remote_wire``) and the mirror that applies it, without a network:
+"""The remote wire (``grpo_tui.executors.wire``) and the mirror that applies it, without a network:
 what a host sends is checked as it is parsed, and nothing it sends can write outside the host's cache folder."""
 
 from __future__ import annotations
@@ -15,12 +15,7 @@ from hypothesis import strategies as st
 from grpo_tui.executors.hosts import Host, HostError
 from grpo_tui.executors.mirror import Mirror, mirror_path
 from grpo_tui.executors.ssh_connection import Connection
-from grpo_tui.services.run_export import mirror_lines
-from grpo_tui.services.run_status import live_status, remote_view
-from tests.run_fixtures import make_finished_run
-from tests.standins.hostile_host import SCENARIOS, rows
-from trainer_core.contract.events import HealthWarning
-from trainer_core.contract.remote_wire import (
+from grpo_tui.executors.wire import (
     MAX_OFFSET,
     Append,
     End,
@@ -42,9 +37,14 @@ from trainer_core.contract.remote_wire import (
     parse_run_rows,
     parse_stop_reply,
 )
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import Status
+from grpo_tui.services.run_export import mirror_lines
+from grpo_tui.services.run_status import live_status, remote_view
+from tests.run_fixtures import make_finished_run
+from tests.standins.hostile_host import SCENARIOS, rows
+from trainer_core.contract.run.events import HealthWarning
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
 
 
 def b64(data: bytes) -> str:

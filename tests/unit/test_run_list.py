@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
+import trainer_core.contract.run.summary as run_summary
 from grpo_tui.cli import main as cli_main
 from grpo_tui.services.catalog import list_runs, run_info
 from grpo_tui.services.run_list import RunList
-from trainer_core.contract import run_summary
-from trainer_core.contract.event_log import EventWriter
-from trainer_core.contract.events import Error, Metrics
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.run_summary import summarize, valid_summary
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.event_log import EventWriter
+from trainer_core.contract.run.events import Error, Metrics
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
+from trainer_core.contract.run.summary import summarize, valid_summary
 
 from ..run_fixtures import make_three_runs
 from .test_catalog import IDS, emit, emit_steps, make_run, warning

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.helpers import cli
 from tests.run_fixtures import make_finished_run
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.status import Status
 
 LONG = "a-project-name-much-longer-than-any-terminal-column-would-leave-room-for-" * 2
 

@@ -8,10 +8,10 @@ import subprocess
 import pytest
 
 from grpo_tui.executors.slurm import job_script
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.slurm_job import PREEMPTED, TIME_LIMIT, stop_reason
-from trainer_core.contract.slurm_settings import sbatch_options, slurm_problems
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.config.slurm_settings import sbatch_options, slurm_problems
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.slurm_job import PREEMPTED, TIME_LIMIT, stop_reason
 
 
 @pytest.mark.parametrize(
@@ -35,7 +35,7 @@ def test_bad_settings_are_named_with_the_fix(settings, message):
 
 
 def test_slurm_times_are_read_as_slurm_reads_them():
-    from trainer_core.contract.slurm_settings import time_seconds
+    from trainer_core.contract.config.slurm_settings import time_seconds
 
     assert [time_seconds(t) for t in (90, "90", "10:30", "1:00:00", "2-0", "2-01:30", "1-00:00:10")] == [
         5400,
@@ -99,7 +99,7 @@ def test_several_nodes_start_one_root_per_node_through_srun(tmp_path):
     import json
 
     from grpo_tui.cli.job_start import node_command
-    from trainer_core.contract.placement import Placement
+    from trainer_core.contract.config.placement import Placement
 
     folder = RunFolder.create(tmp_path)
     one = node_command(folder, Placement(num_processes=2), 1, "node-a", 29500)

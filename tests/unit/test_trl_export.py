@@ -10,10 +10,10 @@ import dataclasses
 import pytest
 import yaml
 
-from trainer_core.contract.cli_args import add_run_config_arguments, config_from_args
-from trainer_core.contract.config import RunConfig
-from trainer_core.contract.recipe_keys import BY_KEY
-from trainer_core.contract.trl_export import recipe_text, to_recipe
+from grpo_tui.config_flags import add_run_config_arguments, config_from_args
+from grpo_tui.services.trl_export import recipe_text, to_recipe
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.recipes.keys import BY_KEY
 
 from ..helpers import cli
 
@@ -157,7 +157,7 @@ def test_export_writes_no_retired_key():
 
 
 def test_export_command(tmp_path, runs_dir):
-    from trainer_core.contract.run_folder import RunFolder
+    from trainer_core.contract.run.folder import RunFolder
 
     env_run = RunFolder.create(runs_dir)
     RunConfig(model="m", rl_env_module="e.py", rl_env_class="E").save(env_run.config_file)

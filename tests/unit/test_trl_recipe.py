@@ -10,11 +10,10 @@ import json
 import pytest
 import yaml
 
-from trainer_core.contract.cli_args import add_run_config_arguments, config_from_args, config_to_argv
-from trainer_core.contract.config import ConfigError, RunConfig
-from trainer_core.contract.inspection_key import config_key
-from trainer_core.contract.recipe_keys import BY_KEY
-from trainer_core.contract.trl_names import (
+from grpo_tui.config_flags import add_run_config_arguments, config_from_args, config_to_argv
+from trainer_core.contract.config.inspection_key import config_key
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.config.trl_names import (
     GRPO_CONFIG_FIELDS,
     MIXTURE_FIELDS,
     MODEL_CONFIG_FIELDS,
@@ -25,7 +24,8 @@ from trainer_core.contract.trl_names import (
     TRL_REWARD_FUNCS,
     TRL_UNHONOURED_DEFAULTS,
 )
-from trainer_core.contract.trl_recipe import IGNORED, SPECIAL, UNSUPPORTED, is_recipe, recipe_to_fields
+from trainer_core.contract.recipes.keys import BY_KEY
+from trainer_core.contract.recipes.reader import IGNORED, SPECIAL, UNSUPPORTED, is_recipe, recipe_to_fields
 
 from ..helpers import cli
 
@@ -97,7 +97,7 @@ def test_key_lists_match_the_installed_trl():
         (MODEL_CONFIG_FIELDS, ModelConfig),
         (MIXTURE_FIELDS, DatasetMixtureConfig),
     ):
-        assert set(names) == {f.name for f in dataclasses.fields(cls)}, f"update trl_names.py for {cls.__name__}"
+        assert set(names) == {f.name for f in dataclasses.fields(cls)}, f"update config/trl_names.py for {cls.__name__}"
     defaults = {}
     for cls in (GRPOScriptArguments, GRPOConfig, ModelConfig, DatasetMixtureConfig):
         defaults.update({f.name: f.default for f in dataclasses.fields(cls)})

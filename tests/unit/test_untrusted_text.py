@@ -21,7 +21,7 @@ from grpo_tui.inspect_report import report
 from grpo_tui.safe_text import clean, from_ansi, json_bytes, literal
 from grpo_tui.services.foreground import EventPrinter
 from grpo_tui.services.live_view import Snapshot, follow_log, render
-from trainer_core.contract.events import (
+from trainer_core.contract.run.events import (
     Checkpoint,
     Error,
     HealthWarning,
@@ -30,9 +30,9 @@ from trainer_core.contract.events import (
     RunStarted,
     StopRequested,
 )
-from trainer_core.contract.run_folder import RunFolder
-from trainer_core.contract.severity import Severity
-from trainer_core.contract.status import Status
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
 
 from ..hostile_text import assert_no_control, hostile, hostile_run_info
 

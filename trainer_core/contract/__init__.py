@@ -1,7 +1,13 @@
-"""The contract layer: what the trainer and every reader of a run folder share.
+"""The contract layer: what the trainer and every reader of a run folder share, by domain.
 
-RunConfig and its checks, the flags generated from it, the typed event schema and the events file, the
-run folder with its statuses, severities, health and watcher rules, placement and process identity.
-Both sides import it, so it imports neither: only the standard library, psutil, PyYAML and orjson
-(enforced by the import contracts in pyproject.toml; see docs/architecture.md).
+- ``run/``: the run folder as a format (layout, state, events, statuses, rule names, checkpoints, disk
+  faults, crash verdicts, process identity). Imports no other domain.
+- ``health/``: the health rules judged over a run's metrics and folder. Imports ``run/``.
+- ``config/``: RunConfig and its checks, placement, ports, hardware and disk preflights, notify URLs as a
+  config value, the user's settings files. Imports ``run/`` and ``health/``.
+- ``alerts/``: where a run's alerts go and the body each target gets. Imports the domains below it.
+- ``recipes/``: ``trl grpo`` recipes read into a RunConfig. Imports the domains below it.
+
+Both sides import it, so it imports neither: only the standard library, psutil, PyYAML and orjson. The
+layers and these rules are import contracts in pyproject.toml (see docs/architecture.md).
 """

@@ -1,0 +1,142 @@
+"""Notify URLs as a config value: checked, masked, and kept out of config.yaml.
+
+A webhook URL is a secret: the path of a Slack or Discord webhook is its token, an ntfy topic is readable by
+anyone who knows it, and a query string or ``user:pass@`` may carry a password. So a URL is shown and stored
+only masked (``mask``: the scheme, host and port, then ``/***``) everywhere but one file: ``notify.json`` in
+the run folder (0600, never mirrored or exported), which the run's root process reads, so a resumed run
+keeps notifying. A masked URL read back from config.yaml is recognised (``is_masked``) and never sent to.
+Where alerts go and how they are sent is the alerts domain's (``contract/alerts/``). Stdlib only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
+
+from trainer_core.contract.config.checks import ConfigError
+from trainer_core.contract.run.atomic_files import write_bytes_atomic
+
+NotifySeverity = Literal["info", "warn", "critical"]
+NOTIFY_SEVERITIES: tuple[str, ...] = get_args(NotifySeverity)
+BodyFormat = Literal["json", "slack", "discord", "text"]
+BODY_FORMATS: tuple[str, ...] = get_args(BodyFormat)
+
+MASK = "***"
+NOTIFY_FILE = "notify.json"  # in the run folder: the run's own real URLs, mode 0600
+SCHEMES = ("http", "https")
+EXAMPLE = "--notify https://hooks.slack.com/services/T000/B000/XXXX"
+
+
+def is_masked(url: str) -> bool:
+    """A URL as config.yaml, events and logs show it: its secret parts replaced by ``***``; never sent to."""
+    return MASK in url
+
+
+def mask(url: str) -> str:
+    """``url`` without anything that may be a secret: scheme, host and port, then ``/***`` (a body-format
+    fragment such as ``#slack`` is kept: it is no secret, and it says how the URL is sent to)."""
+    if is_masked(url):
+        return url
+    try:
+        parts = urlsplit(url.strip())
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return MASK
+    if not parts.scheme or not host:
+        return MASK
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    fragment = f"#{parts.fragment}" if parts.fragment in BODY_FORMATS else ""
+    return f"{parts.scheme.lower()}://{netloc}/{MASK}{fragment}"
+
+
+def url_problem(url: Any) -> str | None:
+    """Why ``url`` cannot be sent to (a phrase to follow its masked form, with the fix), or None. A masked URL
+    passes: it is what config.yaml holds once a run has started, and a resume checks that config again."""
+    fix = f"give an http:// or https:// URL with a host, e.g. {EXAMPLE}"
+    if not isinstance(url, str):
+        return f"is not text: {fix}"
+    if not url.strip():
+        return f"is empty: {fix}"
+    if any(c.isspace() for c in url.strip()):
+        return "contains whitespace: give one URL per --notify (a URL has no spaces; encode one as %20)"
+    try:
+        parts = urlsplit(url.strip())
+        _ = parts.port  # raises ValueError for a port that is not a number in 0-65535
+    except ValueError:
+        return f"is not a valid URL (a bad port or address): {fix}"
+    if parts.scheme.lower() not in SCHEMES:
+        shown = f"'{parts.scheme}://'" if parts.scheme else "no scheme"
+        return f"must start with http:// or https:// (it has {shown}): {fix}"
+    if not parts.hostname:
+        return f"has no host: {fix}"
+    if parts.fragment and parts.fragment not in BODY_FORMATS:
+        formats = ", ".join("#" + f for f in BODY_FORMATS)
+        return f"ends with #{parts.fragment}, which is not a body format: drop it, or end the URL with one of {formats}"
+    return None
+
+
+def notify_problems(notify: Any, severity: Any, where: str = "") -> Iterator[ConfigError]:
+    """A ConfigError for each notify URL that cannot be sent to and for a bad notify_severity; every URL in a
+    message is masked. ``where``: the source named in messages (a settings file), '' for the run's config."""
+    source = f" in {where}" if where else ""
+    if not isinstance(notify, list):
+        yield ConfigError(
+            "notify", f"notify{source} must be a list of URLs, got {type(notify).__name__}. Example: {EXAMPLE}"
+        )
+    else:
+        for url in notify:
+            problem = url_problem(url)
+            if problem:
+                shown = mask(url) if isinstance(url, str) else f"<{type(url).__name__}>"
+                yield ConfigError("notify", f"notify URL {shown}{source} {problem} (see docs/alerts.md).")
+    if severity not in NOTIFY_SEVERITIES:
+        yield ConfigError(
+            "notify_severity",
+            f"notify_severity{source} must be one of {', '.join(NOTIFY_SEVERITIES)}; got {severity!r}.",
+        )
+
+
+# -- the run folder's real URLs -----------------------------------------------------------------------------
+
+
+def read_run_urls(run_dir: str | os.PathLike) -> list[str]:
+    """The real URLs kept in the run folder's notify.json ([] when there is none, or it is not valid)."""
+    try:
+        data = json.loads((Path(run_dir) / NOTIFY_FILE).read_text())
+    except (OSError, ValueError):
+        return []
+    urls = data.get("notify") if isinstance(data, dict) else None
+    if not isinstance(urls, list):
+        return []
+    return [u for u in urls if isinstance(u, str) and not is_masked(u) and url_problem(u) is None]
+
+
+def store_run_urls(run_dir: str | os.PathLike, urls: Iterable[str]) -> Path:
+    """Write notify.json, private to the user (mkstemp's 0600), replaced atomically."""
+    path = Path(run_dir) / NOTIFY_FILE
+    data = {"format_version": 1, "notify": list(dict.fromkeys(urls))}
+    write_bytes_atomic(path, (json.dumps(data, indent=2) + "\n").encode())
+    os.chmod(path, 0o600)
+    return path
+
+
+def secure_config(run_dir: str | os.PathLike, config: Any) -> Any | None:
+    """Move the real URLs of ``config.notify`` into the run folder's notify.json and return the config to write
+    as config.yaml: a copy whose URLs are masked. None when there is nothing to hide (every URL masked
+    already, or none), so config.yaml stays as it is."""
+    urls = config.notify if isinstance(config.notify, list) else []
+    real = [u for u in urls if isinstance(u, str) and not is_masked(u)]
+    if not real:
+        return None
+    stored = read_run_urls(run_dir)
+    merged = list(dict.fromkeys([*stored, *real]))
+    if merged != stored:
+        store_run_urls(run_dir, merged)
+    return dataclasses.replace(config, notify=[mask(u) if isinstance(u, str) else u for u in urls])

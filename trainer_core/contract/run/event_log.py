@@ -1,0 +1,300 @@
+"""Writing and reading ``events.jsonl``: append-only JSON lines, one typed event (``run/events.py``) each.
+
+The app, the CLI and users' scripts read it without torch. Writers flush every line so a
+reader sees a step as soon as it is logged; readers keep an unfinished last line buffered (the writer may
+be mid-write, or may have died mid-write), so a torn tail never breaks them and never loses a line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import cast
+
+try:  # several times faster on large streams; the format is plain JSON either way
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - stdlib fallback keeps this module dependency-free
+
+    def _loads(data: bytes | bytearray | memoryview | str, /):  # orjson.loads' signature
+        return json.loads(data if isinstance(data, str) else bytes(data))
+
+
+from trainer_core.contract.run.events import Event, EventType, Metrics, clean, decode
+
+BLOCK_SIZE = 64 * 1024
+SCAN_CHUNK = 4 * 1024 * 1024
+
+
+def dumps(record: dict) -> str:
+    return json.dumps(clean(record), allow_nan=False, separators=(",", ":"))
+
+
+class JsonlWriter:
+    """Appends one JSON object per line and flushes it; safe to reopen on the same file (resume).
+
+    Each line goes out in one unbuffered ``write`` (repeated only after a short write), so nothing is held
+    back in a buffer to be retried later. A write that fails part-way (a full disk) is undone: the file is
+    cut back to where the line began, so the lines before stay intact and the next write starts on a fresh
+    line. A file left ending mid-line by a writer that died is closed with a newline before the next line
+    (readers skip that one torn line). The ``OSError`` raised names the file.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._fh = os.fdopen(fd, "ab", buffering=0)
+        self._newline_first = _ends_mid_line(self.path)
+
+    def write(self, record: dict) -> None:
+        data = (dumps(record) + "\n").encode("utf-8")
+        if self._newline_first:
+            data = b"\n" + data
+        view, written = memoryview(data), 0
+        try:
+            while written < len(data):
+                written += self._fh.write(view[written:]) or 0
+        except OSError as exc:
+            self._undo(written)
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+        self._newline_first = False
+
+    def _undo(self, written: int) -> None:
+        """Remove the ``written`` bytes of a line that could not be finished; else make sure the next one
+        starts on a line of its own."""
+        if not written:
+            return
+        try:
+            size = os.fstat(self._fh.fileno()).st_size
+            os.ftruncate(self._fh.fileno(), size - written)
+        except OSError:
+            self._newline_first = True
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _ends_mid_line(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            if fh.seek(0, os.SEEK_END) == 0:
+                return False
+            fh.seek(-1, os.SEEK_END)
+            return fh.read(1) != b"\n"
+    except OSError:
+        return False
+
+
+class EventWriter(JsonlWriter):
+    """Writes typed events, stamped with the time of writing unless they carry one."""
+
+    def emit(self, event: Event) -> dict:
+        record = event.to_record()
+        self.write(record)
+        return record
+
+
+class EventTail:
+    """Reads new complete lines from a JSONL file by byte offset; keeps a torn last line for later.
+
+    ``poll()`` returns the events appended since the last call. Lines that are complete but not valid
+    JSON (a disk-full truncation mid-file, a hand edit) are counted in ``bad_lines`` and skipped.
+    """
+
+    def __init__(self, path: str | Path, offset: int = 0):
+        self.path = Path(path)
+        self.offset = offset
+        self.bad_lines = 0
+
+    def poll(self, max_bytes: int | None = None) -> list[Event]:
+        return [decode(record) for record in self.poll_records(max_bytes)]
+
+    def poll_records(self, max_bytes: int | None = None) -> list[dict]:
+        """The JSON objects of the complete lines appended since the last call, not yet decoded (a reader
+        that folds a long backlog handles metrics lines itself: decoding each costs more than parsing it)."""
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read() if max_bytes is None else fh.read(max_bytes)
+        except FileNotFoundError:
+            return []
+        end = data.rfind(b"\n")
+        if end < 0:
+            return []
+        self.offset += end + 1
+        records, view, find, start = [], memoryview(data), data.find, 0
+        append = records.append
+        while start <= end:  # slices of one buffer: splitting it into lines first would copy every byte
+            stop = find(b"\n", start)
+            line, start = view[start:stop], stop + 1
+            try:
+                obj = _loads(line)
+            except ValueError:
+                if bytes(line).strip():  # a blank line is no event, and no bad one
+                    self.bad_lines += 1
+                continue
+            if isinstance(obj, dict):
+                append(obj)
+            else:
+                self.bad_lines += 1
+        return records
+
+
+def read_records(path: str | Path) -> list[dict]:
+    """Every complete JSON object line of a JSONL file that is not an event stream (samples, inspections)."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return []
+    records = []
+    for line in data[: data.rfind(b"\n") + 1].splitlines():
+        try:
+            record = _loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def read_events(path: str | Path) -> list[Event]:
+    """Every complete event in the file (an unfinished last line is ignored)."""
+    return EventTail(path).poll()
+
+
+# -- reading without parsing everything: the last events, or only some types ---------------------------
+
+
+class BackwardLines:
+    """The complete lines of a file, last first, read in blocks from the end; ``bytes_read`` counts the cost.
+
+    The bytes after the last newline are an unfinished line (see docs/run-format.md) and are skipped.
+    ``end`` reads the file as if it stopped at that offset.
+    """
+
+    def __init__(self, path: str | os.PathLike, end: int | None = None, block_size: int = BLOCK_SIZE):
+        self.path = Path(path)
+        self.end = end
+        self.block_size = block_size
+        self.bytes_read = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            fh = open(self.path, "rb")
+        except FileNotFoundError:
+            return
+        with fh:
+            pos = fh.seek(0, os.SEEK_END) if self.end is None else self.end
+            pending, torn = b"", True
+            while pos > 0:
+                size = min(self.block_size, pos)
+                pos -= size
+                fh.seek(pos)
+                buf = fh.read(size) + pending
+                self.bytes_read += size
+                if torn:
+                    newline = buf.rfind(b"\n")
+                    if newline < 0:
+                        pending = b""
+                        continue
+                    buf, torn = buf[:newline], False
+                pending, *complete = buf.split(b"\n")
+                for line in reversed(complete):
+                    if line.strip():
+                        yield line
+            if not torn and pending.strip():
+                yield pending
+
+
+def parse_line(line: bytes) -> Event | None:
+    """One line as an event; None for a line that is not a JSON object."""
+    try:
+        record = _loads(line)
+    except ValueError:
+        return None
+    return decode(record) if isinstance(record, dict) else None
+
+
+def last_events(lines: Iterable[bytes], type: EventType, count: int = 1) -> list[Event]:
+    """The last ``count`` events of ``type`` from ``lines`` read backwards, oldest first."""
+    found: list[Event] = []
+    needle = f'"{type}"'.encode()
+    for line in lines:
+        if needle not in line:
+            continue
+        event = parse_line(line)
+        if event is not None and event.type == type:
+            found.append(event)
+            if len(found) >= count:
+                break
+    return found[::-1]
+
+
+def scan_events(
+    path: str | os.PathLike, types: tuple[EventType, ...], start: int = 0, end: int | None = None
+) -> tuple[list[Event], int]:
+    """Events of ``types`` between two offsets, and the offset after the last complete line read.
+
+    Only lines containing a type's quoted name are parsed, so scanning a large file costs about a read.
+    """
+    needles = [f'"{t}"'.encode() for t in types]
+    found: list[Event] = []
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return found, start
+    with fh:
+        fh.seek(start)
+        pos = offset = start  # pos: bytes read so far; offset: where the unread part of a line begins
+        pending = b""
+        while end is None or pos < end:
+            data = fh.read(SCAN_CHUNK if end is None else min(SCAN_CHUNK, end - pos))
+            if not data:
+                break
+            pos += len(data)
+            buf = pending + data
+            cut = buf.rfind(b"\n") + 1
+            found.extend(e for e in _events_in(buf[:cut], needles) if e.type in types)
+            offset, pending = offset + cut, buf[cut:]
+    return found, offset
+
+
+def _events_in(buf: bytes, needles: list[bytes]) -> Iterator[Event]:
+    starts = set()
+    for needle in needles:
+        at = buf.find(needle)
+        while at >= 0:
+            starts.add(buf.rfind(b"\n", 0, at) + 1)
+            at = buf.find(needle, at + 1)
+    for begin in sorted(starts):
+        event = parse_line(buf[begin : buf.index(b"\n", begin)])
+        if event is not None:
+            yield event
+
+
+def last_step(path: str | os.PathLike) -> int:
+    """The step of the stream's last metrics event (0 before the first), read from the end of the file."""
+    last = last_events(BackwardLines(path), EventType.METRICS)
+    return cast(Metrics, last[0]).step if last else 0  # decode makes every metrics line a Metrics
+
+
+def tail_events(source: str | os.PathLike | BackwardLines) -> tuple[Event | None, Metrics | None]:
+    """The file's last event and its last ``metrics`` event (None when none), reading from the end."""
+    lines = source if isinstance(source, BackwardLines) else BackwardLines(source)
+    last_event: Event | None = None
+    for line in lines:
+        event = parse_line(line)
+        if event is None:
+            continue
+        last_event = last_event or event
+        if event.type == EventType.METRICS:
+            return last_event, cast(Metrics, event)  # decode makes every metrics line a Metrics
+    return last_event, None

@@ -1,0 +1,316 @@
+"""The event schema: one typed definition per event type of ``events.jsonl`` (docs/run-format.md).
+
+Every writer builds these and every reader gets them back from ``decode``, so a field's name is written in
+one place. On disk an event is one flat JSON object: ``type``, ``time``, the event's fields; a metrics or
+summary event spreads its values beside ``step`` (TRL's keys verbatim). Decoding is lenient, as a public
+format's reader must be: a missing field takes its default, an unknown key of a typed event is kept in
+``extra``, and a type this version does not know decodes as ``UnknownEvent`` instead of failing.
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+from dataclasses import dataclass, field, fields
+from enum import Enum
+from typing import Any, ClassVar
+
+from trainer_core.contract.run.rules import HealthRule
+from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.status import Status
+from trainer_core.contract.run.value_enum import ValueEnum
+
+
+class EventType(ValueEnum):
+    RUN_STARTED = "run_started"
+    METRICS = "metrics"
+    CHECKPOINT = "checkpoint"
+    STOP_REQUESTED = "stop_requested"
+    RUN_FINISHED = "run_finished"
+    ERROR = "error"
+    WARNING = "warning"
+    SUMMARY = "summary"
+    NOTIFY_FAILED = "notify_failed"
+
+
+class ErrorKind(ValueEnum):
+    """What failed, in an ``error`` event's ``kind`` (docs/run-format.md); the watcher's crash rules read it."""
+
+    ENVIRONMENT = "environment"  # the user's environment or reward code raised; ``case`` holds the row
+    EXCEPTION = "exception"  # any other exception in the trainer or the run's root process
+    TRAINER_EXIT = "trainer_exit"  # the root process recorded a trainer that died without writing its end
+    VLLM_SERVER = "vllm_server"  # the run's own vLLM server did not start or become healthy
+    # a disk fault (run/disk.py maps each errno to one): freeing space fixes the first two
+    DISK_FULL = "disk_full"
+    QUOTA_EXCEEDED = "quota_exceeded"
+    READ_ONLY_FILESYSTEM = "read_only_filesystem"
+    IO_ERROR = "io_error"
+
+
+def now() -> float:
+    return round(_time.time(), 3)
+
+
+@dataclass(frozen=True)
+class Event:
+    type: ClassVar[EventType | str]
+    time: float | None = field(default=None, kw_only=True)
+    extra: dict = field(default_factory=dict, kw_only=True, compare=False)
+
+    def to_record(self) -> dict:
+        """The flat JSON object written to events.jsonl."""
+        record: dict[str, Any] = {"type": str(self.type), "time": now() if self.time is None else self.time}
+        for f in fields(self):
+            if f.name not in ("time", "extra"):
+                value = getattr(self, f.name)
+                record[f.name] = value.value if isinstance(value, Enum) else value
+        record.update(self.extra)
+        return record
+
+
+@dataclass(frozen=True)
+class RunStarted(Event):
+    type: ClassVar = EventType.RUN_STARTED
+    run_id: str = ""
+    pid: int | None = None
+    host: str | None = None
+    world_size: int = 1
+    project_name: str | None = None
+    model: str | None = None
+    max_steps: int | None = None
+    resumed_from: str | None = None
+    restart: int | None = None
+    skipped_checkpoints: list | None = None
+
+    def to_record(self) -> dict:
+        """A first start has no resume fields; a resume has ``resumed_from`` and ``restart`` (1 for the first
+        resume), and ``skipped_checkpoints`` (``{"name", "problems", "moved_to"}``) when newer ones were torn."""
+        record = super().to_record()
+        for optional in ("resumed_from", "restart", "skipped_checkpoints"):
+            if record[optional] is None:
+                del record[optional]
+        return record
+
+
+@dataclass(frozen=True)
+class _Values(Event):
+    """An event that carries a step and a mapping of logged values, spread flat on disk."""
+
+    step: int = 0
+    values: dict = field(default_factory=dict)
+
+    def to_record(self) -> dict:
+        return {
+            "type": str(self.type),
+            "time": now() if self.time is None else self.time,
+            "step": self.step,
+            **self.values,
+        }
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+
+@dataclass(frozen=True)
+class Metrics(_Values):
+    """One logged step: TRL's ``on_log`` keys verbatim (``reward``, ``reward_std``, ``kl``, ``loss``, ...)."""
+
+    type: ClassVar = EventType.METRICS
+
+
+@dataclass(frozen=True)
+class Summary(_Values):
+    """TRL's end-of-training log (``train_runtime``, ``train_loss``, ...)."""
+
+    type: ClassVar = EventType.SUMMARY
+
+
+@dataclass(frozen=True)
+class Checkpoint(Event):
+    type: ClassVar = EventType.CHECKPOINT
+    step: int = 0
+    path: str = ""
+    final: bool = False
+
+    def to_record(self) -> dict:
+        record = super().to_record()
+        if not self.final:
+            del record["final"]
+        return record
+
+
+@dataclass(frozen=True)
+class StopRequested(Event):
+    type: ClassVar = EventType.STOP_REQUESTED
+    reason: str | None = None
+    step: int = 0
+
+
+@dataclass(frozen=True)
+class RunFinished(Event):
+    type: ClassVar = EventType.RUN_FINISHED
+    status: Status = Status.FAILED
+    reason: str | None = None
+    step: int = 0
+
+
+@dataclass(frozen=True)
+class Error(Event):
+    """``kind``: an ``ErrorKind`` (a kind this version does not know stays a plain string)."""
+
+    type: ClassVar = EventType.ERROR
+    kind: ErrorKind | str = ErrorKind.EXCEPTION
+    message: str = ""
+    traceback: str | None = None
+    case: dict | None = None
+    step: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ErrorKind.parse(self.kind, self.kind))
+
+    def to_record(self) -> dict:
+        record = super().to_record()
+        for optional in ("traceback", "case"):
+            if record[optional] is None:
+                del record[optional]
+        return record
+
+
+@dataclass(frozen=True)
+class HealthWarning(Event):
+    """A health rule that fired (a ``warning`` event): what is wrong, the evidence, and what to change.
+
+    Build one with ``health.warning``, which gives it its rule's advice. ``rule`` is a ``HealthRule``; a rule
+    this version does not know (a newer trainer's, read from a file) stays a plain string."""
+
+    type: ClassVar = EventType.WARNING
+    rule: HealthRule | str = ""
+    severity: Severity = Severity.WARN
+    step: int = 0
+    message: str = ""
+    advice: str = ""
+    evidence: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rule", HealthRule.parse(self.rule, self.rule))
+        if not isinstance(self.severity, Severity):
+            object.__setattr__(self, "severity", Severity.parse(self.severity, Severity.WARN))
+
+
+def warning(
+    rule: HealthRule, severity: Severity, step: int, message: str, evidence: dict | None = None
+) -> HealthWarning:
+    """The ``warning`` event of ``rule``: every rule's warning is built here, so it carries the rule's one advice."""
+    return HealthWarning(rule, severity, step, message, rule.advice, evidence or {})
+
+
+@dataclass(frozen=True)
+class NotifyFailed(Event):
+    """An alert that could not be delivered (trainer_core/notify.py): written once per notify URL per run, by
+    the run's root process, after its retries failed. ``url`` is masked (the URL is a secret); ``alert`` is
+    what it tried to send (``warning``, ``auto_stop``, ``run_end``, or None when nothing could be sent at all:
+    a refused settings file, whose path is then ``url``)."""
+
+    type: ClassVar = EventType.NOTIFY_FAILED
+    url: str = ""
+    reason: str = ""
+    alert: str | None = None
+    attempts: int = 0
+    step: int = 0
+
+
+@dataclass(frozen=True)
+class UnknownEvent(Event):
+    """An event of a type this version does not know; ``extra`` holds its fields."""
+
+    type_name: str = ""
+
+    @property
+    def type(self) -> str:  # type: ignore[override]
+        return self.type_name
+
+    def to_record(self) -> dict:
+        return {"type": self.type_name, "time": self.time, **self.extra}
+
+
+TYPED: dict[str, type[Event]] = {
+    str(cls.type): cls
+    for cls in (
+        RunStarted,
+        Metrics,
+        Summary,
+        Checkpoint,
+        StopRequested,
+        RunFinished,
+        Error,
+        HealthWarning,
+        NotifyFailed,
+    )
+}
+_FIELDS = {name: {f.name for f in fields(cls)} - {"extra"} for name, cls in TYPED.items()}
+_ENUMS = {"status": Status, "severity": Severity}
+
+
+def decode(record: dict) -> Event:
+    """The typed event a parsed JSON line holds. ``record`` may be consumed (metrics reuse it as values)."""
+    kind = record.pop("type", None)
+    stamp = record.pop("time", None)
+    if kind == "metrics" or kind == "summary":
+        step = record.pop("step", 0)
+        return (Metrics if kind == "metrics" else Summary)(time=stamp, step=step, values=record)
+    cls = TYPED.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return UnknownEvent(time=stamp, type_name=str(kind), extra=record)
+    known = _FIELDS[kind]
+    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in record.items():
+        if key in known:
+            enum = _ENUMS.get(key)
+            if enum is not None:
+                value = enum.parse(value) or value
+            kwargs[key] = value
+        else:
+            extra[key] = value
+    try:
+        return cls(time=stamp, extra=extra, **kwargs)
+    except (TypeError, ValueError):  # a field of the wrong kind: keep the line, untyped, rather than fail
+        return UnknownEvent(time=stamp, type_name=kind, extra={**kwargs, **extra})
+
+
+def clean(value: Any) -> Any:
+    """Make a value strict-JSON safe: NaN/inf become None, tensors and numpy scalars become numbers."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            return clean(item())
+        except (TypeError, ValueError, RuntimeError):
+            pass
+    return str(value)
+
+
+def format_metrics_line(step: int, total: int | None, logs: dict) -> str:
+    def num(key, fmt="{:.4f}"):
+        value = logs.get(key)
+        return "-" if value is None else fmt.format(value)
+
+    parts = [f"step {step}/{total}" if total else f"step {step}"]
+    parts.append(f"reward {num('reward')} ±{num('reward_std')}")
+    if "kl" in logs:
+        parts.append(f"kl {num('kl')}")
+    parts.append(f"loss {num('loss')}")
+    if "entropy" in logs:
+        parts.append(f"entropy {num('entropy', '{:.3f}')}")
+    if "completions/mean_length" in logs:
+        parts.append(f"len {num('completions/mean_length', '{:.1f}')}")
+    return "  ".join(parts)

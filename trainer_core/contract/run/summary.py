@@ -1,0 +1,145 @@
+"""A finished run's summary: what the runs list shows of it, computed once when the run ends.
+
+Teams keep thousands of runs in one folder, and listing them must not read every run's events, log and
+YAML config each time. So when a run ends (``RunFolder.record_end``, which every writer of an end goes
+through) this computes the list's fields from the run folder once — a backward read of events.jsonl for
+the last step, a byte scan for the warnings, config.yaml for the project and model and, for a failed run,
+the watcher's crash verdict from the error events and the end of trainer.log — and the state stores them
+as ``summary`` (docs/run-format.md). A reader then needs one small JSON file per finished run.
+
+A summary belongs to one end: it records that end's ``ended`` time and the size of events.jsonl it was
+computed from, and a reader trusts it only while the state is final, has that ``ended`` and events.jsonl
+still has that size (a resume, or a status written by anything but ``record_end``, leaves it stale). Otherwise,
+and for runs that ended before summaries existed, a reader reads the files as before.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from trainer_core.contract.run.crash import classify_crash
+from trainer_core.contract.run.event_log import scan_events, tail_events
+from trainer_core.contract.run.events import Error, EventType, HealthWarning, RunFinished, clean, decode
+from trainer_core.contract.run.status import Status
+
+LOG_TAIL_BYTES = 64 * 1024
+SUMMARY_KEY = "summary"
+
+
+def _positive(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def run_total(state: dict, config: dict) -> int | None:
+    """Steps the run will take: the trainer's count once known, else the configured max_steps."""
+    return _positive(state.get("max_steps")) or _positive(config.get("max_steps"))
+
+
+def scan_warnings(path: str | os.PathLike, start: int = 0) -> tuple[int, str | None, int]:
+    """``warn``/``critical`` warning events from byte ``start``: their count, the last one's rule, and the
+    offset after the last complete line (to continue from)."""
+    events, offset = scan_events(path, (EventType.WARNING,), start=start)
+    return (*_alarming(events), offset)
+
+
+def _alarming(events: list) -> tuple[int, str | None]:
+    count, last = 0, None
+    for event in events:
+        if isinstance(event, HealthWarning) and event.severity.alarming:
+            count, last = count + 1, event.rule
+    return count, last
+
+
+def log_tail(path: str | os.PathLike, size: int = LOG_TAIL_BYTES) -> str:
+    """The last ``size`` bytes of a log, as text ('' when it cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            fh.seek(max(0, fh.tell() - size))
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def crash_verdict(events: list, log_file: str | os.PathLike) -> HealthWarning | None:
+    """Why a run failed (``watch_rules.classify_crash``), from its ``error`` and ``run_finished`` events
+    (the others are ignored) and the end of its log."""
+    errors = [e for e in events if isinstance(e, Error)]
+    finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
+    return classify_crash(log_tail(log_file), errors, finished)
+
+
+def summarize(folder, status: Status | str, state: dict | None = None, config: dict | None = None) -> dict:
+    """The ``summary`` of a run that has just ended with ``status`` (after its ``run_finished`` event).
+
+    ``folder`` is a ``RunFolder``; ``state`` and ``config`` are its state and config when already read.
+    """
+    status = Status(status)
+    state = folder.read_state() if state is None else state
+    started, ended = state.get("started"), state.get("ended")
+    config = folder.read_config() if config is None else config
+    events_file = Path(folder.events_file)
+    try:
+        size = events_file.stat().st_size
+    except OSError:
+        size = 0
+    last_event, last = tail_events(events_file)
+    last_time = last_event.time if last_event is not None and isinstance(last_event.time, (int, float)) else None
+    # one byte scan of the events for both the warnings and a failed run's errors
+    events, _ = scan_events(events_file, (EventType.WARNING, EventType.ERROR, EventType.RUN_FINISHED))
+    warnings, last_warning = _alarming(events)
+    crash = crash_verdict(events, folder.log_file) if status is Status.FAILED else None
+    return clean(
+        {
+            "ended": ended,
+            "events_size": size,
+            "step": last.step if last else None,
+            "reward": last.get("reward") if last else None,
+            "last_event_time": last_time,
+            "total": run_total(state, config),
+            "project": config.get("project_name"),
+            "model": config.get("model"),
+            "warnings": warnings,
+            "last_warning": last_warning,
+            "crash": warning_record(crash) if crash else None,
+            "duration": round(max(0.0, ended - started), 3)
+            if isinstance(started, (int, float)) and isinstance(ended, (int, float))
+            else None,
+        }
+    )
+
+
+def end_summary(folder, status: Status | str, ended: float) -> dict | None:
+    """The summary ``RunFolder.record_end`` stores with an end at ``ended``; None when it cannot be computed
+    (a summary must never stop a run's end from being recorded)."""
+    try:
+        return summarize(folder, status, {**folder.read_state(), "ended": ended})
+    except Exception:
+        return None
+
+
+def warning_record(warning: HealthWarning) -> dict:
+    """A warning as stored in a summary (and in ``grpo-tui runs --json``): its fields without type and time."""
+    return {k: v for k, v in warning.to_record().items() if k not in ("type", "time")}
+
+
+def valid_summary(state: dict, events_size: int | None) -> dict | None:
+    """The state's summary when a reader may trust it: the status is final, the summary is of this end and
+    events.jsonl has the size the summary was computed from (``events_size``: its size now, None if missing)."""
+    summary = state.get(SUMMARY_KEY)
+    if not isinstance(summary, dict):
+        return None
+    status, ended = Status.parse(state.get("status")), summary.get("ended")
+    if status is None or not status.is_final or ended is None or ended != state.get("ended"):
+        return None
+    return summary if summary.get("events_size") == (events_size or 0) else None
+
+
+def summary_crash(summary: dict) -> HealthWarning | None:
+    """The crash verdict a summary holds, as the warning the watcher would have made (None when none)."""
+    crash = summary.get("crash")
+    if not isinstance(crash, dict):
+        return None
+    event = decode({**crash, "type": str(EventType.WARNING)})
+    return event if isinstance(event, HealthWarning) else None
