@@ -26,3 +26,12 @@ def theme_colors(name: str) -> dict[str, str]:
         if data.get("name") == name:
             return {k: v for k, v in data.items() if isinstance(v, str) and v.startswith("#")}
     raise LookupError(f"no theme {name!r}; themes: {', '.join(d.get('name', '?') for d in theme_data())}")
+
+
+def series_colors(name: str) -> list[str]:
+    """A shipped theme's colours for the runs of a comparison (its ``chart-series-N`` variables), in order."""
+    for data in theme_data():
+        if data.get("name") == name:
+            variables = data.get("variables") or {}
+            return [variables[key] for key in sorted(variables) if key.startswith("chart-series-")]
+    raise LookupError(f"no theme {name!r}")

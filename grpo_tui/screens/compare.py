@@ -31,6 +31,7 @@ from trainer_core.contract.run.folder import RunFolder
 from ..safe_text import clean_line
 from ..services.catalog import run_info
 from ..services.run_stream import ChartData, ChartRequest, RunStream, Series, SeriesSnapshot
+from ..widgets import chart_messages
 from ..widgets.chart_grid import MAIN_CHARTS, extra_keys, zoomed
 from ..widgets.overlay_chart import OverlayChart, reading, series_colour
 
@@ -212,15 +213,15 @@ class CompareScreen(Screen):
         self.cursor = None
         self.draw()
 
-    def on_overlay_chart_needs_data(self, message: OverlayChart.NeedsData) -> None:
+    def on_chart_needs_data(self, message: chart_messages.NeedsData) -> None:
         message.stop()
         self.want()
 
-    def on_overlay_chart_zoom(self, message: OverlayChart.Zoom) -> None:
+    def on_chart_zoom(self, message: chart_messages.Zoom) -> None:
         message.stop()
         self.action_zoom(message.direction)
 
-    def on_overlay_chart_pointed(self, message: OverlayChart.Pointed) -> None:
+    def on_chart_pointed(self, message: chart_messages.Pointed) -> None:
         message.stop()
         self.cursor = message.step
         self.draw()

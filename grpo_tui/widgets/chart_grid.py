@@ -13,6 +13,7 @@ from textual.containers import Grid
 from textual.message import Message
 
 from ..services.run_stream import EMPTY_CHARTS, TOOL_METRICS, ChartData
+from . import chart_messages
 from .metric_chart import MetricChart
 
 MAIN_CHARTS = (("reward", "reward"), ("reward_std", "reward_std"), ("kl", "KL"))
@@ -173,15 +174,15 @@ class ChartGrid(Grid):
         self.smooth = not self.smooth
         self.draw()
 
-    def on_metric_chart_needs_data(self, message: MetricChart.NeedsData) -> None:
+    def on_chart_needs_data(self, message: chart_messages.NeedsData) -> None:
         message.stop()
         self.want()
 
-    def on_metric_chart_zoom(self, message: MetricChart.Zoom) -> None:
+    def on_chart_zoom(self, message: chart_messages.Zoom) -> None:
         message.stop()
         self.zoom(message.direction)
 
-    def on_metric_chart_pointed(self, message: MetricChart.Pointed) -> None:
+    def on_chart_pointed(self, message: chart_messages.Pointed) -> None:
         message.stop()
         self.cursor = message.step
         self.draw()

@@ -20,13 +20,13 @@ from rich.style import Style
 from textual import events
 from textual.content import Content
 from textual.geometry import Region
-from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
 from ..safe_text import clean_line
 from ..services.run_stream import SeriesSnapshot
 from . import chart_raster as raster
+from .chart_messages import NeedsData, Pointed, Zoom
 from .chart_raster import BRAILLE, Raster
 
 LABEL_WIDTH = 7  # the y labels' column: ``number`` never writes more
@@ -61,30 +61,6 @@ class MetricChart(Widget):
     MetricChart .metric-chart--axis { color: $text-muted; }
     MetricChart .metric-chart--cursor { background: $accent 40%; }
     """
-
-    class NeedsData(Message):
-        """The chart's width no longer matches its snapshot's blocks: it wants one built for ``buckets``."""
-
-        def __init__(self, chart: MetricChart, buckets: int):
-            super().__init__()
-            self.chart = chart
-            self.buckets = buckets
-
-    class Zoom(Message):
-        """The mouse wheel over the chart: ``direction`` 1 to zoom in (fewer steps), -1 out."""
-
-        def __init__(self, chart: MetricChart, direction: int):
-            super().__init__()
-            self.chart = chart
-            self.direction = direction
-
-    class Pointed(Message):
-        """A click on the plot, at ``step``."""
-
-        def __init__(self, chart: MetricChart, step: int):
-            super().__init__()
-            self.chart = chart
-            self.step = step
 
     def __init__(self, key: str, title: str | None = None, *, empty_message: str | None = None, id: str | None = None):
         super().__init__(id=id)
@@ -161,18 +137,18 @@ class MetricChart(Widget):
 
     def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
         event.stop()
-        self.post_message(self.Zoom(self, 1))
+        self.post_message(Zoom(self, 1))
 
     def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
         event.stop()
-        self.post_message(self.Zoom(self, -1))
+        self.post_message(Zoom(self, -1))
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
         column = None if offset is None else (offset.x - LABEL_WIDTH - 1) * 2
         if self.has_data and column is not None and 0 <= column < self.buckets:
             event.stop()
-            self.post_message(self.Pointed(self, self._step_at(column)))
+            self.post_message(Pointed(self, self._step_at(column)))
 
     def _check_fit(self) -> None:
         series = self._series
@@ -180,7 +156,7 @@ class MetricChart(Widget):
             return
         want = self.buckets
         if want != series.buckets and series.count > min(want, series.buckets):
-            self.post_message(self.NeedsData(self, want))
+            self.post_message(NeedsData(self, want))
 
     # -- drawing --------------------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ axes in round numbers, zoom windows and cursor. The runs share one x range (from
 them logged to the last) and one y range. Each run is rasterised on its own and the cells are merged: a
 cell shows every run's dots, in the colour of the first run (in legend order) that has dots there.
 
-Colours are theme roles (``SERIES_COLOURS``), so the legend (``series_colour``) and the chart agree and a
+Colours are the themes' ``chart-series-N`` variables (``SERIES_COLOURS``), never a warning's colour, so the legend (``series_colour``) and the chart agree and a
 new theme redraws both. The chart never reads a run: its screen hands it one snapshot per run.
 """
 
@@ -19,18 +19,18 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.content import Content
-from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
 from ..safe_text import clean_line
 from ..services.run_stream import SeriesSnapshot
 from . import chart_raster as raster
+from .chart_messages import NeedsData, Pointed, Zoom
 from .chart_raster import Raster
 from .metric_chart import CELLS, LABEL_WIDTH, number
 
 # theme roles every theme has, distinct from one another in the shipped themes for the first five runs
-SERIES_COLOURS = ("$primary", "$accent", "$success", "$foreground", "$error", "$warning")
+SERIES_COLOURS = tuple(f"$chart-series-{n}" for n in range(1, 7))  # every theme defines them, none a warning colour
 
 
 def series_colour(index: int) -> str:
@@ -69,30 +69,6 @@ class OverlayChart(Widget):
         f"    OverlayChart .overlay-chart--series-{i} {{ color: {colour}; }}\n"
         for i, colour in enumerate(SERIES_COLOURS)
     )
-
-    class NeedsData(Message):
-        """The chart's width no longer matches its snapshots: it wants them built for ``buckets``."""
-
-        def __init__(self, chart: OverlayChart, buckets: int):
-            super().__init__()
-            self.chart = chart
-            self.buckets = buckets
-
-    class Zoom(Message):
-        """The mouse wheel over the chart: ``direction`` 1 to zoom in (fewer steps), -1 out."""
-
-        def __init__(self, chart: OverlayChart, direction: int):
-            super().__init__()
-            self.chart = chart
-            self.direction = direction
-
-    class Pointed(Message):
-        """A click on the plot, at ``step``."""
-
-        def __init__(self, chart: OverlayChart, step: int):
-            super().__init__()
-            self.chart = chart
-            self.step = step
 
     def __init__(self, key: str, title: str | None = None, *, empty_message: str | None = None, id: str | None = None):
         super().__init__(id=id)
@@ -181,11 +157,11 @@ class OverlayChart(Widget):
 
     def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
         event.stop()
-        self.post_message(self.Zoom(self, 1))
+        self.post_message(Zoom(self, 1))
 
     def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
         event.stop()
-        self.post_message(self.Zoom(self, -1))
+        self.post_message(Zoom(self, -1))
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
@@ -193,7 +169,7 @@ class OverlayChart(Widget):
         column = None if offset is None else (offset.x - LABEL_WIDTH - 1) * 2
         if span is not None and column is not None and 0 <= column < self.buckets:
             event.stop()
-            self.post_message(self.Pointed(self, raster.step_at(column, *span, self.buckets)))
+            self.post_message(Pointed(self, raster.step_at(column, *span, self.buckets)))
 
     def _check_fit(self) -> None:
         drawn = self.drawn
@@ -201,7 +177,7 @@ class OverlayChart(Widget):
             return
         want = self.buckets
         if any(s.buckets != want and s.count > min(want, s.buckets) for s in drawn):
-            self.post_message(self.NeedsData(self, want))
+            self.post_message(NeedsData(self, want))
 
     # -- drawing --------------------------------------------------------------------------------------------
 

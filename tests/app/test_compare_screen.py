@@ -6,11 +6,13 @@ act on every chart at once, as in the monitor, and the legend reads each run's v
 
 from __future__ import annotations
 
+import pytest
 from textual.content import Content
 
 from grpo_tui.app import make_app
 from grpo_tui.screens.compare import CompareScreen
-from grpo_tui.widgets.overlay_chart import OverlayChart, series_colour
+from grpo_tui.theming import series_colors, theme_colors, theme_data
+from grpo_tui.widgets.overlay_chart import SERIES_COLOURS, OverlayChart, series_colour
 
 from ..run_fixtures import make_three_runs
 from .conftest import screen_text, wait_until
@@ -121,3 +123,11 @@ async def test_one_marked_run_is_not_enough(tmp_path):
         await pilot.pause(0.2)
         assert not isinstance(app.screen, CompareScreen)
         assert any("Mark two or more runs" in str(n.message) for n in app._notifications)
+
+
+@pytest.mark.parametrize("theme", [data["name"] for data in theme_data()])
+def test_every_theme_gives_six_run_colours_none_of_them_a_warnings(theme):
+    colours = series_colors(theme)
+    roles = theme_colors(theme)
+    assert len(colours) == len(SERIES_COLOURS) == 6 and len(set(colours)) == 6, colours
+    assert not {c.upper() for c in colours} & {roles["warning"].upper(), roles["error"].upper()}, (theme, colours)
