@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .contract.config.tool_specs import parse_tool_spec
-from .environments import EnvError, ScoreEpisodeReward, _prompt_preview, checked_score, import_file
+from .environments import TRL_REWARD_KWARGS, EnvError, ScoreEpisodeReward, _prompt_preview, checked_score, import_file
 
 MAX_TURNS = 40  # turns kept per episode in samples.jsonl
 MAX_TURN_CHARS = 2000  # characters kept of a turn's text, a call's arguments or a tool's result
@@ -400,7 +400,7 @@ class EpisodeReward(ScoreEpisodeReward):
 
     def __call__(self, prompts, completions, **kwargs) -> list[float]:
         environments = kwargs.get("environments") or [None] * len(prompts)
-        columns = {k: v for k, v in kwargs.items() if k not in _TRL_REWARD_KWARGS}
+        columns = {k: v for k, v in kwargs.items() if k not in TRL_REWARD_KWARGS}
         scores, samples = [], []
         for i, (prompt, completion, rollout) in enumerate(zip(prompts, completions, environments)):
             row = {k: v[i] for k, v in columns.items()}
@@ -417,6 +417,3 @@ class EpisodeReward(ScoreEpisodeReward):
 
     def _get_reward(self, env, completion, row: dict) -> float:
         return checked_score(env.get_reward, f"{type(env).__name__}.get_reward", transcript_text(completion), row)
-
-
-_TRL_REWARD_KWARGS = {"trainer_state", "log_extra", "log_metric", "environments", "completion_ids", "completion"}

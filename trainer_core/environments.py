@@ -149,7 +149,7 @@ class ScoreEpisodeReward:
         self.on_samples = on_samples
 
     def __call__(self, prompts, completions, **kwargs) -> list[float]:
-        columns = {k: v for k, v in kwargs.items() if k not in _TRL_KWARGS}
+        columns = {k: v for k, v in kwargs.items() if k not in TRL_REWARD_KWARGS}
         scores, samples = [], []
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
             text = completion_text(completion)
@@ -202,7 +202,10 @@ def checked_score(score: Callable[[], Any], where: str, text: str, row: dict) ->
     return result
 
 
-_TRL_KWARGS = {"trainer_state", "log_extra", "log_metric", "environments", "completion_ids", "completion"}
+# what TRL passes a reward function besides the dataset's columns (prompts and completions are named arguments)
+TRL_REWARD_KWARGS = frozenset(
+    {"trainer_state", "log_extra", "log_metric", "environments", "completion_ids", "completion"}
+)
 
 
 def extra_reward_functions(env) -> tuple[list[Callable], list[float]]:
