@@ -17,6 +17,7 @@ never mix. Stdlib only: the root stays light.
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import re
 import socket
@@ -34,11 +35,12 @@ from .contract.alerts.targets import (
     load_settings,
     request_body,
     run_targets,
-    secure_config,
     settings_file,
 )
+from .contract.config.notify_urls import secure_config
 from .contract.config.run_config import RunConfig
 from .contract.health.monitor import ADVICE
+from .contract.run.backoff import Backoff
 from .contract.run.crash import classify_crash
 from .contract.run.event_log import EventTail, EventWriter, scan_events
 from .contract.run.events import Error, Event, EventType, HealthWarning, NotifyFailed, RunFinished, StopRequested
@@ -49,7 +51,8 @@ from .contract.run.summary import end_summary, log_tail
 
 FLUSH_S = 15.0  # how long the end of a run waits for its alerts to go out
 TIMEOUT_S = 5.0  # per request
-BACKOFF_S = (1.0, 3.0)  # the waits before the second and third attempts
+BACKOFF = Backoff(1.0, factor=3.0, cap=3.0)  # waits of 1 s, then 3 s, between attempts
+ATTEMPTS = 3
 POLL_S = 0.5  # how often events.jsonl is read
 QUEUE_LIMIT = 100  # alerts waiting per URL; more are dropped (a URL that cannot keep up)
 RETRY_AFTER_MAX_S = 10.0
@@ -152,10 +155,10 @@ def _scrub(text: str, target: Target) -> str:
 class _Sender:
     """One URL's queue and thread: alerts go out in order, each with its attempts, never holding up another URL."""
 
-    def __init__(self, target: Target, on_failure: Callable, attempts: int, timeout: float, backoff: tuple):
+    def __init__(self, target: Target, on_failure: Callable, attempts: int, timeout: float, backoff: Backoff):
         self.target = target
         self.on_failure = on_failure
-        self.attempts, self.timeout, self.backoff = attempts, timeout, backoff
+        self.attempts, self.timeout, self.backoff = attempts, timeout, dataclasses.replace(backoff)
         self.queue: queue.Queue[Alert | None] = queue.Queue(QUEUE_LIMIT)
         self.abort = threading.Event()
         self.dropped = 0
@@ -191,6 +194,7 @@ class _Sender:
     def _deliver(self, alert: Alert) -> None:
         error, attempt = DeliveryError("not sent", False), 0
         attempts = 1 if self.failed else self.attempts
+        self.backoff.reset()
         for attempt in range(1, attempts + 1):
             if self.abort.is_set():
                 return
@@ -202,7 +206,7 @@ class _Sender:
                 error = exc
             if not error.retry or attempt == attempts:
                 break
-            delay = error.wait if error.wait is not None else self.backoff[min(attempt - 1, len(self.backoff) - 1)]
+            delay = error.wait if error.wait is not None else self.backoff.next()
             if self.abort.wait(delay):
                 break
         self.failed = True
@@ -221,9 +225,9 @@ class Notifier:
         host: str,
         project: str | None = None,
         start_offset: int = 0,
-        attempts: int = len(BACKOFF_S) + 1,
+        attempts: int = ATTEMPTS,
         timeout: float = TIMEOUT_S,
-        backoff: tuple = BACKOFF_S,
+        backoff: Backoff = BACKOFF,
         poll_s: float = POLL_S,
     ):
         self.folder = folder

@@ -25,6 +25,7 @@ from grpo_tui.api import RunHandle
 from trainer_core.contract.alerts.targets import SETTINGS_ENV
 from trainer_core.contract.config.notify_urls import NOTIFY_FILE
 from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.backoff import Backoff
 from trainer_core.contract.run.event_log import EventWriter, read_events
 from trainer_core.contract.run.events import Error, HealthWarning, Metrics, NotifyFailed
 from trainer_core.contract.run.folder import RunFolder
@@ -213,7 +214,7 @@ def test_a_failed_run_ends_with_its_crash_rule_and_each_problem_is_recorded_once
     copied = "https://hooks.slack.com/***"  # as config.yaml of another run holds it
     config = RunConfig(model="m", notify=[receiver.url(f"/crash?token={SECRET}"), copied])
     folder.save_config(config)
-    notifier = start_for_run(folder, config, settings_path=settings, backoff=(0.1, 0.1))
+    notifier = start_for_run(folder, config, settings_path=settings, backoff=Backoff(0.1, cap=0.1))
     assert notifier is not None and SECRET not in folder.config_file.read_text()
     with EventWriter(folder.events_file) as writer:
         writer.emit(Metrics(step=1, values={"reward": 0.5}))
