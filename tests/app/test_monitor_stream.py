@@ -95,7 +95,7 @@ async def test_the_monitor_follows_a_run_whose_metric_keys_change_mid_run(tmp_pa
     writer = Writer(folder)
     seen = set()  # every worker of the screen, kept: a finished worker leaves the app's list
 
-    async def wait_until(pilot, predicate, timeout=30.0):
+    async def wait_until(pilot, predicate, timeout=120.0):  # a loaded machine folds 1,200 steps slowly
         def noting_workers() -> bool:
             seen.update(w for w in app.workers if w.node is screen)
             return predicate()
