@@ -52,9 +52,10 @@ def checkout_copy(dest: Path) -> Path:
 
 @pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "basedpyright").exists(), reason="needs ./dev's virtualenv")
 def test_ci_fails_on_a_planted_violation_of_each_check_before_testing(tmp_path):
-    stamp = ROOT / ".venv" / f".installed-{hashlib.sha1((ROOT / 'pyproject.toml').read_bytes()).hexdigest()[:12]}"
+    installed = (ROOT / "pyproject.toml").read_bytes() + (ROOT / "constraints.txt").read_bytes()
+    stamp = ROOT / ".venv" / f".installed-{hashlib.sha1(installed).hexdigest()[:12]}"
     if not stamp.exists():  # ./dev in the copy would reinstall the shared virtualenv from the copy
-        pytest.fail("the virtualenv is older than pyproject.toml: run ./dev test (it installs first)")
+        pytest.fail("the virtualenv is older than pyproject.toml or constraints.txt: run ./dev test (it installs first)")
     copy = checkout_copy(tmp_path / "checkout")
     for name, text in PLANTS.items():
         (copy / name).write_text(text)
