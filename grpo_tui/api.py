@@ -16,9 +16,12 @@ from trainer_core.contract.run.events import Event, EventType
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.status import Status
 
+from .executors.local import LocalExecutor
 from .services.catalog import resolve_run
-from .services.run_status import live_status
-from .services.supervisor import DEFAULT_STOP_TIMEOUT, LaunchOptions, StopReport, create_run, start_root, stop_run
+from .services.stop_outcome import StopOutcome
+from .services.supervisor import DEFAULT_STOP_TIMEOUT, LaunchOptions, create_run, start_root
+
+HERE = LocalExecutor()  # this machine's executor: a handle names its run by its folder, whatever the runs dir
 
 
 @dataclass(frozen=True)
@@ -38,15 +41,15 @@ class RunHandle:
         return self.folder.path
 
     def status(self) -> Status:
-        return live_status(self.folder)
+        return HERE.status(self)
 
     def events(self, type: EventType | str | None = None) -> list[Event]:
         """The run's events so far, typed (trainer_core.contract.run.events), of one type if given."""
         events = read_events(self.folder.events_file)
         return [e for e in events if type is None or e.type == type]
 
-    def stop(self, *, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT) -> StopReport:
-        return stop_run(self.folder, force=force, timeout=timeout)
+    def stop(self, *, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT) -> StopOutcome:
+        return HERE.stop(self, force=force, timeout=timeout)
 
     def wait(self, timeout: float | None = None, poll: float = 0.5) -> Status:
         """Block until the run ends (or ``timeout`` s pass); return its status."""

@@ -25,7 +25,7 @@ from .executors.registry import ExecutorRegistry
 from .executors.watched_run import WatchedRun
 from .safe_text import clean, clean_line
 from .terminal_alert import DEFAULT_ALERT, AlertMode, alert_sequence, parse_mode
-from .theming import DEFAULT_THEME, theme_data
+from .theming import DEFAULT_THEME, series_variables, theme_data
 
 
 class GrpoApp(App):
@@ -66,6 +66,10 @@ class GrpoApp(App):
         if sequence and self._driver is not None:
             self._driver.write(sequence)
             self._driver.flush()
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        """The variables our stylesheets use beyond Textual's, for a theme that lacks them (Textual's own)."""
+        return {**super().get_theme_variable_defaults(), **series_variables()}
 
     def on_mount(self) -> None:
         for data in theme_data():

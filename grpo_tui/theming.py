@@ -28,10 +28,17 @@ def theme_colors(name: str) -> dict[str, str]:
     raise LookupError(f"no theme {name!r}; themes: {', '.join(d.get('name', '?') for d in theme_data())}")
 
 
-def series_colors(name: str) -> list[str]:
-    """A shipped theme's colours for the runs of a comparison (its ``chart-series-N`` variables), in order."""
+
+def series_variables(name: str = DEFAULT_THEME) -> dict[str, str]:
+    """A shipped theme's ``chart-series-N`` variables: what a theme without them (one of Textual's own, chosen
+    in the command palette) draws a comparison's runs in."""
     for data in theme_data():
         if data.get("name") == name:
-            variables = data.get("variables") or {}
-            return [variables[key] for key in sorted(variables) if key.startswith("chart-series-")]
+            return {k: v for k, v in (data.get("variables") or {}).items() if k.startswith("chart-series-")}
     raise LookupError(f"no theme {name!r}")
+
+
+def series_colors(name: str) -> list[str]:
+    """A shipped theme's colours for the runs of a comparison (its ``chart-series-N`` variables), in order."""
+    variables = series_variables(name)
+    return [variables[key] for key in sorted(variables)]

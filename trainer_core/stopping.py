@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 
 import trainer_core.contract.run.slurm_job as slurm_job
+from trainer_core.contract.run.state import read_stop_reason
 
 
 class StopBeforeTraining(Exception):
@@ -73,12 +74,7 @@ class StopController:
 
     def _local_stop(self) -> bool:
         if self.reason is None and os.path.exists(self.stop_file):
-            try:
-                import json
-
-                reason = json.loads(open(self.stop_file).read()).get("reason", "stop requested")
-            except (OSError, ValueError):
-                reason = "stop requested"
+            reason = read_stop_reason(self.stop_file) or "stop requested"  # any content: run/state.py
             # the scheduler's reasons stand as they are: `stopped (time_limit)`, `stopped (preempted)`
             self.request(reason if reason in (slurm_job.TIME_LIMIT, slurm_job.PREEMPTED) else f"stop file: {reason}")
         return self.reason is not None

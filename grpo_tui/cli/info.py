@@ -17,7 +17,7 @@ def register(sub) -> None:
 
 
 def describe(runs_dir=None) -> dict:
-    """What a remote caller parses into ``remote_wire.HostInfo``: this machine's executor's ``info()``."""
+    """What a remote caller parses into ``executors/wire.HostInfo``: this machine's executor's ``info()``."""
     return LocalExecutor(runs_dir).info().to_dict()
 
 

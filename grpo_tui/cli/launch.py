@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 from grpo_tui.executors.wire import parse_launch_reply
-from trainer_core.contract.config.placement import parse_gpus
+from trainer_core.contract.config.placement import Placement, parse_gpus
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.status import Status
 
@@ -20,7 +21,7 @@ from ..safe_text import clean, clean_json
 from ..services import hardware
 from ..services.supervisor import start_root
 from .common import BadInput, add_host, config_of
-from .starting import add_start_arguments, create, options, resume
+from .starting import add_start_arguments, create, options, resume_detached
 
 
 def register(sub) -> None:
@@ -75,19 +76,23 @@ def run(args) -> int:
     if args.dry_run:
         return dry_run(args)
     if args.resume:
-        folder, placement = resume(args)
-    else:
-        config = with_slurm(config_of(args), args)
-        if config.slurm:
-            return launch_slurm(config, args)
-        folder, placement = create(config, args)
+        launched, placement = resume_detached(args)
+        return say_launched(args, launched.run_id, Path(launched.path), launched.pid, placement)
+    config = with_slurm(config_of(args), args)
+    if config.slurm:
+        return launch_slurm(config, args)
+    folder, placement = create(config, args)
     proc = start_root(folder, placement, options(args))
+    return say_launched(args, folder.run_id, folder.path, proc.pid, placement)
+
+
+def say_launched(args, run_id: str, path: Path, pid: int | None, placement: Placement) -> int:
     if args.json:
-        print(json.dumps({"run_id": folder.run_id, "path": str(folder.path.resolve()), "pid": proc.pid}))
+        print(json.dumps({"run_id": run_id, "path": str(path.resolve()), "pid": pid}))
     else:
         print(
-            f"launched run {folder.run_id}\n  folder: {folder.path}\n  watch:  grpo-tui watch {folder.run_id}"
-            f"\n  stop:   grpo-tui stop {folder.run_id}"
+            f"launched run {run_id}\n  folder: {path}\n  watch:  grpo-tui watch {run_id}"
+            f"\n  stop:   grpo-tui stop {run_id}"
         )
         for note in placement.notes:
             print(f"  note:   {note}")

@@ -1,9 +1,20 @@
-"""``grpo-tui logs``: a run's trainer.log, followed with ``-f`` until the run ends."""
+"""``grpo-tui logs``: a run's trainer.log, followed with ``-f`` until the run ends.
+
+The run's executor gives the log's text; this command shows it: lines go out whole, through
+``safe_text.from_ansi`` (ANSI colour kept as colour on a terminal and dropped in a pipe, no other escape from
+the log reaches either), and ``--raw`` writes the text as it is.
+"""
 
 from __future__ import annotations
 
-from ..executors.base import RunAt
-from .common import add_host, add_run_ref, resolve
+import sys
+from collections.abc import Iterable
+from typing import TextIO
+
+from rich.console import Console
+
+from ..safe_text import from_ansi
+from .common import add_host, add_run_ref
 
 
 def register(sub) -> None:
@@ -21,7 +32,35 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from .remote import executors
+    from .remote import executors, find
 
-    folder = resolve(args)  # a run here: with --host the command line was handed to that host (cli/remote.forward)
-    return executors(args).local.logs(RunAt(folder.run_id, folder.path), follow=args.follow, raw=args.raw)
+    run = find(args)  # a run here: with --host the command line was handed to that host (cli/remote.forward)
+    chunks = executors(args).local.logs(run, follow=args.follow)
+    print_log(chunks, sys.stdout, raw=args.raw)
+    return 0
+
+
+def print_log(chunks: Iterable[str], out: TextIO, raw: bool = False) -> None:
+    """Write the log's ``chunks`` to ``out`` as they come (flushed after each), shown safely unless ``raw``."""
+    printer = _LogPrinter(out, raw)
+    for text in chunks:
+        printer.add(text)
+        out.flush()
+    printer.add("", final=True)
+    out.flush()
+
+
+class _LogPrinter:
+    def __init__(self, out: TextIO, raw: bool):
+        self.out, self.raw, self.pending = out, raw, ""
+        self.console = Console(file=out, soft_wrap=True, highlight=False, emoji=False)
+
+    def add(self, text: str, final: bool = False) -> None:
+        if self.raw:
+            self.out.write(text)
+            return
+        complete, _, self.pending = (self.pending + text).rpartition("\n")
+        if final and self.pending:
+            complete, self.pending = f"{complete}\n{self.pending}" if complete else self.pending, ""
+        if complete:
+            self.console.print(from_ansi(complete))

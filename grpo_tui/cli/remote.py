@@ -7,8 +7,9 @@ resolves run references and checks paths itself. A ``--config FILE`` here travel
 where it is parsed (``executors/ssh.py``); rows it sent that break the format are left out, and the one line
 that says so is printed on stderr here, once per command and host.
 
-Commands that do more than hand the words over (``runs``, ``watch``, ``stop`` here) take the executor of
-``--host`` from ``executors(args)``, the registry (this machine's without ``--host``), and call it as the app does.
+Commands that do more than hand the words over (``runs``, ``watch``, ``stop``, ``logs`` and resuming here) take
+the executor of ``--host`` from ``executors(args)``, the registry (this machine's without ``--host``), and call
+it as the app does: ``find`` is a run by its reference, through that executor.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from ..executors.base import Executor
+from ..executors.base import Executor, ExecutorError
 from ..executors.hosts import LOCAL, HostError
 from ..executors.registry import ExecutorRegistry
 from ..executors.ssh import SshExecutor
 from ..executors.ssh_connection import check_remote, relay
+from ..services.run_row import RunInfo
 from .common import BadInput, interactive
 
 ROOT_OPTIONS = ("--runs-dir", "--theme")
@@ -50,6 +52,15 @@ def executor(args, name: str | None = None) -> Executor:
     try:
         return executors(args).get(name or getattr(args, "host", None))
     except HostError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def find(args, ref: str | None = None) -> RunInfo:
+    """The run ``ref`` (default: the command's RUN) names on this machine, found by its executor; BadInput, in the
+    catalog's words, when it names none or several."""
+    try:
+        return executors(args).local.find(args.run if ref is None else ref)
+    except ExecutorError as exc:
         raise BadInput(str(exc)) from None
 
 

@@ -1,19 +1,26 @@
-"""Creating or resuming a run from command-line flags: shared by ``train``, ``launch`` and ``demo``."""
+"""Creating or resuming a run from command-line flags: shared by ``train``, ``launch`` and ``demo``.
+
+A resume is this machine's executor's (``executors/local.py``): it finds the run, checks that it has ended, plans
+and applies the resume and (for ``launch``) starts it; this module checks the flags and says the plan.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from grpo_tui.config_flags import add_run_config_arguments
 from trainer_core.contract.config.placement import Placement, parse_gpus
 from trainer_core.contract.config.run_config import ConfigError, RunConfig, config_fields
 from trainer_core.contract.run.folder import RunFolder
 
+from ..executors.base import ExecutorError, Launched
 from ..safe_text import clean
 from ..services import hardware
-from ..services.supervisor import LaunchOptions, create_run, plan_resume, world_size
-from .common import BadInput, add_runs_dir, creating, resolve
+from ..services.resuming import ResumePlan
+from ..services.supervisor import LaunchOptions, create_run, world_size
+from .common import BadInput, add_runs_dir, creating
 
 
 def add_start_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,8 +117,11 @@ def print_disk_note(room) -> None:
     print(f"{label}: disk: {room.message}", file=sys.stderr, flush=True)
 
 
-def resume(args) -> tuple[RunFolder, Placement]:
-    """(folder, placement) for --resume."""
+def _resumed(args):
+    """The executor of this machine and the run ``--resume`` names (BadInput for a flag it cannot change, or a
+    reference that names no run), and the placement flags parsed."""
+    from .remote import executors, find
+
     changed = [f.name for f in config_fields() if hasattr(args, f.name) and f.name != "max_steps"]
     if changed or getattr(args, "config", None):
         names = ", ".join(
@@ -121,19 +131,56 @@ def resume(args) -> tuple[RunFolder, Placement]:
             f"--resume continues the run with its own config.yaml; only --max-steps may change (got {names}). "
             "Start a new run to change anything else."
         )
-    folder = resolve(argparse.Namespace(runs_dir=args.runs_dir, run=args.resume))
+    run = find(args, args.resume)
     try:
-        plan = plan_resume(
-            folder,
-            max_steps=getattr(args, "max_steps", None),
-            gpus=parse_gpus(args.gpus),
-            num_processes=args.num_processes,
-        )
+        gpus = parse_gpus(args.gpus)
     except ConfigError as exc:
         raise BadInput(str(exc)) from None
+    return executors(args).local, run, gpus
+
+
+def say_plan(plan: ResumePlan) -> None:
     print(plan.message, file=sys.stderr, flush=True)  # stderr: `launch --json` keeps stdout for its JSON
+
+
+def resume(args) -> tuple[RunFolder, Placement]:
+    """``train --resume``: the run made ready to continue here, in the foreground: (folder, placement)."""
+    executor, run, gpus = _resumed(args)
+    try:
+        plan = executor.prepare_resume(
+            run, getattr(args, "max_steps", None), gpus=gpus, num_processes=args.num_processes
+        )
+    except ExecutorError as exc:
+        raise BadInput(str(exc)) from None
+    say_plan(plan)
     assert plan.placement is not None, "plan_resume fills in the placement it applied"
-    return folder, plan.placement
+    return RunFolder(Path(run.path)), plan.placement
+
+
+def resume_detached(args) -> tuple[Launched, Placement]:
+    """``launch --resume``: the run resumed and started detached by this machine's executor; what was started,
+    and where (the plan is said on stderr before it starts)."""
+    executor, run, gpus = _resumed(args)
+    plans: list[ResumePlan] = []
+
+    def told(plan: ResumePlan) -> None:
+        plans.append(plan)
+        say_plan(plan)
+
+    try:
+        launched = executor.resume(
+            run,
+            getattr(args, "max_steps", None),
+            told,
+            gpus=gpus,
+            num_processes=args.num_processes,
+            options=options(args),
+        )
+    except ExecutorError as exc:
+        raise BadInput(str(exc)) from None
+    placement = plans[0].placement
+    assert placement is not None, "plan_resume fills in the placement it applied"
+    return launched, placement
 
 
 def options(args) -> LaunchOptions:

@@ -3,7 +3,8 @@
 Exit code 1 when a process is left after KILL, or when something on record was refused (a process that
 does not carry the run's marker, a malformed Slurm job id): the run may still be running and the user
 should look (``executors.base.judge_stop``, the judgement the app's stops get too). With ``--json`` the
-refusal is also said on stderr, which is what a remote caller shows; the JSON is ``remote_wire.StopReply``.
+refusal is also said on stderr, which is what a remote caller shows; the JSON is ``StopOutcome.to_wire()``
+(``services/stop_outcome.py``), which a remote caller parses back into the same type.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 import json
 import sys
 
-from ..executors.base import RunAt, judge_stop
+from ..executors.base import judge_stop
 from ..safe_text import clean
-from .common import add_host, add_run_ref, resolve
+from .common import add_host, add_run_ref
 
 
 def register(sub) -> None:
@@ -35,20 +36,18 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from .remote import executors
+    from .remote import executors, find
 
-    folder = resolve(args)
-    run = RunAt(folder.run_id, folder.path)
+    run = find(args)  # a run here: with --host the command line was handed to that host's own grpo-tui
     if not args.json and not args.force:
         print(
-            f"stopping run {clean(folder.run_id)}: finishing the current step and saving a checkpoint "
+            f"stopping run {clean(run.run_id)}: finishing the current step and saving a checkpoint "
             f"(up to {args.timeout:.0f}s, then forced) ...",
             flush=True,
         )
-    # a run here: with --host the command line was handed to that host's own grpo-tui (cli/remote.forward)
     outcome = executors(args).local.stop(run, force=args.force, timeout=args.timeout)
     if args.json:
-        print(json.dumps(outcome.to_wire()))  # what a remote caller parses (remote_wire.parse_stop_reply)
+        print(json.dumps(outcome.to_wire()))  # what a remote caller parses (executors/wire.parse_stop_reply)
         if outcome.refused:
             print(f"error: {clean(outcome.message)}", file=sys.stderr)
     else:

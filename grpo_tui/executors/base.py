@@ -8,32 +8,40 @@ through its own ``grpo-tui … --json`` over SSH. Slurm is not a place but a way
 listed, watched and stopped through the executor of the machine that submitted them, whose stop asks the
 queue (``services/slurm_stop.py``) and reports like any other.
 
-Every method returns typed values: ``RunInfo`` rows, ``Launched`` for a launch or a resume, ``StopOutcome``
-for a stop. The last two are the records a host sends back (``grpo_tui.executors.wire``), so a
-result from here and one from a host are one type, and ``judge_stop`` tells the user the same of either.
-A failure is an ``ExecutorError`` (``HostError`` for a host), one line for the user; a launch raises
-``LaunchError`` (``services/launching.py``), which also names the config field it concerns.
+An executor owns a run's lifecycle for every caller (find it by a reference, how it stands, launch, stop,
+resume or extend it, its log) and returns data: ``RunInfo`` rows (``services/run_row.py``), ``Launched`` for
+a launch or a resume, ``StopOutcome`` for a stop (``services/stop_outcome.py``), the log as text chunks. What
+a host sends back is parsed into the same types (``grpo_tui.executors.wire``), so a result from here and one
+from a host are one type, and ``judge_stop`` tells the user the same of either. Printing and command lines
+are the caller's: ``grpo-tui logs`` prints the chunks, ``place_args`` gives the words that name a place on a
+command line. A failure is an ``ExecutorError`` (``HostError`` for a host), one line for the user; a launch
+raises ``LaunchError`` (``services/launching.py``), which also names the config field it concerns.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from grpo_tui.executors.wire import HostInfo, LaunchReply, StopReply
+from grpo_tui.executors.wire import HostInfo, LaunchReply
+
+from ..services.stop_outcome import StopOutcome
 
 if TYPE_CHECKING:
     from trainer_core.contract.config.run_config import RunConfig
     from trainer_core.contract.run.folder import RunFolder
+    from trainer_core.contract.run.status import Status
 
-    from ..services.catalog import RunInfo
     from ..services.gpus import GPU
+    from ..services.resuming import ResumePlan
+    from ..services.run_row import RunInfo
 
 Launched = LaunchReply  # a run started (or resumed): its id, its folder's path where it runs, its pid or Slurm job
-StopOutcome = StopReply  # how a stop went: graceful, what was signalled, what is left, what was refused
+OnPlan = Callable[["ResumePlan"], None]  # told what a resume will do, before it starts
 
 
 class ExecutorError(Exception):
@@ -108,6 +116,11 @@ class Executor(Protocol):
         ...
 
     @property
+    def runs_dir(self) -> str | os.PathLike[str] | None:
+        """Its runs folder (a path there); None: that place's default."""
+        ...
+
+    @property
     def folders_here(self) -> bool:
         """Its runs' folders are on this machine: they are compared in place, and a launch passes the
         reward-inspection gate run here (a remote config names the host's files)."""
@@ -134,25 +147,27 @@ class Executor(Protocol):
         Raises LaunchError. Blocks: call it from a worker."""
         ...
 
+    def status(self, run: RunRef) -> Status:
+        """How ``run`` stands now: a live status only while its processes are the run's (``lost`` otherwise)."""
+        ...
+
     def stop(self, run: RunRef, force: bool = False, timeout: float = ...) -> StopOutcome:
         """Stop ``run``: graceful with a checkpoint (unless ``force``) for up to ``timeout`` s, then TERM/KILL."""
         ...
 
-    def resume(self, run: RunRef, max_steps: int | None = None) -> Launched:
+    def resume(self, run: RunRef, max_steps: int | None = None, on_plan: OnPlan | None = None) -> Launched:
         """Continue an ended (or lost) run from its newest complete checkpoint, in its own folder; ``max_steps``
-        extends it to a new total (a completed run continues only to a higher one)."""
+        extends it to a new total (a completed run continues only to a higher one). ``on_plan`` hears the plan
+        (which checkpoint, to which step, what was passed over) before the run starts, where it is made here."""
         ...
 
-    def logs(self, run: RunRef, follow: bool = False, raw: bool = False) -> int:
-        """Print ``run``'s trainer.log on stdout (``grpo-tui logs``); the exit code."""
+    def logs(self, run: RunRef, follow: bool = False) -> Iterator[str]:
+        """``run``'s trainer.log as text as written (escape sequences included; showing it safely is the
+        caller's), in chunks; with ``follow`` until the run is no longer live."""
         ...
 
     def gpus(self) -> list[GPU]:
         """The GPUs a new run there can be placed on."""
-        ...
-
-    def command_args(self) -> list[str]:
-        """The words that make a ``grpo-tui`` command act there: ``--runs-dir DIR``, ``--host NAME``."""
         ...
 
 
@@ -174,3 +189,10 @@ def judge_stop(outcome: StopOutcome) -> StopVerdict:
     something on record was refused (the run may still be running, and the user should look); the message
     says which. ``grpo-tui stop`` exits with 1 on the same condition."""
     return StopVerdict(outcome.message, outcome.failed)
+
+
+def place_args(executor: Executor) -> list[str]:
+    """The words that make a ``grpo-tui`` command act where ``executor`` is: ``--runs-dir DIR``, ``--host NAME``."""
+    runs_dir, host = executor.runs_dir, executor.host_name
+    here = ["--runs-dir", str(runs_dir)] if runs_dir is not None and str(runs_dir) else []
+    return [*here, *(["--host", host] if host else [])]

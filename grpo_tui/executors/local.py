@@ -1,10 +1,11 @@
 """This machine as an executor: run folders read in place, processes started and stopped here.
 
-Nothing is implemented here that the app and the CLI did not already do for a local run: the catalog lists
-and resolves (``services/catalog.py``), ``services/launching.py`` creates and starts (or submits to Slurm),
-the supervisor stops (a Slurm run's stop asks the queue: ``services/slurm_stop.py``) and resumes, the GPU probe
-lists GPUs. This module only gives them the ``Executor`` shape (``base.py``), so that a screen or a command
-treats a run here and one on a host alike. A local run's "mirror" is its own folder.
+Nothing is implemented here: the catalog lists and resolves (``services/catalog.py``), ``run_status`` says how
+a run stands, ``services/launching.py`` creates and starts (or submits to Slurm), the supervisor stops (a Slurm
+run's stop asks the queue: ``services/slurm_stop.py``) and resumes, ``log_follow`` reads the log, the GPU probe
+lists GPUs. This module gives them the ``Executor`` shape (``base.py``), so that a screen or a command treats
+a run here and one on a host alike, and the CLI's resume is find, then resume, here. A local run's "mirror" is
+its own folder.
 """
 
 from __future__ import annotations
@@ -12,20 +13,26 @@ from __future__ import annotations
 import socket
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
 from grpo_tui.executors.wire import GpuRecord, HostInfo
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder, resolve_runs_dir
+from trainer_core.contract.run.status import Status
 
 from .. import __version__
-from ..services.catalog import RunInfo, UnknownRunError, list_runs, resolve_run, run_info
+from ..services.catalog import UnknownRunError, list_runs, resolve_run, run_info
 from ..services.gpus import GPU, list_gpus, visible_indices
 from ..services.launching import launch_from_app
-from ..services.live_view import follow_log
-from ..services.supervisor import DEFAULT_STOP_TIMEOUT, prepare_resume, start_root, stop_run
-from .base import ExecutorError, Launched, RunListing, RunRef, StopOutcome
+from ..services.log_follow import log_chunks
+from ..services.resuming import ResumePlan
+from ..services.run_row import RunInfo
+from ..services.run_status import live_status
+from ..services.stop_outcome import StopOutcome
+from ..services.supervisor import DEFAULT_STOP_TIMEOUT, LaunchOptions, plan_resume, start_root, stop_run
+from .base import ExecutorError, Launched, OnPlan, RunListing, RunRef
 from .hosts import LOCAL
 
 
@@ -71,9 +78,6 @@ class LocalExecutor:
     def __init__(self, runs_dir: str | Path | None = None):
         self.runs_dir = runs_dir
 
-    def command_args(self) -> list[str]:
-        return ["--runs-dir", str(self.runs_dir)] if self.runs_dir is not None else []
-
     def info(self) -> HostInfo:
         """What ``grpo-tui info --json`` prints here, and what a remote caller parses into the same record."""
         return HostInfo(
@@ -106,25 +110,60 @@ class LocalExecutor:
     def mirror(self, run: RunRef) -> LocalCopy:
         return LocalCopy(RunFolder(Path(run.path)))
 
+    def status(self, run: RunRef) -> Status:
+        return live_status(RunFolder(Path(run.path)))
+
     def launch(self, config: RunConfig, gpus: list[int] | None = None, num_processes: int | None = None) -> Launched:
         """Create and start (or submit) the run; its ``inspection`` is already set by the gate. Raises LaunchError."""
         runs_dir = self.runs_dir if self.runs_dir is not None else resolve_runs_dir(None)
         folder = launch_from_app(config, runs_dir, gpus, num_processes)
         state = folder.read_state()
-        return Launched(folder.run_id, str(folder.path), state.get("root_pid"), state.get("slurm_job_id"))
+        return Launched(folder.run_id, str(folder.path), state.get("root_pid"), _job(state.get("slurm_job_id")))
 
     def stop(self, run: RunRef, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT) -> StopOutcome:
-        return stop_run(RunFolder(Path(run.path)), force=force, timeout=timeout).outcome()
+        return stop_run(RunFolder(Path(run.path)), force=force, timeout=timeout)
 
-    def resume(self, run: RunRef, max_steps: int | None = None) -> Launched:
-        folder = RunFolder(Path(run.path))
+    def prepare_resume(
+        self,
+        run: RunRef,
+        max_steps: int | None = None,
+        *,
+        gpus: list[int] | None = None,
+        num_processes: int | None = None,
+    ) -> ResumePlan:
+        """Make ``run`` ready to continue (its plan applied, with the placement), for a caller that starts it
+        itself (``grpo-tui train --resume``, in the foreground). ExecutorError when it cannot be resumed."""
         try:
-            placement = prepare_resume(folder, max_steps=max_steps)
+            return plan_resume(RunFolder(Path(run.path)), max_steps=max_steps, gpus=gpus, num_processes=num_processes)
         except ConfigError as exc:
             raise ExecutorError(str(exc)) from None
-        proc = start_root(folder, placement)
+
+    def resume(
+        self,
+        run: RunRef,
+        max_steps: int | None = None,
+        on_plan: OnPlan | None = None,
+        *,
+        gpus: list[int] | None = None,
+        num_processes: int | None = None,
+        options: LaunchOptions | None = None,
+    ) -> Launched:
+        """``prepare_resume``, ``on_plan`` told the plan, then the run started detached (``grpo-tui launch
+        --resume``, the runs screen's Resume and Extend)."""
+        plan = self.prepare_resume(run, max_steps, gpus=gpus, num_processes=num_processes)
+        assert plan.placement is not None, "plan_resume fills in the placement it applied"
+        if on_plan is not None:
+            on_plan(plan)
+        folder = RunFolder(Path(run.path))
+        try:
+            proc = start_root(folder, plan.placement, options)
+        except OSError as exc:
+            raise ExecutorError(f"cannot start run {folder.run_id}: {exc}") from None
         return Launched(folder.run_id, str(folder.path), proc.pid)
 
-    def logs(self, run: RunRef, follow: bool = False, raw: bool = False) -> int:
-        follow_log(RunFolder(Path(run.path)), follow=follow, raw=raw)
-        return 0
+    def logs(self, run: RunRef, follow: bool = False) -> Iterator[str]:
+        return log_chunks(RunFolder(Path(run.path)), follow=follow)
+
+
+def _job(value) -> str | None:
+    return None if value is None else str(value)

@@ -12,13 +12,14 @@ dropped with one such line (``RunListing.error``) while the host's other rows ar
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import json
+import os
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from orjson import loads
@@ -27,7 +28,6 @@ from grpo_tui.config_flags import config_to_argv
 from grpo_tui.executors.wire import (
     HostInfo,
     LaunchCheck,
-    RunRow,
     WireError,
     parse_info,
     parse_launch_check,
@@ -37,14 +37,16 @@ from grpo_tui.executors.wire import (
 )
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.folder import FORMAT_VERSION
+from trainer_core.contract.run.status import Status
 
-from ..services.catalog import RunInfo
 from ..services.gpus import GPU
 from ..services.launching import LaunchError
-from .base import Launched, RunListing, RunRef, StopOutcome
+from ..services.run_row import RunInfo
+from ..services.stop_outcome import StopOutcome
+from .base import Launched, OnPlan, RunListing, RunRef
 from .hosts import Host, HostError
 from .mirror import Mirror
-from .ssh_connection import Connection, check_remote, relay
+from .ssh_connection import Connection, check_remote
 
 _connections: dict[Host, Connection] = {}
 _lock = threading.Lock()
@@ -73,28 +75,6 @@ def close_all() -> None:
 
 class RemoteError(HostError):
     """A grpo-tui command on the host refused or failed: its own error line, prefixed with the host."""
-
-
-def run_info(row: RunRow, host: str) -> RunInfo:
-    return RunInfo(
-        run_id=row.run_id,
-        path=Path(row.path),
-        project=row.project,
-        model=row.model,
-        status=row.status,
-        step=row.step,
-        total=row.total,
-        last_reward=row.last_reward,
-        started=row.started,
-        ended=row.ended,
-        duration=row.duration,
-        warnings=row.warnings,
-        last_warning=row.last_warning,
-        exit_reason=row.exit_reason,
-        alerts=list(row.alerts),
-        host=host,
-        queue_reason=row.queue_reason,
-    )
 
 
 def launch_words(config: RunConfig, gpus: list[int] | None, num_processes: int | None) -> list[str]:
@@ -137,10 +117,8 @@ class SshExecutor:
         return f"host {self.name}"
 
     def runs_args(self) -> list[str]:
+        """``--runs-dir`` for a command run there (it is the host's own command: no ``--host``)."""
         return ["--runs-dir", self.runs_dir] if self.runs_dir else []
-
-    def command_args(self) -> list[str]:
-        return [*self.runs_args(), "--host", self.name]
 
     def call(self, args: list[str], input: bytes | None = None, timeout: float = 120) -> bytes:
         """``grpo-tui ARGS`` there; its stdout, or RemoteError with its error line."""
@@ -208,7 +186,7 @@ class SshExecutor:
                 f"host {self.name}: left out {len(problems)} of the {len(rows) + len(problems)} runs it listed, "
                 f"their rows are not valid: {problems[0]}{more}"
             )
-        return RunListing([run_info(row, self.name) for row in rows], error)
+        return RunListing([dataclasses.replace(row, host=self.name) for row in rows], error)
 
     def find(self, ref: str) -> RunInfo:
         """The run ``ref`` (id, prefix, ``latest``) names on the host."""
@@ -226,11 +204,16 @@ class SshExecutor:
     def mirror(self, run: RunRef) -> Mirror:
         return Mirror(self.conn, run.run_id, str(run.path))
 
+    def status(self, run: RunRef) -> Status:
+        """The host's verdict (its ``runs --json`` row of the run's folder there)."""
+        return self.find(str(run.path)).status
+
     def stop(self, run: RunRef, force: bool = False, timeout: float = 300) -> StopOutcome:
         args = ["stop", str(run.path), "--json", "--timeout", str(timeout), *(["--force"] if force else [])]
         return self._reply("stop --json", self.call(args, timeout=timeout + 120), parse_stop_reply)
 
-    def resume(self, run: RunRef, max_steps: int | None = None) -> Launched:
+    def resume(self, run: RunRef, max_steps: int | None = None, on_plan: OnPlan | None = None) -> Launched:
+        """The host's ``launch --resume --json``; the plan is made there (``on_plan`` is not told it)."""
         extend = [] if max_steps is None else ["--max-steps", str(int(max_steps))]
         out = self.call(["launch", "--resume", str(run.path), *extend, "--json", *self.runs_args()], timeout=300)
         return self._reply("launch --json", out, parse_launch_reply)
@@ -277,10 +260,31 @@ class SshExecutor:
     def _launch_args(self, argv: list[str], config_text: bytes | None) -> list[str]:
         return ["launch", *argv, *(["--config", "-"] if config_text is not None else []), *self.runs_args(), "--json"]
 
-    def logs(self, run: RunRef, follow: bool = False, raw: bool = False) -> int:
-        """The host's ``logs`` of the run, its output shown here (``raw``: the bytes as they are)."""
+    def logs(self, run: RunRef, follow: bool = False) -> Iterator[str]:
+        """The host's ``logs --raw`` of the run, as text (decoded here; showing it safely is the caller's).
+        RemoteError, once it has ended, when the host's command failed."""
         self.info()
-        argv = self.conn.command_argv(["logs", str(run.path), *(["-f"] if follow else []), *(["--raw"] if raw else [])])
-        code = subprocess.run(argv).returncode if raw else relay(argv, None, json_out=False)
-        check_remote(self.conn, code, "not found" if code == 127 else "")
-        return code
+        proc = self.conn.popen(
+            ["logs", str(run.path), "--raw", *(["-f"] if follow else [])],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        decoder, said = codecs.getincrementaldecoder("utf-8")(errors="replace"), ""
+        read_all = False
+        try:
+            while chunk := os.read(proc.stdout.fileno(), 1 << 16):
+                yield decoder.decode(chunk)
+            if tail := decoder.decode(b"", final=True):
+                yield tail
+            said, read_all = proc.stderr.read().decode(errors="replace"), True
+        finally:
+            if not read_all:  # the caller stopped reading: the host's command is not wanted any more
+                proc.terminate()
+            code = proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+        check_remote(self.conn, code, said)
+        if code != 0:
+            lines = [line for line in said.splitlines() if line.strip()]
+            raise RemoteError(f"host {self.name}: {lines[-1] if lines else f'grpo-tui logs exited with {code}'}")

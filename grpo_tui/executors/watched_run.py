@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from trainer_core.contract.run.folder import RunFolder
 
 from ..services.gpus import GPU
-from .base import Executor, ExecutorError, RunCopy, RunRef, StopOutcome
+from ..services.stop_outcome import StopOutcome
+from .base import Executor, ExecutorError, RunCopy, RunRef
 
 READY_TIMEOUT = 120.0
 

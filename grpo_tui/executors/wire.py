@@ -6,10 +6,12 @@ A host is driven through its own grpo-tui (``grpo_tui/executors/ssh.py``): the r
 from it, and a broken or compromised host may send anything. A run id becomes a local folder name, an offset
 a seek in a local file, a number a chart's value; so each message kind is a frozen dataclass with a
 ``parse_…`` function that returns one or raises ``WireError`` naming the field, the value and what was
-expected. Code past the parsers trusts the types. The sender builds its mirror messages, its event lines
-and its ``stop --json`` reply from the same classes (``encode``, ``to_wire``), so the two sides cannot drift
-apart; the JSON itself is documented in docs/hosts.md. ``LaunchReply`` and ``StopReply`` are also what an
-executor returns for a run of this machine (``grpo_tui/executors/base.py``): one record, wherever the run is.
+expected. Code past the parsers trusts the types. The sender builds its mirror messages, its event lines,
+its ``runs --json`` rows and its ``stop --json`` reply from the same classes (``encode``, ``to_wire``,
+``to_dict``), so the two sides cannot drift apart; the JSON itself is documented in docs/hosts.md. A row is a
+``RunInfo`` (``services/run_row.py``) and a stop a ``StopOutcome`` (``services/stop_outcome.py``), the types
+the catalog and the supervisor make here; ``LaunchReply`` is also what an executor returns for a run of this
+machine (``grpo_tui/executors/base.py``): one record, wherever the run is.
 """
 
 from __future__ import annotations
@@ -19,12 +21,16 @@ import binascii
 import math
 import re
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 from orjson import dumps, loads
 
+from grpo_tui.services.run_row import RunInfo
+from grpo_tui.services.stop_outcome import StopOutcome
 from trainer_core.contract.run.events import HealthWarning
 from trainer_core.contract.run.severity import Severity
+from trainer_core.contract.run.state import StateError, parse_object
 from trainer_core.contract.run.status import Status
 from trainer_core.contract.run.summary import warning_record
 
@@ -168,33 +174,13 @@ def _alerts(f: _Fields, key: str = "alerts") -> tuple[HealthWarning, ...]:
 # -- replies to commands --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RunRow:
-    """One row of ``runs --json`` (``RunInfo.to_dict`` on the host); ``path`` is a path there."""
-
-    run_id: str
-    path: str
-    project: str | None
-    model: str | None
-    status: Status
-    step: int | None
-    total: int | None
-    last_reward: float | None
-    started: float | None
-    ended: float | None
-    duration: float | None
-    warnings: int
-    last_warning: str | None
-    exit_reason: str | None
-    alerts: tuple[HealthWarning, ...]
-    queue_reason: str | None
-
-
-def parse_run_row(data: Any) -> RunRow:
+def parse_run_row(data: Any) -> RunInfo:
+    """One row of ``runs --json`` (``RunInfo.to_dict`` on the host) as the ``RunInfo`` it was; ``path`` is a path
+    there, ``host`` is left for the caller to say (the host's own ``host`` is None: its machine)."""
     f = _Fields(data)
-    return RunRow(
+    return RunInfo(
         run_id=parse_run_id(f.get("run_id")),
-        path=_host_path(f, "path"),
+        path=Path(_host_path(f, "path")),
         project=f.text("project"),
         model=f.text("model"),
         status=_status(f.get("status"), "status"),
@@ -207,12 +193,12 @@ def parse_run_row(data: Any) -> RunRow:
         warnings=f.whole("warnings", default=0),
         last_warning=f.text("last_warning"),
         exit_reason=f.text("exit_reason"),
-        alerts=_alerts(f),
+        alerts=list(_alerts(f)),
         queue_reason=f.text("queue_reason"),
     )
 
 
-def parse_run_rows(data: Any) -> tuple[list[RunRow], list[str]]:
+def parse_run_rows(data: Any) -> tuple[list[RunInfo], list[str]]:
     """The valid rows of a ``runs --json`` reply, and one problem per row that is not (``row N: …``).
 
     Raises WireError when the reply is not a list at all."""
@@ -351,44 +337,6 @@ def parse_launch_check(data: Any) -> LaunchCheck:
     return LaunchCheck(ok, tuple(problems), placement, tuple(notes))
 
 
-@dataclass(frozen=True)
-class StopReply:
-    """``stop --json``: how a stop went, on the host or here (``grpo_tui/cli/stop.py`` prints ``to_wire()``).
-
-    ``forced``: the processes signalled after the graceful stage; ``left``: those still alive after KILL;
-    ``refused``: why a process on record (or a Slurm job id) was not signalled. A Slurm run's processes are on a
-    node no one here can see, so its stop says ``0`` for "the job" in ``forced`` and ``left``."""
-
-    run_id: str | None
-    was_running: bool
-    graceful: bool
-    forced: tuple[int, ...]
-    left: tuple[int, ...]
-    status: Status | None
-    message: str
-    refused: tuple[str, ...] = ()
-
-    @property
-    def failed(self) -> bool:
-        """Something is left, or was refused: the run may still be running, and the user should look."""
-        return bool(self.left or self.refused)
-
-    def to_wire(self) -> dict:
-        return {
-            "run_id": self.run_id,
-            "was_running": self.was_running,
-            "graceful": self.graceful,
-            "forced": list(self.forced),
-            "left": list(self.left),
-            "refused": list(self.refused),
-            "status": self.status.value if self.status else None,
-            "message": self.message,
-        }
-
-    def to_dict(self) -> dict:
-        return self.to_wire()
-
-
 def _pids(f: _Fields, key: str) -> tuple[int, ...]:
     pids = []
     for i, pid in enumerate(f.items(key)):
@@ -398,7 +346,8 @@ def _pids(f: _Fields, key: str) -> tuple[int, ...]:
     return tuple(pids)
 
 
-def parse_stop_reply(data: Any) -> StopReply:
+def parse_stop_reply(data: Any) -> StopOutcome:
+    """``stop --json`` (``StopOutcome.to_wire`` on the host) as the ``StopOutcome`` it was."""
     f = _Fields(data)
     left, forced = _pids(f, "left"), _pids(f, "forced")
     refused = []
@@ -407,7 +356,7 @@ def parse_stop_reply(data: Any) -> StopReply:
             _fail(f"refused[{i}]", why, f"a string of at most {MAX_TEXT} characters")
         refused.append(why)
     status = f.get("status")
-    return StopReply(
+    return StopOutcome(
         f.text("run_id"),
         f.flag("was_running"),
         f.flag("graceful"),
@@ -604,11 +553,9 @@ def _whole(m: dict) -> WholeFile:
     file, data = _file(m["file"], "file", WHOLE), _data(m.get("data"))
     if file == "state.json":
         try:
-            state = loads(data)
-        except ValueError:
-            state = data[:40]
-        if not isinstance(state, dict):
-            _fail("data", state, "state.json as a JSON object")
+            parse_object(data, "state.json")  # the one reader's check: any fields, but one JSON object
+        except StateError as exc:
+            _fail("data", data[:40], f"state.json as a JSON object ({exc.why.partition(';')[0]})")
     return WholeFile(file, data)
 
 

@@ -37,7 +37,7 @@ from textual.widgets import Button, Footer, Label
 from trainer_core.contract.config.placement import Placement, plan
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 
-from ..executors.base import Executor, RunRef
+from ..executors.base import Executor, RunRef, place_args
 from ..executors.hosts import LOCAL
 from ..executors.registry import ExecutorRegistry
 from ..presets import PRESETS, preset_values
@@ -184,7 +184,7 @@ class LaunchScreen(Screen):
         ConfigError when the form cannot say."""
         config = self.form.config() if config is None else config
         argv = launch_command(config, self.runs_dir, *self.placement_request(config))
-        return [*argv[:-2], *self.executor.command_args()]  # where it runs: this runs dir, or the host's
+        return [*argv[:-2], *place_args(self.executor)]  # where it runs: this runs dir, or the host's
 
     async def on_host_picker_chosen(self, message: HostPicker.Chosen) -> None:
         """Another host: its GPUs in the picker, its name in the title and the command."""

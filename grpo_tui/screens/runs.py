@@ -6,7 +6,7 @@ delays nothing else and shows its error in the hosts line. Opening, stopping and
 the executor of its host, whichever it is: a remote run opens in the monitor through a local copy of its
 folder (``executors/mirror.py``), and every stop is reported as ``executors.base.judge_stop`` says.
 Extending a run (``e``, or ``u`` on a completed run) asks for the new max steps (``extend.py``) and resumes
-it as ``grpo-tui train --resume RUN --max-steps N`` does (``services.supervisor.plan_resume``).
+it through its executor, as ``grpo-tui launch --resume RUN --max-steps N`` does.
 
 A runs dir may hold thousands of runs, so nothing here rebuilds the list: the worker's ``RunList`` re-reads
 only runs whose files changed and posts only when something did (or the user asked), and the table
@@ -17,7 +17,6 @@ as they are read, so the first paint does not wait for the oldest.
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from textual import work
@@ -27,22 +26,20 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Label
 
-from trainer_core.contract.config.run_config import ConfigError
-from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.status import Status
 
 from ..executors.base import Executor, ExecutorError, judge_stop
 from ..executors.registry import ExecutorRegistry
 from ..safe_text import clean_line, literal
-from ..services.catalog import RunInfo
 from ..services.run_list import RunList
-from ..services.supervisor import plan_resume, start_root
+from ..services.run_row import RunInfo
 from ..widgets.runs_table import FIRST_ROWS, RunsTable
 from .confirm import ConfirmScreen
 from .extend import ExtendScreen
 
 if TYPE_CHECKING:
     from ..app import GrpoApp
+    from ..services.resuming import ResumePlan
 
 REFRESH_SECONDS = 2.0
 HOST_REFRESH_SECONDS = 5.0  # a remote list costs the host a grpo-tui start: less often
@@ -331,44 +328,26 @@ class RunsScreen(Screen):
             return
 
         def answered(max_steps: int | None) -> None:
-            if max_steps is None:
-                return
-            if run.host is None:
-                self._extend(run, max_steps)
-            else:
+            if max_steps is not None:
                 self._resume(run, max_steps)
 
         self.app.push_screen(ExtendScreen(run.run_id, run.step or 0, run.total, str(run.status)), answered)
 
     @work(thread=True, group="resume", exit_on_error=False)
-    def _extend(self, run: RunInfo, max_steps: int) -> None:
-        """``grpo-tui launch --resume RUN --max-steps N``: plan the resume (it refuses, saying why, before
-        writing anything), then start it detached; its monitor opens."""
-        folder = RunFolder(Path(run.path))
-        try:
-            plan = plan_resume(folder, max_steps=max_steps)
-            assert plan.placement is not None, "plan_resume fills in the placement it applied"
-            start_root(folder, plan.placement)
-        except ConfigError as exc:
-            self.post_message(self.Done(str(exc), run, error=True))
-            return
-        except OSError as exc:
-            self.post_message(self.Done(f"cannot start run {run.run_id}: {exc}", run, error=True))
-            return
-        self.post_message(self.Done(plan.message, run, open_run=True))
-
-    @work(thread=True, group="resume", exit_on_error=False)
     def _resume(self, run: RunInfo, max_steps: int | None = None) -> None:
-        """Resume through the run's executor (on its host, for a remote run); ``max_steps`` extends it."""
+        """Resume through the run's executor (on its host, for a remote run); ``max_steps`` extends it. It refuses,
+        saying why, before writing anything; a resume planned here says its plan, and the run's monitor opens."""
         executor = self.executor(run)
+        plans: list[ResumePlan] = []
         try:
-            executor.resume(run, max_steps=max_steps)
+            executor.resume(run, max_steps=max_steps, on_plan=plans.append)
         except ExecutorError as exc:
             self.post_message(self.Done(str(exc), run, error=True))
             return
         on = f" on {executor.host_name}" if executor.host_name else ""
         to = f" to {max_steps} steps" if max_steps is not None else ""
-        self.post_message(self.Done(f"resumed run {run.run_id}{on}{to}", run, open_run=True))
+        said = plans[0].message if plans else f"resumed run {run.run_id}{on}{to}"
+        self.post_message(self.Done(said, run, open_run=True))
 
     @work(thread=True, group="stop", exit_on_error=False)
     def _stop(self, run: RunInfo) -> None:

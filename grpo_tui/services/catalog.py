@@ -16,19 +16,17 @@ from __future__ import annotations
 import difflib
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from orjson import loads as _loads
-
 from trainer_core.contract.run.event_log import tail_events
-from trainer_core.contract.run.events import HealthWarning
 from trainer_core.contract.run.folder import RUNS_DIR_ENV, RunFolder, resolve_runs_dir
+from trainer_core.contract.run.state import read_state
 from trainer_core.contract.run.status import Status
-from trainer_core.contract.run.summary import scan_warnings, summary_crash, valid_summary, warning_record
+from trainer_core.contract.run.summary import scan_warnings, summary_crash, valid_summary
 
 from . import slurm_queue
 from .run_health import watcher_warnings
+from .run_row import RunInfo as RunInfo  # the row type, defined once (run_row.py); imported from here too
 from .run_status import live_status, run_duration, run_total
 
 RUN_FILES = ("state.json", "config.yaml", "events.jsonl")  # any of them makes a folder a run's; state first: cheapest
@@ -43,56 +41,6 @@ class UnknownRunError(LookupError):
 
     def __str__(self) -> str:
         return self.message
-
-
-@dataclass
-class RunInfo:
-    """One run as ``grpo-tui runs`` shows it; times are unix seconds, ``duration`` is seconds."""
-
-    run_id: str
-    path: Path
-    project: str | None
-    model: str | None
-    status: Status
-    step: int | None
-    total: int | None
-    last_reward: float | None
-    started: float | None
-    ended: float | None
-    duration: float | None
-    warnings: int
-    last_warning: str | None
-    exit_reason: str | None
-    alerts: list[HealthWarning] = field(default_factory=list)  # watcher-side warnings: stall, crash cause
-    host: str | None = None  # the host it runs on (executors/hosts.py); None: this machine
-    queue_reason: str | None = None  # a queued Slurm job: why it waits (Priority, Resources, ...)
-
-    @property
-    def key(self) -> str:
-        """Unique across hosts: the run id, prefixed by the host for a remote run."""
-        return self.run_id if self.host is None else f"{self.host}:{self.run_id}"
-
-    def to_dict(self) -> dict:
-        """The row of ``grpo-tui runs --json`` (the fields in order; ``dataclasses.asdict`` is slow on 10k rows)."""
-        return {
-            "run_id": self.run_id,
-            "path": str(self.path),
-            "project": self.project,
-            "model": self.model,
-            "status": self.status.value,
-            "step": self.step,
-            "total": self.total,
-            "last_reward": self.last_reward,
-            "started": self.started,
-            "ended": self.ended,
-            "duration": self.duration,
-            "warnings": self.warnings,
-            "last_warning": self.last_warning,
-            "exit_reason": self.exit_reason,
-            "alerts": [warning_record(a) for a in self.alerts],
-            "host": self.host,
-            "queue_reason": self.queue_reason,
-        }
 
 
 _warning_cache: dict[Path, tuple[int, int, int, str | None]] = {}
@@ -210,23 +158,6 @@ def _size(path: Path) -> int | None:
         return None
 
 
-def read_state_file(path: str) -> dict | None:
-    """A state.json parsed ({} when unreadable or not a JSON object, as ``RunFolder.read_state``); None when
-    it does not exist. orjson: listing 10k runs parses 10k of them."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return {}
-    try:
-        state = _loads(data)
-    except ValueError:
-        return {}
-    return state if isinstance(state, dict) else {}
-
-
 def is_run_folder(path: Path) -> bool:
     return path.is_dir() and any(os.path.exists(os.path.join(path, name)) for name in RUN_FILES)
 
@@ -254,11 +185,9 @@ def run_states(runs_dir: str | os.PathLike | None = None) -> list[tuple[RunFolde
     """Every run folder with its state.json, newest first: one listing and one small read per run."""
     found = []
     for _name, path in folder_entries(resolve_runs_dir(runs_dir)):
-        state = read_state_file(os.path.join(path, "state.json"))
-        if state is None:  # no state.json (yet): a run folder only if it has another run file
-            if not _has_run_files(path, RUN_FILES[1:]):
-                continue
-            state = {}
+        state = read_state(os.path.join(path, "state.json"))
+        if state.missing and not _has_run_files(path, RUN_FILES[1:]):
+            continue  # no state.json (yet): a run folder only if it has another run file
         found.append((RunFolder(Path(path)), state))
     return found
 

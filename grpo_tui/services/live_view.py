@@ -1,18 +1,16 @@
-"""Follow a run from outside it: its log as it grows (``grpo-tui logs``) and a live dashboard (``watch``).
+"""Follow a run from outside it: a live dashboard (``grpo-tui watch`` in a pipe or with ``--once``).
 
-Both read only the run folder, so they work on a run started by anyone, from any terminal, at any time, and
-stop by themselves once the run is no longer live (it finished, or its process is gone). A long run's
-events file is never parsed whole: the dashboard catches up from the file's end and the few lines that
-name warnings and errors, then tails new events by byte offset.
+It reads only the run folder, so it works on a run started by anyone, from any terminal, at any time, and
+stops by itself once the run is no longer live (it finished, or its process is gone). A long run's events
+file is never parsed whole: the dashboard catches up from the file's end and the few lines that name
+warnings and errors, then tails new events by byte offset. A run's log is followed by ``log_follow.py``.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TextIO
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -36,8 +34,7 @@ from trainer_core.contract.run.status import Status
 
 from ..formatting import format_duration, format_steps, short_model
 from ..palette import plain_palette
-from ..safe_text import clean, clean_line, from_ansi
-from .log_follow import LogFollower
+from ..safe_text import clean, clean_line
 from .run_health import watcher_warnings
 from .run_status import is_live, live_status, run_duration, run_total
 
@@ -59,50 +56,6 @@ CATCH_UP_TYPES = (
     EventType.STOP_REQUESTED,
     EventType.RUN_FINISHED,
 )
-
-
-# -- logs -----------------------------------------------------------------------------------------------
-
-
-def follow_log(
-    folder: RunFolder, out: TextIO | None = None, follow: bool = False, poll: float = 0.2, raw: bool = False
-) -> str:
-    """Print trainer.log to ``out`` (stdout); with ``follow``, keep printing what is appended until the run is
-    no longer live. Returns the run's status when it stops reading.
-
-    Lines go out whole, through ``safe_text.from_ansi``: ANSI colour is kept as colour on a terminal and
-    dropped in a pipe, and no other escape from the log reaches either. ``raw`` writes the bytes as they are.
-    """
-    stream: TextIO = out or sys.stdout
-    log = LogFollower(folder.log_file)
-    printer = _LogPrinter(stream, raw)
-    while True:
-        # the status is read before the log so the last read catches everything written before the end
-        status = live_status(folder)
-        for text in log.chunks():
-            printer.add(text)
-        if not follow or not is_live(status):
-            printer.add(log.close(), final=True)
-            stream.flush()
-            return status
-        stream.flush()
-        time.sleep(poll)
-
-
-class _LogPrinter:
-    def __init__(self, out: TextIO, raw: bool):
-        self.out, self.raw, self.pending = out, raw, ""
-        self.console = Console(file=out, soft_wrap=True, highlight=False, emoji=False)
-
-    def add(self, text: str, final: bool = False) -> None:
-        if self.raw:
-            self.out.write(text)
-            return
-        complete, _, self.pending = (self.pending + text).rpartition("\n")
-        if final and self.pending:
-            complete, self.pending = f"{complete}\n{self.pending}" if complete else self.pending, ""
-        if complete:
-            self.console.print(from_ansi(complete))
 
 
 # -- dashboard ------------------------------------------------------------------------------------------

@@ -2,13 +2,20 @@
 
 Reads resume at a byte offset, and the bytes are decoded incrementally, so a character the trainer had
 written only half of when a read happened comes out whole on the next read instead of as two '�'.
+``log_chunks`` is a run's log for whoever shows it (a local executor's ``logs``): text as written, escapes
+included; making it safe to show is the shower's (``safe_text``).
 """
 
 from __future__ import annotations
 
 import codecs
+import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from trainer_core.contract.run.folder import RunFolder
+
+from .run_status import is_live, live_status
 
 CHUNK = 1024 * 1024
 
@@ -50,3 +57,18 @@ class LogFollower:
     def close(self) -> str:
         """What is left of a character cut short at the very end of the file (as '�'), once no more will come."""
         return self._decoder.decode(b"", final=True)
+
+
+def log_chunks(folder: RunFolder, follow: bool = False, poll: float = 0.2) -> Iterator[str]:
+    """trainer.log's text so far; with ``follow``, then what is appended until the run is no longer live."""
+    log = LogFollower(folder.log_file)
+    while True:
+        # the status is read before the log so the last read catches everything written before the end
+        status = live_status(folder)
+        yield from log.chunks()
+        if not follow or not is_live(status):
+            tail = log.close()
+            if tail:
+                yield tail
+            return
+        time.sleep(poll)

@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainer_core.contract.run.folder import RunFolder, resolve_runs_dir
+from trainer_core.contract.run.state import read_state
 from trainer_core.contract.run.status import Status
 from trainer_core.contract.run.summary import valid_summary
 
-from .catalog import RunInfo, folder_entries, read_state_file, run_info
+from .catalog import folder_entries, run_info
+from .run_row import RunInfo
 
 STATE, EVENTS, LOG = os.sep + "state.json", os.sep + "events.jsonl", os.sep + "trainer.log"
 WATCHED = (STATE, EVENTS, LOG)
@@ -112,11 +114,9 @@ class RunList:
     def _read(self, path: str, now: float) -> _Entry | None:
         # stamps first: a file that changes while it is read shows as changed at the next refresh
         stamps = _stamps(path, len(WATCHED))
-        state = read_state_file(path + STATE)
-        if state is None:
-            if not any(os.path.exists(path + name) for name in OTHER_RUN_FILES):
-                return None  # not a run folder (yet)
-            state = {}
+        state = read_state(path + STATE)
+        if state.missing and not any(os.path.exists(path + name) for name in OTHER_RUN_FILES):
+            return None  # not a run folder (yet)
         info = run_info(RunFolder(Path(path)), now, state)
         status = info.status
         if status.is_final and valid_summary(state, stamps[1][1] if stamps[1] else None) is not None:

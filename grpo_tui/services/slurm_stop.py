@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Iterable
 
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.slurm_job import check_job_id
@@ -19,6 +20,7 @@ from trainer_core.contract.run.status import Status
 
 from .run_status import live_status
 from .slurm_queue import QUEUE, queued_job
+from .stop_outcome import StopOutcome
 
 
 def _scancel(folder: RunFolder, job: str, *options: str) -> None:
@@ -26,15 +28,17 @@ def _scancel(folder: RunFolder, job: str, *options: str) -> None:
     subprocess.run(["scancel", *options, job], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
 
 
-def stop_job(folder: RunFolder, job: str, force: bool, timeout: float, report, on_wait=None):
-    """Fill and return ``report`` (supervisor.StopReport) for the run of Slurm job ``job``; SlurmJobError,
-    before any command, when ``job`` is not a job id."""
+def stop_job(
+    folder: RunFolder, job: str, force: bool, timeout: float, on_wait=None, notes: Iterable[str] = ()
+) -> StopOutcome:
+    """How the stop of the run of Slurm job ``job`` went (``notes``: said after it); SlurmJobError, before any
+    command, when ``job`` is not a job id."""
     check_job_id(job, folder.run_id)
     status = live_status(folder)
     if status is Status.QUEUED:
         _scancel(folder, job)
         QUEUE.forget()
-        was = Status.parse(folder.read_state().get("status"))
+        was = folder.status()
         reason = (
             "cancelled while queued for a restart"
             if was is not None and was.is_final
@@ -43,14 +47,14 @@ def stop_job(folder: RunFolder, job: str, force: bool, timeout: float, report, o
         folder.write_state(
             status=Status.STOPPED, exit_reason=reason, ended=folder.read_state().get("ended") or round(time.time(), 3)
         )
-        report.was_running, report.graceful, report.status = True, True, Status.STOPPED
-        report.message = f"run {folder.run_id}: Slurm job {job} {reason}; status stopped."
-        return report
+        said = f"run {folder.run_id}: Slurm job {job} {reason}; status stopped."
+        return StopOutcome.of(
+            folder.run_id, was_running=True, graceful=True, status=Status.STOPPED, said=said, notes=notes
+        )
     if not status.is_live:
-        report.status = status
-        return report
-    report.was_running = True
+        return StopOutcome.of(folder.run_id, was_running=False, status=status, notes=notes)
     deadline = time.monotonic() + timeout
+    graceful, forced, left = False, (), ()
     if not force:
         folder.request_stop("grpo-tui stop")
         _scancel(folder, job, "--signal=TERM", "--full")
@@ -59,10 +63,10 @@ def stop_job(folder: RunFolder, job: str, force: bool, timeout: float, report, o
                 on_wait(deadline - time.monotonic())
             QUEUE.forget()
             time.sleep(1.0)
-        report.graceful = not live_status(folder).is_live
-    if not report.graceful:
+        graceful = not live_status(folder).is_live
+    if not graceful:
         _scancel(folder, job)
-        report.forced = [0]
+        forced = (0,)
     # the job leaves the queue once its processes are gone: that is "nothing left" on a node we cannot see
     while time.monotonic() < deadline + 60:
         QUEUE.forget()
@@ -71,10 +75,17 @@ def stop_job(folder: RunFolder, job: str, force: bool, timeout: float, report, o
             break
         time.sleep(1.0)
     else:
-        report.left = [0]
-    if not report.graceful and not (folder.status() or Status.RUNNING).is_final:
+        left = (0,)
+    if not graceful and not (folder.status() or Status.RUNNING).is_final:
         folder.write_state(
             status=Status.STOPPED, exit_reason="forced: cancelled through Slurm", ended=round(time.time(), 3)
         )
-    report.status = folder.status()
-    return report
+    return StopOutcome.of(
+        folder.run_id,
+        was_running=True,
+        graceful=graceful,
+        forced=forced,
+        left=left,
+        status=folder.status(),
+        notes=notes,
+    )

@@ -16,12 +16,11 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
-from grpo_tui.executors.wire import StopReply
 from trainer_core.contract.config.disk_estimate import require_room
 from trainer_core.contract.config.placement import Placement, plan
 from trainer_core.contract.config.ports import check_port
@@ -46,6 +45,7 @@ from .resuming import ResumePlan, apply_resume, choose_checkpoint
 from .run_status import live_status
 from .slurm_queue import job_of
 from .slurm_stop import stop_job
+from .stop_outcome import StopOutcome
 
 DEFAULT_STOP_TIMEOUT = 300.0
 RESUME_WAIT_S = 30.0
@@ -141,74 +141,27 @@ def _run_processes(folder: RunFolder) -> tuple[list[psutil.Process], list[Refusa
     return collect(folder.path, roots), refused
 
 
-@dataclass
-class StopReport:
-    run_id: str
-    was_running: bool
-    graceful: bool = False
-    forced: list[int] = field(default_factory=list)
-    left: list[int] = field(default_factory=list)
-    status: Status | None = None
-    message: str | None = None  # said instead of the usual sentence (a cancelled Slurm job)
-    refused: list[str] = field(default_factory=list)  # why a process on record, or a job id, was not signalled
-
-    @property
-    def failed(self) -> bool:
-        """Something is left, or was refused: the run may still be running, and the user should look."""
-        return bool(self.left or self.refused)
-
-    def describe(self) -> str:
-        return " ".join(dict.fromkeys([self._sentence(), *self.refused]))  # a refusal may be the sentence itself
-
-    def outcome(self) -> StopReply:
-        """The stop as every executor reports one (and ``stop --json`` prints it): the record a host sends back."""
-        return StopReply(
-            self.run_id,
-            self.was_running,
-            self.graceful,
-            tuple(self.forced),
-            tuple(self.left),
-            self.status,
-            self.describe(),
-            tuple(self.refused),
-        )
-
-    def _sentence(self) -> str:
-        if self.message:
-            return self.message
-        if self.refused and not self.was_running:
-            return (
-                f"run {self.run_id}: nothing was signalled; its state.json names a process that is not the run's "
-                "(planted, or copied from another run?)."
-            )
-        if not self.was_running:
-            return f"run {self.run_id} is not running (status: {self.status}); nothing to stop."
-        if self.left:
-            return (
-                f"run {self.run_id}: processes {', '.join(map(str, self.left))} are still alive after KILL "
-                "(uninterruptible I/O?); check them with ps."
-            )
-        how = "stopped gracefully" if self.graceful else f"forced to stop ({len(self.forced)} process(es) signalled)"
-        return f"run {self.run_id} {how}; status {self.status}; no process of the run is left."
-
-
 def stop_run(
     folder: RunFolder, *, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT, grace: float = 10.0, on_wait=None
-) -> StopReport:
-    """Stop a run: graceful (unless ``force``) for up to ``timeout`` s, then TERM+KILL everything left."""
-    job = job_of(folder.read_state())
+) -> StopOutcome:
+    """Stop a run: graceful (unless ``force``) for up to ``timeout`` s, then TERM+KILL everything left. A state.json
+    read with problems (run/state.py) is said in the outcome's message; the run's marked processes are found all
+    the same."""
+    state = folder.read_state()
+    notes = [f"Note: {p}." for p in state.problems]
+    job = job_of(state)
     if job is not None:
-        report = StopReport(folder.run_id, was_running=False)
         try:
-            return stop_job(folder, job, force, timeout, report, on_wait)
+            return stop_job(folder, job, force, timeout, on_wait, notes)
         except SlurmJobError as exc:  # raised before any Slurm command
-            report.message, report.refused = f"{exc}.", [f"{exc}."]
-            return report
-    procs, refused = _run_processes(folder)
-    report = StopReport(folder.run_id, was_running=bool(procs), refused=[r.describe() for r in refused])
+            return StopOutcome.of(folder.run_id, was_running=False, refused=[f"{exc}."], said=f"{exc}.", notes=notes)
+    procs, refusals = _run_processes(folder)
+    refused = [r.describe() for r in refusals]
     if not procs:
-        report.status = live_status(folder)
-        return report
+        return StopOutcome.of(
+            folder.run_id, was_running=False, status=live_status(folder), refused=refused, notes=notes
+        )
+    graceful, forced, left = False, [], []
     if not force:
         folder.request_stop("grpo-tui stop")
         target = procs[0]
@@ -221,14 +174,22 @@ def stop_run(
             if on_wait:
                 on_wait(deadline - time.monotonic())
             psutil.wait_procs(alive(procs), timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
-        report.graceful = not alive(procs)
-    if not report.graceful:
+        graceful = not alive(procs)
+    if not graceful:
         procs = list({p.pid: p for p in [*procs, *_run_processes(folder)[0]]}.values())
-        report.forced = [p.pid for p in alive(procs)]
-        report.left = [p.pid for p in terminate(procs, grace=grace)]
+        forced = [p.pid for p in alive(procs)]
+        left = [p.pid for p in terminate(procs, grace=grace)]
         _record_forced_end(folder)
-    report.status = folder.status()
-    return report
+    return StopOutcome.of(
+        folder.run_id,
+        was_running=True,
+        graceful=graceful,
+        forced=forced,
+        left=left,
+        status=folder.status(),
+        refused=refused,
+        notes=notes,
+    )
 
 
 def _record_forced_end(folder: RunFolder) -> None:

@@ -131,3 +131,15 @@ def test_every_theme_gives_six_run_colours_none_of_them_a_warnings(theme):
     roles = theme_colors(theme)
     assert len(colours) == len(SERIES_COLOURS) == 6 and len(set(colours)) == 6, colours
     assert not {c.upper() for c in colours} & {roles["warning"].upper(), roles["error"].upper()}, (theme, colours)
+
+
+async def test_a_theme_of_textuals_own_draws_the_runs_in_the_default_themes_series_colours(tmp_path):
+    make_three_runs(tmp_path / "runs")
+    app = make_app(tmp_path / "runs", theme="grpo-dark")
+    async with app.run_test(size=SIZE) as pilot:
+        app.theme = "textual-dark"  # as the command palette switches it; it has no chart-series variables
+        await pilot.pause(0.1)
+        screen = await open_compare(pilot)
+        reward = screen.query_one("#chart-reward", OverlayChart)
+        drawn = {reward.get_component_rich_style(f"overlay-chart--series-{i}").color for i in range(3)}
+        assert {c.name.upper() for c in drawn if c} == {c.upper() for c in series_colors("grpo-dark")[:3]}

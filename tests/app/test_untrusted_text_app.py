@@ -22,6 +22,7 @@ from grpo_tui.screens.compare import CompareScreen
 from grpo_tui.screens.confirm import ConfirmScreen
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.services.gpus import GPU
+from grpo_tui.theming import series_variables
 from grpo_tui.widgets.completions import CompletionsTable
 from grpo_tui.widgets.gpu_panel import GpuPanel
 from grpo_tui.widgets.health_panel import CriticalBanner, HealthPanel
@@ -140,6 +141,9 @@ class CompareHarness(App):
     def __init__(self, paths: list[Path]):
         super().__init__()
         self.paths = paths
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return {**super().get_theme_variable_defaults(), **series_variables()}
 
     def on_mount(self) -> None:
         self.push_screen(CompareScreen(self.paths))

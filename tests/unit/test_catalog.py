@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from grpo_tui.cli.logs import print_log
 from grpo_tui.cli.runs import format_table
 from grpo_tui.formatting import format_duration, format_steps, format_time, short_model
 from grpo_tui.services.catalog import (
@@ -29,7 +30,8 @@ from grpo_tui.services.catalog import (
     tail_events,
     warning_summary,
 )
-from grpo_tui.services.live_view import RunView, follow_log, render, watch
+from grpo_tui.services.live_view import RunView, render, watch
+from grpo_tui.services.log_follow import log_chunks
 from grpo_tui.services.run_status import live_status
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import BLOCK_SIZE, BackwardLines, EventWriter, read_events, scan_events
@@ -503,11 +505,13 @@ def test_logs_print_the_log_once_or_follow_it_until_the_process_ends(runs_dir):
         )
         wait_for(lambda: folder.log_file.exists(), timeout=20)
         once = io.StringIO()
-        assert follow_log(folder, once) == Status.RUNNING
+        print_log(log_chunks(folder), once)
+        assert live_status(folder) is Status.RUNNING
         assert once.getvalue().startswith("line 0 ✓\n")
 
         out = io.StringIO()
-        assert follow_log(folder, out, follow=True, poll=0.05) == Status.LOST
+        print_log(log_chunks(folder, follow=True, poll=0.05), out)
+        assert live_status(folder) is Status.LOST
         assert out.getvalue() == "line 0 ✓\nline 1 ✓\nline 2 ✓\n"
         assert proc.poll() is not None
     finally:
@@ -518,7 +522,8 @@ def test_logs_print_the_log_once_or_follow_it_until_the_process_ends(runs_dir):
 def test_logs_of_a_run_without_a_log_print_nothing(runs_dir):
     folder = make_run(runs_dir, IDS[0], "completed")
     out = io.StringIO()
-    assert follow_log(folder, out, follow=True) == Status.COMPLETED and out.getvalue() == ""
+    print_log(log_chunks(folder, follow=True), out)
+    assert out.getvalue() == "" and live_status(folder) is Status.COMPLETED
 
 
 def test_the_views_never_import_the_training_stack_or_textual():

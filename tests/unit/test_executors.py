@@ -12,21 +12,20 @@ import time
 
 import pytest
 
-from grpo_tui.executors.base import ExecutorError, RunAt, judge_stop
+from grpo_tui.executors.base import ExecutorError, RunAt, judge_stop, place_args
 from grpo_tui.executors.hosts import LOCAL, Host, HostError, load_hosts
 from grpo_tui.executors.local import LocalCopy, LocalExecutor
 from grpo_tui.executors.registry import EXECUTORS, ExecutorRegistry
 from grpo_tui.executors.ssh import SshExecutor
 from grpo_tui.executors.wire import (
     EventLine,
-    StopReply,
     WireError,
     parse_event_line,
     parse_stop_reply,
 )
 from grpo_tui.services.catalog import UnknownRunError, resolve_run
 from grpo_tui.services.run_export import event_lines
-from grpo_tui.services.supervisor import StopReport
+from grpo_tui.services.stop_outcome import StopOutcome
 from tests.run_fixtures import make_finished_run
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.process import process_start_time
@@ -42,6 +41,7 @@ def test_the_registry_gives_this_machine_for_local_and_one_executor_per_host(tmp
     box = registry.get("gpubox")
     assert isinstance(box, SshExecutor) and box is registry.get("gpubox")  # made once, reused by every screen
     assert box.runs_dir == "/data/runs" and box.where == "host gpubox" and box.host_name == "gpubox"
+    assert place_args(box) == ["--runs-dir", "/data/runs", "--host", "gpubox"]  # a command line acting there
     plain = registry.get("alice@elsewhere")  # not in the file: a plain SSH destination, as --host takes it
     assert isinstance(plain, SshExecutor) and plain.host == Host("alice@elsewhere")
     with pytest.raises(HostError, match="give a host name"):
@@ -89,8 +89,19 @@ def test_the_local_executor_lists_finds_and_copies_runs_in_place(tmp_path):
     copy = local.mirror(found)
     assert isinstance(copy, LocalCopy) and copy.folder.path == first and copy.ready.is_set()
     assert copy.start() is copy and copy.wait_ready(0) and copy.sync() is None
-    assert local.command_args() == ["--runs-dir", str(tmp_path)] and LocalExecutor().command_args() == []
+    assert place_args(local) == ["--runs-dir", str(tmp_path)] and place_args(LocalExecutor()) == []
     assert local.name == LOCAL and local.host_name is None and local.where == "this machine" and local.folders_here
+
+
+def test_the_local_executor_gives_a_runs_log_as_written_and_how_it_stands(tmp_path):
+    run = make_finished_run(tmp_path, steps=2)
+    (run / "trainer.log").write_text("step 1 \x1b[31mred\x1b[0m ✓\nhalf a line")
+    local = LocalExecutor(tmp_path)
+    found = local.find(run.name)
+    assert (
+        "".join(local.logs(found, follow=True)) == "step 1 \x1b[31mred\x1b[0m ✓\nhalf a line"
+    )  # showing it is the CLI's
+    assert local.status(found) is Status.COMPLETED
 
 
 def test_the_local_info_is_what_info_json_prints(tmp_path, monkeypatch):
@@ -109,7 +120,7 @@ def test_the_local_info_is_what_info_json_prints(tmp_path, monkeypatch):
 def test_stopping_an_ended_run_here_is_an_outcome_that_is_not_an_error(tmp_path):
     run = make_finished_run(tmp_path, steps=2)
     outcome = LocalExecutor(tmp_path).stop(RunAt(run.name, run))
-    assert isinstance(outcome, StopReply) and not outcome.was_running and outcome.status is Status.COMPLETED
+    assert isinstance(outcome, StopOutcome) and not outcome.was_running and outcome.status is Status.COMPLETED
     assert outcome.message == f"run {run.name} is not running (status: completed); nothing to stop."
     verdict = judge_stop(outcome)
     assert not verdict.failed and verdict.severity == "information" and verdict.message == outcome.message
@@ -154,17 +165,15 @@ def test_resuming_a_run_without_a_checkpoint_is_one_line(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "report",
+    "outcome",
     [
-        StopReport("r1", was_running=True, graceful=True, status=Status.STOPPED),
-        StopReport("r1", was_running=True, forced=[41, 42], left=[42], status=Status.STOPPED),
-        StopReport("r1", was_running=False, status=Status.RUNNING, refused=["Process 7 was not signalled: ..."]),
-        StopReport("r1", was_running=True, graceful=False, forced=[0], left=[0], status=Status.RUNNING),  # a Slurm job
+        StopOutcome.of("r1", was_running=True, graceful=True, status=Status.STOPPED),
+        StopOutcome.of("r1", was_running=True, forced=[41, 42], left=[42], status=Status.STOPPED),
+        StopOutcome.of("r1", was_running=False, status=Status.RUNNING, refused=["Process 7 was not signalled: ..."]),
+        StopOutcome.of("r1", was_running=True, forced=[0], left=[0], status=Status.RUNNING),  # a Slurm job
     ],
 )
-def test_what_stop_json_prints_is_what_the_caller_parses(report):
-    outcome = report.outcome()
-    assert outcome.message == report.describe() and outcome.failed == report.failed
+def test_what_stop_json_prints_is_what_the_caller_parses(outcome):
     assert parse_stop_reply(json.loads(json.dumps(outcome.to_wire()))) == outcome
     assert list(outcome.to_wire()) == [
         "run_id",
@@ -176,7 +185,8 @@ def test_what_stop_json_prints_is_what_the_caller_parses(report):
         "status",
         "message",
     ]
-    assert judge_stop(outcome).failed == report.failed
+    assert judge_stop(outcome).failed == outcome.failed == bool(outcome.left or outcome.refused)
+    assert all(why in outcome.message for why in outcome.refused) and outcome.message.startswith("run r1")
 
 
 def test_an_older_hosts_stop_reply_still_parses_and_a_bad_one_names_its_field():

@@ -197,10 +197,10 @@ def test_a_planted_job_id_stops_nothing_and_runs_no_command(tmp_path, commands):
     commands.clear()  # squeue may have been asked for the queue: it is never given the job id
     report = stop_run(folder, force=True, timeout=1)
     assert report.failed and not report.was_running
-    assert f"run {folder.run_id}: the Slurm job id '--me' is not a job id" in report.describe()
+    assert f"run {folder.run_id}: the Slurm job id '--me' is not a job id" in report.message
     assert not [argv for argv in commands if argv[0] != "squeue"] and folder.status() is Status.QUEUED
     with pytest.raises(slurm_job.SlurmJobError, match=folder.run_id):
-        slurm_stop.stop_job(folder, "--me", True, 1, report)
+        slurm_stop.stop_job(folder, "--me", True, 1)
     with pytest.raises(slurm_job.SlurmJobError, match="'-u' is not a job id"):
         slurm_queue._scontrol("-u")
     assert slurm_queue.QUEUE.ended("--me") is None  # a status read: unknown

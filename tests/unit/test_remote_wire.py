@@ -191,7 +191,7 @@ def test_the_other_replies_are_checked():
     with pytest.raises(WireError, match="ok: expected true or false"):
         parse_launch_check({"ok": "yes"})
     stop = parse_stop_reply({"run_id": "r", "left": [], "status": "stopped", "message": "stopped gracefully"})
-    assert stop.to_dict()["left"] == [] and stop.status is Status.STOPPED
+    assert stop.to_wire()["left"] == [] and stop.status is Status.STOPPED
     for bad in ({"left": "none", "message": "m"}, {"left": [True], "message": "m"}, {"left": [], "message": 5}):
         with pytest.raises(WireError):
             parse_stop_reply(bad)

@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from grpo_tui.cli import main
+from grpo_tui.cli.logs import print_log
 from grpo_tui.cli.runs import format_table, plain_table
 from grpo_tui.inspect_report import report
 from grpo_tui.safe_text import clean, from_ansi, json_bytes, literal
 from grpo_tui.services.foreground import EventPrinter
-from grpo_tui.services.live_view import Snapshot, follow_log, render
+from grpo_tui.services.live_view import Snapshot, render
+from grpo_tui.services.log_follow import log_chunks
 from trainer_core.contract.run.events import (
     Checkpoint,
     Error,
@@ -123,11 +125,11 @@ def test_logs_print_a_hostile_log_without_its_escapes(tmp_path_factory, text):
     folder = RunFolder.create(tmp_path_factory.mktemp("runs"), "20260101-000000-aaaaaa")
     folder.log_file.write_bytes(f"before {text}\n\x1b[32mgreen\x1b[0m line\n{text}".encode())
     out = io.StringIO()
-    follow_log(folder, out)
+    print_log(log_chunks(folder), out)
     assert_no_control(out.getvalue(), "logs")
     assert "green line\n" in out.getvalue()
     raw = io.StringIO()
-    follow_log(folder, raw, raw=True)
+    print_log(log_chunks(folder), raw, raw=True)
     assert raw.getvalue() == folder.log_file.read_bytes().decode()  # --raw: the documented pass-through
 
 

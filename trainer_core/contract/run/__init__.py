@@ -1,6 +1,7 @@
 """The run folder as a format: what a trainer writes and every reader relies on.
 
-Owns the folder's layout and its atomic files (``folder``, ``atomic_files``), the typed events and the
+Owns the folder's layout and its atomic files (``folder``, ``atomic_files``), the one reader of state.json
+(``state``: typed fields or a named error, whatever the file holds), the typed events and the
 events file (``events``, ``event_log``), the statuses and their legal transitions (``status``), severities
 and the names and advice of every health rule (``severity``, ``rules``: a warning event's ``rule``), a
 finished run's summary and crash verdict (``summary``, ``crash``), checkpoints and which are complete

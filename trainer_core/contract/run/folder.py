@@ -21,6 +21,7 @@ from trainer_core.contract.run.atomic_files import write_bytes_atomic, write_jso
 from trainer_core.contract.run.event_log import EventWriter
 from trainer_core.contract.run.events import RunFinished
 from trainer_core.contract.run.process import process_start_time
+from trainer_core.contract.run.state import RunState, read_state, read_stop_reason
 from trainer_core.contract.run.status import IllegalTransition, Status
 from trainer_core.contract.run.summary import end_summary
 
@@ -99,19 +100,17 @@ class RunFolder:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def read_state(self) -> dict:
-        try:
-            return json.loads(self.state_file.read_text())
-        except (OSError, ValueError):
-            return {}
+    def read_state(self) -> RunState:
+        """state.json's fields with their types ({} when missing or unusable; ``problems`` says why): run/state.py."""
+        return read_state(self.state_file)
 
     def status(self) -> Status | None:
         """The status state.json records (not what a viewer shows: see ``lost``)."""
-        return Status.parse(self.read_state().get("status"))
+        return self.read_state().status
 
     def write_state(self, **changes) -> dict:
         """Merge ``changes`` into state.json; a status change must be a legal transition (run/status.py)."""
-        state = self.read_state()
+        state = dict(self.read_state())
         if "status" in changes:
             new, old = Status(changes["status"]), Status.parse(state.get("status"))
             if old is not None and not old.can_become(new):
@@ -154,6 +153,10 @@ class RunFolder:
     def request_stop(self, reason: str = "user request") -> None:
         """Ask the trainer to stop gracefully at the end of the current step."""
         self.stop_file.write_text(json.dumps({"reason": reason, "time": round(time.time(), 3)}) + "\n")
+
+    def stop_reason(self) -> str | None:
+        """The reason the stop request gives; None without one (no request, or one that names no reason)."""
+        return read_stop_reason(self.stop_file)
 
     def checkpoints(self) -> list[Path]:
         if not self.checkpoints_dir.exists():

@@ -13,7 +13,6 @@ otherwise make ``scancel`` cancel every job of the user.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -100,18 +99,12 @@ def signal_reason(run_dir: str | os.PathLike, signum: int) -> str:
     ``preempted``; otherwise the signal's name."""
     if job_id() is None or signum != signal.SIGTERM:
         return f"{signal.Signals(signum).name} received"
-    try:  # a stop asked for through grpo-tui (stop file first, then scancel's TERM) keeps its own reason
-        asked = json.loads(RunFolder(Path(run_dir)).stop_file.read_text()).get("reason")
-        if isinstance(asked, str) and asked:
-            return asked if asked in (TIME_LIMIT, PREEMPTED) else f"stop file: {asked}"
-    except (OSError, ValueError, AttributeError):
-        pass
-    try:
-        end = json.loads((Path(run_dir) / "state.json").read_text()).get("slurm_end_time")
-    except (OSError, ValueError, AttributeError):
-        end = None
+    folder = RunFolder(Path(run_dir))
+    asked = folder.stop_reason()  # a stop asked for through grpo-tui (stop file, then scancel's TERM) keeps it
+    if asked is not None:
+        return asked if asked in (TIME_LIMIT, PREEMPTED) else f"stop file: {asked}"
     try:
         grace = float(os.environ.get(GRACE_ENV) or 0)
     except ValueError:
         grace = 0.0
-    return stop_reason(end if isinstance(end, (int, float)) and not isinstance(end, bool) else None, grace)
+    return stop_reason(folder.read_state().get("slurm_end_time"), grace)  # a number or None (run/state.py)
