@@ -41,6 +41,7 @@ from grpo_tui.executors.wire import (
     parse_mirror_message,
     parse_run_id,
 )
+from trainer_core.contract.run.backoff import Backoff
 from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder, write_bytes_atomic
 from trainer_core.contract.run.summary import warning_record
 
@@ -156,7 +157,7 @@ class Mirror:
             raise HostError(self.error)
 
     def _loop(self) -> None:
-        backoff = BACKOFF_START
+        backoff = Backoff(BACKOFF_START, cap=BACKOFF_MAX)
         first = True
         while not self._stop.is_set() and not self.ended.is_set() and not self.rejected.is_set():
             if not first:
@@ -165,9 +166,10 @@ class Mirror:
             got = self._stream(follow=True)
             if self.ended.is_set() or self._stop.is_set() or self.rejected.is_set():
                 break
-            backoff = BACKOFF_START if got else min(backoff * 2, BACKOFF_MAX)
+            if got:
+                backoff.reset()
             self._set_remote(connected=False, error=self.error or "the connection dropped; reconnecting")
-            self._stop.wait(backoff)
+            self._stop.wait(backoff.next())
 
     # -- one stream -------------------------------------------------------------------------------------
 
