@@ -2,8 +2,8 @@
 examples/pattern_env.py, the demo's own config) over several seeds, at the demo's KL coefficient and at
 TRL's default beta 0, and counts every warning by rule and severity.
 
-    .venv/bin/python bench/health_false_alarms.py                       # 5 seeds x 120 steps x 2 betas
-    .venv/bin/python bench/health_false_alarms.py --seeds 2 --steps 60  # a quick look
+    python -m bench.health_false_alarms                       # 5 seeds x 120 steps x 2 betas
+    python -m bench.health_false_alarms --seeds 2 --steps 60  # a quick look
 
 Target: 0 warn or critical. Info warnings (kl_not_measured at beta 0) are listed but are not alarms.
 """
@@ -17,19 +17,20 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from grpo_tui.resources import demo_config_file, demo_env_file  # noqa: E402
-from trainer_core.contract.config.run_config import RunConfig  # noqa: E402
-from trainer_core.contract.run.event_log import read_events  # noqa: E402
-from trainer_core.contract.run.events import HealthWarning, Metrics  # noqa: E402
-from trainer_core.runner import train  # noqa: E402
-from trainer_core.tiny_model import build_tiny_model  # noqa: E402
+from grpo_tui.resources import demo_config_file, demo_env_file
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.event_log import read_events
+from trainer_core.contract.run.events import HealthWarning, Metrics
+from trainer_core.runner import train
+from trainer_core.tiny_model import build_tiny_model
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.health_false_alarms",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=120)
     parser.add_argument("--betas", default="demo,0", help="comma-separated: 'demo' (the config's) and/or numbers")

@@ -1,10 +1,10 @@
-"""The baseline for bench/train_vs_trl.py: the same GRPO training written as a plain TRL script.
+"""The baseline for bench.train_vs_trl: the same GRPO training written as a plain TRL script.
 
 It trains examples/pattern_env.py's PatternEnv with exactly the GRPOConfig values that ``grpo-tui train``
 maps the bench's flags to, and appends one ``{"step", "time"}`` line per logged step to TIMES_FILE, taken
 in ``on_log`` just as grpo-tui's events are, so both sides' steps per second are measured the same way.
 
-    python bench/plain_trl_grpo.py MODEL_DIR STEPS TIMES_FILE [--output-dir DIR]
+    python -m bench.plain_trl_grpo MODEL_DIR STEPS TIMES_FILE [--output-dir DIR]
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class StepTimes(TrainerCallback):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.plain_trl_grpo", description=__doc__.splitlines()[0])
     parser.add_argument("model_dir")
     parser.add_argument("steps", type=int)
     parser.add_argument("times_file", type=Path)

@@ -10,7 +10,7 @@ Both sides are child processes with the same environment (set OMP_NUM_THREADS an
 running to pin threads). Steps per second come from the per-step ``on_log`` timestamps, first to last,
 so process start, model loading and the final save are not counted.
 
-    .venv/bin/python bench/train_vs_trl.py [--steps 40] [--rounds 3] [--work-dir DIR]
+    python -m bench.train_vs_trl [--steps 200] [--rounds 3] [--work-dir DIR]
 """
 
 from __future__ import annotations
@@ -25,25 +25,15 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from trainer_core.contract.run.event_log import read_events, read_records  # noqa: E402
-from trainer_core.contract.run.events import Metrics  # noqa: E402
-from trainer_core.tiny_model import build_tiny_model  # noqa: E402
+from bench.common import ROOT, child_env, module_cmd
+from trainer_core.contract.run.event_log import read_events, read_records
+from trainer_core.contract.run.events import Metrics
+from trainer_core.tiny_model import build_tiny_model
 
 TARGET = 0.98
 # A run during which other processes took more than this share of one CPU is flagged as disturbed: with
 # torch's threads on every core, even a little outside work can slow a step many times over.
 DISTURBED_SHARE = 0.1
-
-
-def child_env() -> dict:
-    env = dict(os.environ)
-    env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
 
 
 def machine_busy_seconds() -> float | None:
@@ -133,15 +123,7 @@ def run_grpo_tui(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[flo
 def run_plain(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[float, float, float | None]:
     times = work / f"{tag}-times.jsonl"
     wall, others = run_child(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "plain_trl_grpo.py"),
-            str(model_dir),
-            str(steps),
-            str(times),
-            "--output-dir",
-            str(work / f"{tag}-output"),
-        ],
+        module_cmd("bench.plain_trl_grpo", model_dir, steps, times, "--output-dir", work / f"{tag}-output"),
         work / f"{tag}.log",
     )
     return steps_per_second([(p["step"], p["time"]) for p in read_records(times)]), wall, others
@@ -180,7 +162,7 @@ def bench(model_dir: Path, steps: int, rounds: int, work: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.train_vs_trl", description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200, help="optimizer steps per training run (default: 200)")
     parser.add_argument("--rounds", type=int, default=3, help="grpo-tui/plain pairs to run (default: 3)")
     parser.add_argument(

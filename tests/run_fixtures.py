@@ -1,20 +1,19 @@
 """Deterministic run folders for tests that must not depend on a real training run or on the clock.
 
-``make_finished_run`` writes a run folder in the public format (docs/run-format.md) by hand: the same
-bytes on every machine and every day. Every time in it is fixed (``BASE_TIME`` = 2026-01-01 00:00:00 UTC
+``make_finished_run`` says what happened in a run and has tools/synthetic_runs.py write it in the public format
+(docs/run-format.md): the same bytes on every machine and every day. Every time in it is fixed (``BASE_TIME`` = 2026-01-01 00:00:00 UTC
 plus half a second per step), its status is final, and its pids are ones no live process can match (the
 recorded start times are fixed too), so no reader takes it for a live run and nothing signals a process.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
+from tools.synthetic_runs import write_finished_run
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.health.monitor import ADVICE
-from trainer_core.contract.run.event_log import dumps
 from trainer_core.contract.run.events import (
     Checkpoint,
     Error,
@@ -27,7 +26,6 @@ from trainer_core.contract.run.events import (
     Summary,
     format_metrics_line,
 )
-from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import Status
 
@@ -120,17 +118,6 @@ def _warnings(steps: int, kl_coef: float) -> list[HealthWarning]:
     return out
 
 
-def _write_lines(path: Path, records: list[dict]) -> None:
-    path.write_text("".join(dumps(r) + "\n" for r in records))
-    path.chmod(0o600)
-
-
-def _write_events(path: Path, events: list[Event]) -> None:
-    """The events as the trainer's EventWriter writes them; every event carries its fixed time."""
-    assert all(e.time is not None for e in events), "a fixture event without a fixed time"
-    _write_lines(path, [e.to_record() for e in events])
-
-
 def make_finished_run(
     runs_dir,
     run_id: str = "20260101-000000-abcdef",
@@ -155,10 +142,7 @@ def make_finished_run(
         raise ValueError(f"status must be one of {finals}, not {status!r}")
     status = parsed
     max_steps = max_steps or steps
-    folder = RunFolder.create(Path(runs_dir), run_id)
-    path = folder.path
-
-    RunConfig(
+    config = RunConfig(
         model=model,
         project_name=project,
         rl_env_module="examples/pattern_env.py",
@@ -170,11 +154,36 @@ def make_finished_run(
         lr=2e-3,
         max_steps=max_steps,
         save_steps=SAVE_STEPS,
-    ).save(folder.config_file)
-    folder.config_file.chmod(0o600)
+    )
+    checkpoints = list(range(SAVE_STEPS, steps + 1, SAVE_STEPS))
+    if status is Status.STOPPED and steps not in checkpoints:
+        checkpoints.append(steps)
+    folder = write_finished_run(
+        runs_dir,
+        run_id,
+        config,
+        _events(run_id, steps, max_steps, kl_coef, with_warnings, status, project, model, reward_spikes or {}),
+        log=_log(run_id, steps, max_steps, kl_coef, status, model),
+        samples=_samples(steps),
+        folders=[f"checkpoints/checkpoint-{step}" for step in checkpoints]
+        + (["final"] if status is Status.COMPLETED else []),
+    )
+    return folder.path
 
-    end_step = steps
-    ended = step_time(end_step) + 2.0
+
+def _events(
+    run_id: str,
+    steps: int,
+    max_steps: int,
+    kl_coef: float,
+    with_warnings: bool,
+    status: Status,
+    project: str,
+    model: str,
+    reward_spikes: dict[int, float],
+) -> list[Event]:
+    """From run_started to run_finished, every event at a fixed time."""
+    ended = step_time(steps) + 2.0
     events: list[Event] = [
         RunStarted(
             time=BASE_TIME,
@@ -190,23 +199,21 @@ def make_finished_run(
     warnings = _warnings(steps, kl_coef) if with_warnings else []
     for step in range(1, steps + 1):
         metrics = metrics_at(step, steps, max_steps, kl_coef)
-        if reward_spikes and step in reward_spikes:
+        if step in reward_spikes:
             metrics.values["reward"] = reward_spikes[step]
         events.append(metrics)
         events.extend(w for w in warnings if w.step == step)
         if step % SAVE_STEPS == 0:
             events.append(Checkpoint(time=step_time(step) + 0.1, step=step, path=f"checkpoints/checkpoint-{step}"))
-    checkpoints = [s for s in range(SAVE_STEPS, steps + 1, SAVE_STEPS)]
     if status is Status.COMPLETED:
         events.append(
-            Summary(time=ended - 1.5, step=end_step, values={"train_runtime": ended - BASE_TIME, "train_loss": 0.0123})
+            Summary(time=ended - 1.5, step=steps, values={"train_runtime": ended - BASE_TIME, "train_loss": 0.0123})
         )
-        events.append(Checkpoint(time=ended - 1.0, step=end_step, path="final", final=True))
+        events.append(Checkpoint(time=ended - 1.0, step=steps, path="final", final=True))
     elif status is Status.STOPPED:
-        events.append(StopRequested(time=ended - 1.8, reason=EXIT_REASONS[status], step=end_step))
-        if end_step not in checkpoints:
-            checkpoints.append(end_step)
-            events.append(Checkpoint(time=ended - 1.0, step=end_step, path=f"checkpoints/checkpoint-{end_step}"))
+        events.append(StopRequested(time=ended - 1.8, reason=EXIT_REASONS[status], step=steps))
+        if steps % SAVE_STEPS:
+            events.append(Checkpoint(time=ended - 1.0, step=steps, path=f"checkpoints/checkpoint-{steps}"))
     else:
         events.append(
             Error(
@@ -215,26 +222,30 @@ def make_finished_run(
                 message=EXIT_REASONS[status],
                 traceback='Traceback (most recent call last):\n  File "trainer_core/runner.py", line 183, '
                 f"in _train\n    trainer.train()\ntorch.{EXIT_REASONS[status]}\n",
-                step=end_step,
+                step=steps,
             )
         )
-    events.append(RunFinished(time=ended, status=status, reason=EXIT_REASONS[status], step=end_step))
-    _write_events(folder.events_file, events)
+    events.append(RunFinished(time=ended, status=status, reason=EXIT_REASONS[status], step=steps))
+    return events
 
-    samples = []
-    for step in range(max(1, steps - 1), steps + 1):
-        for i in range(2):
-            samples.append(
-                {
-                    "step": step,
-                    "prompt": f"Continue the pattern: {' '.join('ab' * (i + 2))}",
-                    "completion": "a b a b a b" if i == 0 else "b a b a",
-                    "reward": _r(0.9 - 0.4 * i),
-                    "columns": {"pattern": "ab", "length": i + 2},
-                }
-            )
-    _write_lines(folder.samples_file, samples)
 
+def _samples(steps: int) -> list[dict]:
+    """Two completions of each of the last two steps."""
+    return [
+        {
+            "step": step,
+            "prompt": f"Continue the pattern: {' '.join('ab' * (i + 2))}",
+            "completion": "a b a b a b" if i == 0 else "b a b a",
+            "reward": _r(0.9 - 0.4 * i),
+            "columns": {"pattern": "ab", "length": i + 2},
+        }
+        for step in range(max(1, steps - 1), steps + 1)
+        for i in range(2)
+    ]
+
+
+def _log(run_id: str, steps: int, max_steps: int, kl_coef: float, status: Status, model: str) -> list[str]:
+    """trainer.log: the start, a progress line every 10 steps, a failed run's traceback and the end."""
     log = [f"[grpo-tui] run {run_id}: loading {model}", "[grpo-tui] training: 1 process(es) on cpu"]
     for step in range(1, steps + 1):
         if step == 1 or step % 10 == 0 or step == steps:
@@ -247,36 +258,7 @@ def make_finished_run(
             f"torch.{EXIT_REASONS['failed']}",
         ]
     log.append(f"[grpo-tui] run {status}" + (f": {EXIT_REASONS[status]}" if EXIT_REASONS[status] else ""))
-    folder.log_file.write_text("\n".join(log) + "\n")
-    folder.log_file.chmod(0o600)
-
-    for step in checkpoints:
-        (folder.checkpoints_dir / f"checkpoint-{step}").mkdir(parents=True, exist_ok=True)
-    if status is Status.COMPLETED:
-        (path / "final").mkdir(exist_ok=True)
-
-    state = {
-        "format_version": FORMAT_VERSION,
-        "run_id": run_id,
-        "status": status.value,
-        # pids no live process can be: the recorded start times are fixed in the past
-        "pid": 999001,
-        "pid_start_time": BASE_TIME - 1.0,
-        "root_pid": 999000,
-        "root_start_time": BASE_TIME - 2.0,
-        "command": ["python", "-m", "trainer_core", "worker", str(path)],
-        "placement": {"train_gpus": [], "server_gpus": [], "num_processes": 1},
-        "host": "fixture-host",
-        "started": BASE_TIME,
-        "ended": ended,
-        "updated": ended,
-        "max_steps": max_steps,
-        "last_step": end_step,
-        "exit_reason": EXIT_REASONS[status],
-    }
-    folder.state_file.write_text(json.dumps(state, indent=2) + "\n")
-    folder.state_file.chmod(0o600)
-    return path
+    return log
 
 
 def make_three_runs(runs_dir) -> list[Path]:

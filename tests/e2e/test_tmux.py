@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tools.tmux import Tmux
 from trainer_core.contract.run.folder import RunFolder
 
 from ..helpers import PATTERN_FLAGS, ROOT, cli
 from ..run_fixtures import make_finished_run
-from .tmux_session import Tmux
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 

@@ -10,8 +10,9 @@ import sys
 
 import pytest
 
+from tools.tmux import Tmux
+
 from ..helpers import ENVS, ROOT, cli, only_run
-from .tmux_session import Tmux
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 

@@ -9,9 +9,10 @@ import sys
 
 import pytest
 
+from tools.tmux import Tmux
+
 from ..helpers import ROOT, wait_for
 from ..remote_hosts import remote, sshd  # noqa: F401
-from .tmux_session import Tmux
 
 pytestmark = [pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"), pytest.mark.slow]
 

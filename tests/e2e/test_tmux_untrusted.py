@@ -13,9 +13,10 @@ import sys
 
 import pytest
 
+from tools.tmux import Tmux
+
 from ..helpers import ENVS, ROOT, cli, only_run
 from .test_tmux import HEIGHT, WIDTH, warnings_shown
-from .tmux_session import Tmux
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 

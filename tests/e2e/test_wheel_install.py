@@ -33,9 +33,9 @@ from pathlib import Path
 import pytest
 
 from grpo_tui.theming import theme_colors
+from tools.tmux import Tmux
 
 from ..helpers import ROOT, wait_for
-from .tmux_session import Tmux
 
 pytestmark = [
     pytest.mark.slow,

@@ -13,7 +13,7 @@ Each prints its median CPU per redraw, the first paint, and the ratio to grpo-tu
 nor textual-plot is a dependency: ``.venv/bin/pip install textual-plotext textual-plot`` to include them (each
 one that is missing is left out, and said so).
 
-    .venv/bin/python bench/chart_bench.py [--steps 100000] [--redraws 40]
+    python -m bench.chart [--steps 100000] [--redraws 40]
 """
 
 from __future__ import annotations
@@ -26,9 +26,6 @@ import statistics
 import sys
 import time
 from array import array
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SIZE = (64, 18)
 
@@ -160,7 +157,7 @@ def candidates() -> list[Candidate]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.chart", description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--redraws", type=int, default=40)
     args = parser.parse_args()
