@@ -28,7 +28,6 @@ def theme_colors(name: str) -> dict[str, str]:
     raise LookupError(f"no theme {name!r}; themes: {', '.join(d.get('name', '?') for d in theme_data())}")
 
 
-
 def series_variables(name: str = DEFAULT_THEME) -> dict[str, str]:
     """A shipped theme's ``chart-series-N`` variables: what a theme without them (one of Textual's own, chosen
     in the command palette) draws a comparison's runs in."""

@@ -29,7 +29,12 @@ def test_every_bench_module_is_small():
 def test_each_benchmark_runs_as_a_module(name):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-m", f"bench.{name}", "--help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", f"bench.{name}", "--help"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0 and "usage:" in done.stdout, done.stdout + done.stderr
     assert f"python -m bench.{name}" in (ROOT / "bench" / "README.md").read_text()

@@ -55,7 +55,9 @@ def test_ci_fails_on_a_planted_violation_of_each_check_before_testing(tmp_path):
     installed = (ROOT / "pyproject.toml").read_bytes() + (ROOT / "constraints.txt").read_bytes()
     stamp = ROOT / ".venv" / f".installed-{hashlib.sha1(installed).hexdigest()[:12]}"
     if not stamp.exists():  # ./dev in the copy would reinstall the shared virtualenv from the copy
-        pytest.fail("the virtualenv is older than pyproject.toml or constraints.txt: run ./dev test (it installs first)")
+        pytest.fail(
+            "the virtualenv is older than pyproject.toml or constraints.txt: run ./dev test (it installs first)"
+        )
     copy = checkout_copy(tmp_path / "checkout")
     for name, text in PLANTS.items():
         (copy / name).write_text(text)
