@@ -3,7 +3,7 @@
 A completed run can only continue to a higher ``max_steps``, so the runs screen asks for one here. The
 default is the run's old total plus half of it, rounded up; the answer must be a whole number above the
 run's last step, and anything else is refused in place with a message that names the value and the fix.
-The dialog only asks: the runs screen resumes the run (``services.supervisor.plan_resume``, as the CLI does).
+The dialog only asks: the runs screen resumes the run through its executor (``Executor.resume``, as the CLI does).
 """
 
 from __future__ import annotations
