@@ -140,7 +140,9 @@ def read_samples(folder: RunFolder, limit: int = 50) -> list[dict]:
     out = []
     for line in lines:
         try:
-            out.append(json.loads(line))
+            record = json.loads(line)
         except ValueError:
             continue
+        if isinstance(record, dict):  # a sample is an object; a line of anything else is no sample
+            out.append(record)
     return out[-limit:]

@@ -233,6 +233,7 @@ class RunStream:
         self.lifecycle: list[Event] = []
         self.last_metrics: Metrics | None = None
         self.metrics_read = 0
+        self.rejected = 0  # lines of a known type whose fields had the wrong kind: skipped, counted
 
     def poll(self) -> StreamUpdate:
         update = StreamUpdate()
@@ -251,6 +252,10 @@ class RunStream:
         keys = None
         for record in records:
             if record.get("type") == "metrics":
+                step = record.get("step", 0)
+                if type(step) is not int or step < 0:  # rejected, as decode rejects it: no step to chart
+                    self.rejected += 1
+                    continue
                 if run and record.keys() != keys:
                     self._fold_metrics(run, update)
                     run = []
@@ -261,7 +266,10 @@ class RunStream:
             if run:
                 self._fold_metrics(run, update)
                 run = []
-            self._fold(decode(record), update)
+            event = decode(record)
+            if isinstance(event, UnknownEvent) and event.rejected:
+                self.rejected += 1
+            self._fold(event, update)
         if run:
             self._fold_metrics(run, update)
 

@@ -221,9 +221,11 @@ class NotifyFailed(Event):
 
 @dataclass(frozen=True)
 class UnknownEvent(Event):
-    """An event of a type this version does not know; ``extra`` holds its fields."""
+    """An event of a type this version does not know, or a known one whose fields have the wrong kind
+    (``rejected`` says which and why); ``extra`` holds its fields. Readers pass it by: it is kept, not shown."""
 
     type_name: str = ""
+    rejected: str | None = None
 
     @property
     def type(self) -> str:  # type: ignore[override]
@@ -251,16 +253,46 @@ _FIELDS = {name: {f.name for f in fields(cls)} - {"extra"} for name, cls in TYPE
 _ENUMS = {"status": Status, "severity": Severity}
 
 
+def _step_problem(record: dict) -> str | None:
+    """Why a record's ``step`` cannot be a step: a step is a whole number, 0 or more (absent means 0)."""
+    step = record.get("step", 0)
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        return f"step must be a whole number, 0 or more; got {str(step)[:40]!r}"
+    return None
+
+
+_TEXT_FIELDS = ("message", "advice", "reason", "url", "run_id")
+
+
+def _field_problem(record: dict) -> str | None:
+    for key in _TEXT_FIELDS:
+        if key in record and not isinstance(record[key], str) and record[key] is not None:
+            return f"{key} must be text; got {type(record[key]).__name__}"
+    if "evidence" in record and not isinstance(record["evidence"], dict):
+        return f"evidence must be an object; got {type(record['evidence']).__name__}"
+    return _step_problem(record) if "step" in record else None
+
+
 def decode(record: dict) -> Event:
-    """The typed event a parsed JSON line holds. ``record`` may be consumed (metrics reuse it as values)."""
+    """The typed event a parsed JSON line holds. ``record`` may be consumed (metrics reuse it as values). A
+    known type whose fields have the wrong kind (``"step": "x"``) is an ``UnknownEvent`` that says why, so no
+    reader meets a step that is not a number."""
     kind = record.pop("type", None)
     stamp = record.pop("time", None)
     if kind == "metrics" or kind == "summary":
+        problem = _step_problem(record)
+        if problem is not None:
+            return UnknownEvent(time=stamp, type_name=kind, extra=record, rejected=problem)
         step = record.pop("step", 0)
         return (Metrics if kind == "metrics" else Summary)(time=stamp, step=step, values=record)
     cls = TYPED.get(kind) if isinstance(kind, str) else None
     if cls is None:
         return UnknownEvent(time=stamp, type_name=str(kind), extra=record)
+    if "step" in record and record["step"] is None:  # an older writer's "no step yet"
+        del record["step"]
+    problem = _field_problem(record)
+    if problem is not None:
+        return UnknownEvent(time=stamp, type_name=kind, extra=record, rejected=problem)
     known = _FIELDS[kind]
     kwargs: dict[str, Any] = {}
     extra: dict[str, Any] = {}
@@ -274,8 +306,8 @@ def decode(record: dict) -> Event:
             extra[key] = value
     try:
         return cls(time=stamp, extra=extra, **kwargs)
-    except (TypeError, ValueError):  # a field of the wrong kind: keep the line, untyped, rather than fail
-        return UnknownEvent(time=stamp, type_name=kind, extra={**kwargs, **extra})
+    except (TypeError, ValueError) as exc:  # a field of the wrong kind: keep the line, untyped, rather than fail
+        return UnknownEvent(time=stamp, type_name=kind, extra={**kwargs, **extra}, rejected=str(exc)[:200])
 
 
 def clean(value: Any) -> Any:
