@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 
 from trainer_core.contract.health.monitor import Thresholds
-from trainer_core.contract.health.watch import disk_space_warning, stall_warning
 from trainer_core.contract.run.crash import killed_warning
 from trainer_core.contract.run.disk import usage
 from trainer_core.contract.run.event_log import BackwardLines, last_events, scan_events
@@ -23,6 +22,7 @@ from trainer_core.contract.run.status import Status
 from trainer_core.contract.run.summary import crash_verdict
 
 from .run_status import remote_view
+from .watch_rules import disk_space_warning, stall_warning
 
 STEP_HISTORY = 21
 

@@ -12,10 +12,10 @@ import pytest
 
 import trainer_core.contract.config.disk_estimate as disk_estimate
 import trainer_core.contract.run.disk as disk
+from grpo_tui.services.watch_rules import disk_space_warning
 from trainer_core.contract.config.disk_estimate import estimate, lora_parameters, model_size, preflight, require_room
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.health.monitor import Thresholds
-from trainer_core.contract.health.watch import disk_space_warning
 from trainer_core.contract.run.crash import classify_crash
 from trainer_core.contract.run.disk import DiskFault, Usage, disk_fault, fault_from_log, make_reserve, release_reserve
 from trainer_core.contract.run.event_log import EventTail, EventWriter

@@ -1,5 +1,5 @@
-"""Health rules only a watcher can judge: a stalled trainer and a filling disk (why a run crashed is
-``run/crash.py``, which the run's own summary uses too).
+"""Health rules only a viewer judges: a stalled trainer and a filling disk (why a run crashed is the contract's
+``run/crash.py``, which the run's own summary uses too; the rules' names and advice are ``run/rules.py``).
 
 A hung process cannot report its own hang, and a process killed by the kernel writes nothing, so these
 run on the viewing side (``grpo-tui runs``/``watch``, the app) over the run folder: the metrics
