@@ -90,7 +90,9 @@ class StopController:
         device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else torch.device("cpu")
         flag = torch.tensor([1 if local else 0], device=device)
         self._dist.all_reduce(flag, op=self._dist.ReduceOp.MAX)
-        if flag.item() and self.reason is None:
+        # another rank saw the stop file first: it is there now for this rank too (a shared run folder), and its
+        # reason is the run's, rather than "another rank"
+        if flag.item() and self.reason is None and not self._local_stop():
             self.reason = "stop requested on another rank"
         return bool(flag.item())
 
