@@ -34,6 +34,7 @@ GROUP_TITLES = {
     "health": "health",
     "slurm": "Slurm",
     "data": "dataset & reward functions",
+    "eval": "held-out evaluation",
 }
 
 

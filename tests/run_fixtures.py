@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from tools.synthetic_runs import write_finished_run
+from tools.synthetic_runs import write_checkpoint, write_finished_run
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.health.monitor import ADVICE
+from trainer_core.contract.run.event_log import dumps
 from trainer_core.contract.run.events import (
     Checkpoint,
     Error,
+    Eval,
     Event,
     HealthWarning,
     Metrics,
@@ -284,3 +286,51 @@ def make_three_runs(runs_dir) -> list[Path]:
         ),
         make_finished_run(runs_dir, "20260101-000000-abcdef", steps=40, status=Status.COMPLETED),
     ]
+
+
+TASK_METRIC = "answer_is_sentence"
+
+
+def eval_at(step: int, steps: int) -> Eval:
+    """The held-out eval of ``step`` in an eval run: the task metric rises to its peak at 40 % of the run, then
+    falls below its baseline while the held-out reward keeps rising (the reward being gamed)."""
+    peak = 0.4 * steps
+    task = 0.3 + 0.4 * step / peak if step <= peak else 0.7 - 0.6 * (step - peak) / (steps - peak)
+    reward = 0.2 + 0.7 * step / steps
+    k = 4
+    return Eval(
+        time=step_time(step) + 0.05,
+        step=step,
+        metrics={
+            TASK_METRIC: {"mean": _r(task), f"pass@{k}": _r(min(1.0, task + 0.2)), "std": 0.1},
+            "reward": {"mean": _r(reward), f"pass@{k}": _r(min(1.0, reward + 0.05)), "std": 0.05},
+        },
+        task_metrics=[TASK_METRIC],
+        prompts=16,
+        generations=k,
+        seconds=1.5,
+        base=step == 0,
+        train_reward=None if step == 0 else _r(reward - 0.02),
+    )
+
+
+def make_eval_run(runs_dir, run_id: str = "20260101-000000-e7a1ed", steps: int = 50) -> Path:
+    """A completed run with held-out evals at step 0 and every SAVE_STEPS, and complete checkpoints that record
+    them (the ledger's best is the one at the task metric's peak, not the last)."""
+    path = make_finished_run(runs_dir, run_id, steps=steps, with_warnings=False)
+    events = (path / "events.jsonl").read_text().splitlines(keepends=True)
+    evals = {0: eval_at(0, steps), **{s: eval_at(s, steps) for s in range(SAVE_STEPS, steps + 1, SAVE_STEPS)}}
+    out = [events[0], dumps(evals[0].to_record()) + "\n"]
+    for line in events[1:]:
+        out.append(line)
+        if '"type":"metrics"' in line.replace(" ", ""):
+            step = int(line.split('"step":')[1].split(",")[0].split("}")[0])
+            if step in evals and step:
+                out.append(dumps(evals[step].to_record()) + "\n")
+    (path / "events.jsonl").write_text("".join(out))
+    for step in range(SAVE_STEPS, steps + 1, SAVE_STEPS):
+        folder = path / "checkpoints" / f"checkpoint-{step}"
+        folder.rmdir()
+        write_checkpoint(path / "checkpoints", step, evals[step])
+    (path / "final" / "config.json").write_text("{}")
+    return path

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import time
+import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import EventWriter, dumps
 from trainer_core.contract.run.events import Event, Metrics, RunFinished, RunStarted
 from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder
+from trainer_core.contract.run.ledger import EVAL_FILE
 from trainer_core.contract.run.status import Status
 from trainer_core.contract.run.summary import summarize
 
@@ -170,3 +173,30 @@ def log_live(
             time.sleep(max(0.0, t0 + step * every - time.time()))
             writer.emit(Metrics(step=step, values=values(step)))
         folder.record_end(Status.COMPLETED, "max_steps reached", steps, emit=writer.emit)
+
+
+def _safetensors(path: Path, nbytes: int = 16) -> None:
+    header = json.dumps(
+        {"__metadata__": {"format": "pt"}, "w": {"dtype": "F32", "shape": [nbytes // 4], "data_offsets": [0, nbytes]}}
+    ).encode()
+    path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * nbytes)
+
+
+def _torch_file(path: Path) -> None:
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"{path.stem}/data.pkl", b"\x80\x02}q\x00.")
+        archive.writestr(f"{path.stem}/version", b"3\n")
+
+
+def write_checkpoint(checkpoints_dir: Path, step: int, evaluation: Event | None = None) -> Path:
+    """A ``checkpoint-N`` folder the checks call complete (tiny stand-ins for weights, optimizer and scheduler),
+    with the held-out eval of its step recorded beside it (run/ledger.py) when one is given."""
+    path = Path(checkpoints_dir) / f"checkpoint-{step}"
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    _safetensors(path / "model.safetensors")
+    _torch_file(path / "optimizer.pt")
+    _torch_file(path / "scheduler.pt")
+    if evaluation is not None:
+        (path / EVAL_FILE).write_text(json.dumps(evaluation.to_record(), indent=2) + "\n")
+    return path

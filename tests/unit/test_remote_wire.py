@@ -42,7 +42,7 @@ from grpo_tui.services.run_status import live_status, remote_view
 from tests.run_fixtures import make_finished_run
 from tests.standins.hostile_host import SCENARIOS, rows
 from trainer_core.contract.run.events import HealthWarning
-from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import Status
 
@@ -67,7 +67,7 @@ def mirror_of(run_id: str = "good-run") -> Mirror:
 
 def start(copy: Mirror) -> None:
     for message in (
-        {"run": {"run_id": copy.run_id, "path": "/runs/x", "format_version": 1}},
+        {"run": {"run_id": copy.run_id, "path": "/runs/x", "format_version": FORMAT_VERSION}},
         {"file": "config.yaml", "data": b64(b"model: tiny\n")},
         {"file": "state.json", "data": b64(b'{"status": "running"}')},
         {"append": "events.jsonl", "offset": 0, "data": b64(b'{"type": "run_started"}\n')},

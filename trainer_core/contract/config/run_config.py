@@ -26,6 +26,7 @@ from trainer_core.contract.config.checks import (
     stop_on_rules,
     word_list,
 )
+from trainer_core.contract.config.eval_settings import eval_problems
 from trainer_core.contract.config.notify_urls import NotifySeverity, notify_problems, secure_config
 from trainer_core.contract.config.tool_specs import tool_problems
 from trainer_core.contract.config.trl_names import RENAMED, TRL_FIELDS, TRL_REWARD_FUNCS
@@ -273,6 +274,49 @@ class RunConfig:
         flag="--reward-func",
     )
 
+    # -- held-out evaluation (docs/evaluation.md) --------------------------------------------------------
+    eval_dataset: str | None = _f(
+        None,
+        "Held-out prompts, never trained on: a local folder, a .json/.jsonl/.csv/.parquet file or a Hub dataset id "
+        "with the training set's columns. An environment may define build_eval_dataset(tokenizer) instead.",
+        "eval",
+    )
+    eval_split: str | None = _f(None, "Split of --eval-dataset (default: a file's one split, else 'test').", "eval")
+    eval_fraction: float | None = _f(
+        None,
+        "Set aside this share of the training prompts, in (0, 1), as the held-out set (seeded by --seed; the held-out "
+        "rows are recorded in the run folder).",
+        "eval",
+    )
+    eval_metric: list[str] = _f(
+        [],
+        "Task metrics scored on the held-out completions, independent of the reward: FILE.py:FUNCTION or "
+        "pkg.module.function, called as a reward function is, returning one number in [0, 1] per completion "
+        "(CLI: repeatable). An environment may define eval_metrics(completion, **row) instead.",
+        "eval",
+        metavar="FILE.py:FN",
+    )
+    eval_steps: int | None = _f(
+        None,
+        "Evaluate every N optimiser steps, besides the base model at step 0 and the end (default: --save-steps).",
+        "eval",
+    )
+    eval_generations: int = _f(4, "Completions sampled per held-out prompt (the k of pass@k and mean@k).", "eval")
+    eval_temperature: float = _f(0.6, "Sampling temperature of the held-out completions (> 0).", "eval")
+    eval_max_prompts: int | None = _f(
+        64, "Evaluate at most this many held-out prompts (the first ones), bounding each eval's cost.", "eval"
+    )
+    eval_batch_size: int = _f(8, "Held-out prompts generated together.", "eval")
+    eval_on_start: bool = _f(
+        True, "Evaluate the base model at step 0: the baseline every later eval is read against.", "eval"
+    )
+    keep_best: str | None = _f(
+        None,
+        "Keep the K checkpoints with the best held-out METRIC (METRIC[:K], e.g. answer_correct:2) beside the last "
+        "--save-total-limit ones; the best is never deleted.",
+        "eval",
+    )
+
     # ------------------------------------------------------------------------------------------------
     def validate(self, world_size: int = 1) -> RunConfig:
         """Raise ConfigError for the first value that cannot run; return self so calls can chain."""
@@ -288,6 +332,7 @@ class RunConfig:
         yield from iter_problems(self, world_size)
         yield from notify_problems(self.notify, self.notify_severity)
         yield from tool_problems(self.tools, self.max_tool_calls)
+        yield from eval_problems(self)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -307,8 +352,9 @@ class RunConfig:
             data["reward_funcs"] = reward_funcs_mapping(data["reward_funcs"])
         if "notify" in data:
             data["notify"] = word_list(data["notify"])
-        if "tools" in data:
-            data["tools"] = word_list(data["tools"])
+        for name in ("tools", "eval_metric"):
+            if name in data:
+                data[name] = word_list(data[name])
         return cls(**data)
 
     def save(self, path: str | Path) -> Path:

@@ -31,6 +31,7 @@ class EventType(ValueEnum):
     WARNING = "warning"
     SUMMARY = "summary"
     NOTIFY_FAILED = "notify_failed"
+    EVAL = "eval"
 
 
 class ErrorKind(ValueEnum):
@@ -220,6 +221,43 @@ class NotifyFailed(Event):
 
 
 @dataclass(frozen=True)
+class Eval(Event):
+    """One held-out evaluation (docs/evaluation.md): the model of ``step`` (the base model at step 0, ``base``)
+    scored on ``prompts`` held-out prompts with ``generations`` samples each. ``metrics`` maps each metric's
+    name to its statistics: ``mean`` over every sample, ``pass@K`` (the share of prompts whose best sample
+    scores, as the mean of each prompt's best value) and ``std`` across prompts; a reward function is measured
+    as a metric too (``reward`` is the weighted total). ``train_reward``: the training reward over the last
+    logged steps when the eval ran (None before any), what the divergence rule reads the metrics against."""
+
+    type: ClassVar = EventType.EVAL
+    step: int = 0
+    metrics: dict = field(default_factory=dict)
+    task_metrics: list = field(default_factory=list)
+    prompts: int = 0
+    generations: int = 1
+    seconds: float = 0.0
+    base: bool = False
+    train_reward: float | None = None
+
+    def value(self, metric: str) -> float | None:
+        """``NAME`` (its mean) or ``NAME/STAT`` (``answer/pass@4``): a finite number, else None."""
+        name, stat = metric, "mean"
+        if metric not in self.metrics and "/" in metric:
+            name, _, stat = metric.rpartition("/")
+        stats = self.metrics.get(name)
+        value = stats.get(stat) if isinstance(stats, dict) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return None
+        return float(value)
+
+    def headline(self) -> dict[str, float]:
+        """Each metric's mean, the figure a list or a chart shows (the task metrics first)."""
+        names = [*self.task_metrics, *(n for n in self.metrics if n not in self.task_metrics)]
+        found = {name: self.value(name) for name in names if name in self.metrics}
+        return {name: value for name, value in found.items() if value is not None}
+
+
+@dataclass(frozen=True)
 class UnknownEvent(Event):
     """An event of a type this version does not know, or a known one whose fields have the wrong kind
     (``rejected`` says which and why); ``extra`` holds its fields. Readers pass it by: it is kept, not shown."""
@@ -247,6 +285,7 @@ TYPED: dict[str, type[Event]] = {
         Error,
         HealthWarning,
         NotifyFailed,
+        Eval,
     )
 }
 _FIELDS = {name: {f.name for f in fields(cls)} - {"extra"} for name, cls in TYPED.items()}
@@ -268,8 +307,9 @@ def _field_problem(record: dict) -> str | None:
     for key in _TEXT_FIELDS:
         if key in record and not isinstance(record[key], str) and record[key] is not None:
             return f"{key} must be text; got {type(record[key]).__name__}"
-    if "evidence" in record and not isinstance(record["evidence"], dict):
-        return f"evidence must be an object; got {type(record['evidence']).__name__}"
+    for key in ("evidence", "metrics"):
+        if key in record and not isinstance(record[key], dict):
+            return f"{key} must be an object; got {type(record[key]).__name__}"
     return _step_problem(record) if "step" in record else None
 
 

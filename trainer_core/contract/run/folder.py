@@ -25,7 +25,7 @@ from trainer_core.contract.run.state import RunState, read_state, read_stop_reas
 from trainer_core.contract.run.status import IllegalTransition, Status
 from trainer_core.contract.run.summary import end_summary
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 RUNS_DIR_ENV = "GRPO_TUI_RUNS_DIR"
 
 

@@ -1,0 +1,234 @@
+"""The checkpoint ledger: every checkpoint of a run with the held-out metrics of its step, ranked.
+
+A checkpoint's metrics are written beside its weights when it is saved (``checkpoint-N/grpo_tui_eval.json``,
+the ``eval`` event of step N), so a checkpoint copied elsewhere still says how good it was; a run whose
+checkpoint lacks the file (an older run, a save cut short) takes them from its events. The ledger is what
+``grpo-tui checkpoints`` lists, what ``--keep-best`` keeps, and what ``--checkpoint best|final|STEP``
+resolves against. Stdlib only: the app, the CLI and the trainer read it alike.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trainer_core.contract.run.checkpoints import TORN_DIR, check_checkpoints, checkpoint_step
+from trainer_core.contract.run.event_log import read_events
+from trainer_core.contract.run.events import Eval
+from trainer_core.contract.run.folder import RunFolder
+
+EVAL_FILE = "grpo_tui_eval.json"
+FINAL = "final"
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One checkpoint: ``name`` (``checkpoint-N``, ``final``, or ``torn/checkpoint-N.TIME``), its step, size
+    in bytes, the headline value of each held-out metric at its step, and its marks (best, last, final, torn)."""
+
+    name: str
+    path: Path
+    step: int
+    size: int
+    metrics: dict[str, float] = field(default_factory=dict)
+    marks: tuple[str, ...] = ()
+    problems: str = ""
+
+    def value(self, metric: str) -> float | None:
+        return self.metrics.get(metric)
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "step": self.step,
+            "size": self.size,
+            "metrics": self.metrics,
+            "marks": list(self.marks),
+            **({"problems": self.problems} if self.problems else {}),
+        }
+
+
+def folder_size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += (Path(root) / name).stat().st_size
+            except OSError:
+                pass
+    return total
+
+
+def eval_of(event: Eval) -> dict[str, float]:
+    """The figures a ledger keeps of one eval: each metric's mean (``NAME``) and its other statistics
+    (``NAME/pass@4``, ...), finite numbers only."""
+    found: dict[str, float] = {}
+    for name, stats in event.metrics.items():
+        if not isinstance(stats, dict):
+            continue
+        for stat, value in stats.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                continue
+            found[name if stat == "mean" else f"{name}/{stat}"] = float(value)
+    return found
+
+
+def write_checkpoint_eval(checkpoint: Path, event: Eval) -> None:
+    """Record ``event`` (the eval of the checkpoint's step) inside the checkpoint folder."""
+    (checkpoint / EVAL_FILE).write_text(json.dumps(event.to_record(), indent=2, allow_nan=False) + "\n")
+
+
+def _read_checkpoint_eval(checkpoint: Path) -> dict[str, float] | None:
+    try:
+        record = json.loads((checkpoint / EVAL_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("metrics"), dict):
+        return None
+    return eval_of(Eval(step=0, metrics=record["metrics"]))
+
+
+def evals_by_step(events_file: Path) -> dict[int, Eval]:
+    """The run's evals by step, the latest record of a step winning (a resumed leg may repeat one)."""
+    return {e.step: e for e in read_events(events_file) if isinstance(e, Eval)} if events_file.exists() else {}
+
+
+def _rank_key(metric: str):
+    def key(entry: LedgerEntry):
+        value = entry.value(metric)
+        return (value is not None, value if value is not None else -math.inf, entry.step)
+
+    return key
+
+
+def best_entries(entries: Iterable[LedgerEntry], metric: str, count: int = 1) -> list[LedgerEntry]:
+    """The ``count`` complete checkpoints with the highest ``metric`` (the later one first on a tie)."""
+    scored = [e for e in entries if e.value(metric) is not None and "torn" not in e.marks]
+    return sorted(scored, key=_rank_key(metric), reverse=True)[:count]
+
+
+def read_ledger(run_path: Path, metric: str | None = None) -> list[LedgerEntry]:
+    """Every checkpoint of the run at ``run_path``, oldest first, then ``final`` and the torn ones.
+
+    ``metric`` picks the best (the highest value); without it, the run's ``keep_best`` metric, else its first
+    task metric, else the held-out ``reward``."""
+    run_path = Path(run_path)
+    evals = evals_by_step(run_path / "events.jsonl")
+    metric = metric or default_metric(run_path, evals)
+    entries: list[LedgerEntry] = []
+    checkpoints = run_path / "checkpoints"
+    for check in check_checkpoints(checkpoints):
+        metrics = _read_checkpoint_eval(check.path)
+        if metrics is None and check.step in evals:
+            metrics = eval_of(evals[check.step])
+        marks = () if check.complete else ("torn",)
+        entries.append(
+            LedgerEntry(
+                check.name,
+                check.path,
+                check.step,
+                folder_size(check.path),
+                metrics or {},
+                marks,
+                "" if check.complete else check.why(),
+            )
+        )
+    torn_dir = checkpoints / TORN_DIR
+    torn = sorted(p for p in torn_dir.iterdir() if p.is_dir()) if torn_dir.is_dir() else []
+    complete = [e for e in entries if "torn" not in e.marks]
+    last = complete[-1].step if complete else None
+    final = run_path / FINAL
+    if (final / "config.json").exists() or (final / "adapter_config.json").exists():
+        step = max(evals, default=last or 0) if last is None else max(last, max(evals, default=0))
+        metrics = eval_of(evals[step]) if step in evals else {}
+        entries.append(LedgerEntry(FINAL, final, step, folder_size(final), metrics, ("final",)))
+    best = {e.name for e in best_entries(entries, metric)} if metric else set()
+    marked = []
+    for entry in entries:
+        marks = list(entry.marks)
+        if entry.name in best:
+            marks.append("best")
+        if entry.step == last and entry.name != FINAL and "torn" not in marks:
+            marks.append("last")
+        marked.append(
+            LedgerEntry(entry.name, entry.path, entry.step, entry.size, entry.metrics, tuple(marks), entry.problems)
+        )
+    for path in torn:
+        step = checkpoint_step(Path(path.name.split(".")[0])) or 0
+        metrics = eval_of(evals[step]) if step in evals else {}
+        marked.append(LedgerEntry(f"{TORN_DIR}/{path.name}", path, step, folder_size(path), metrics, ("torn",)))
+    return marked
+
+
+def default_metric(run_path: Path, evals: dict[int, Eval] | None = None) -> str | None:
+    """The metric a run is ranked by: its ``keep_best`` setting's, else its first task metric, else ``reward``."""
+    try:
+        keep = parse_keep_best(RunFolder(Path(run_path)).read_config().get("keep_best"))
+    except (ValueError, OSError):
+        keep = None
+    if keep is not None:
+        return keep.metric
+    evals = evals_by_step(Path(run_path) / "events.jsonl") if evals is None else evals
+    for event in evals.values():
+        if event.task_metrics and isinstance(event.task_metrics[0], str):
+            return event.task_metrics[0]
+    return "reward" if evals else None
+
+
+DEFAULT_KEEP_BEST = 1
+
+
+@dataclass(frozen=True)
+class KeepBest:
+    """``--keep-best METRIC[:K]``: keep the K checkpoints with the highest held-out ``metric``."""
+
+    metric: str
+    count: int = DEFAULT_KEEP_BEST
+
+
+def parse_keep_best(value: object) -> KeepBest | None:
+    """``METRIC`` or ``METRIC:K``; None for no setting. Raises ValueError for anything else."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"keep_best must be text METRIC[:K], got {value!r}.")
+    metric, sep, count = value.strip().rpartition(":")
+    if not sep:
+        metric, count = value.strip(), str(DEFAULT_KEEP_BEST)
+    if not metric.strip() or not count.isdigit() or int(count) < 1:
+        raise ValueError(
+            f"keep_best must be METRIC or METRIC:K with K a whole number of at least 1, got {value!r}. "
+            "Example: --keep-best answer_correct:2"
+        )
+    return KeepBest(metric.strip(), int(count))
+
+
+def kept(entries: list[LedgerEntry], last: int | None, keep: KeepBest | None) -> set[str]:
+    """The names of the checkpoints to keep: the ``last`` newest (all with None) and the ``keep.count`` best."""
+    saved = [e for e in entries if e.name.startswith("checkpoint-")]
+    names = {e.name for e in (saved if last is None else saved[-last:] if last > 0 else [])}
+    if keep is not None:
+        names |= {e.name for e in best_entries(saved, keep.metric, keep.count)}
+    return names
+
+
+def resolve_checkpoint(run_path: Path, which: str) -> LedgerEntry:
+    """``best``, ``final``, ``last`` or a step number, as a ledger entry; ValueError names what there is."""
+    entries = [e for e in read_ledger(Path(run_path)) if "torn" not in e.marks]
+    names = ", ".join(e.name for e in entries) or "none"
+    if which in ("best", "final", "last"):
+        found = next((e for e in entries if which in e.marks), None)
+        if found is None:
+            why = " (no checkpoint has a held-out metric)" if which == "best" else ""
+            raise ValueError(f"run {Path(run_path).name} has no {which} checkpoint{why}; it has: {names}.")
+        return found
+    if not which.isdigit():
+        raise ValueError(f"--checkpoint takes best, final, last or a step number, got {which!r}.")
+    found = next((e for e in entries if e.step == int(which) and e.name != FINAL), None)
+    if found is None:
+        raise ValueError(f"run {Path(run_path).name} has no complete checkpoint at step {which}; it has: {names}.")
+    return found
