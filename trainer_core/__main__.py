@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, helptext in (
         ("merge", "merge LoRA adapters into the base model / export a run's model"),
         ("inspect", "generate and score completions before training (the reward-inspection gate)"),
+        ("eval", "score a run's checkpoints and its base model on the held-out set"),
     ):
         extra = sub.add_parser(name, help=helptext, add_help=False)
         extra.add_argument("rest", nargs=argparse.REMAINDER)
@@ -39,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         from .inspection import main as inspect_main
 
         return inspect_main(args.rest)
+    if args.command == "eval":
+        from .eval_run import main as eval_main
+
+        return eval_main(args.rest)
     if args.command == "run":
         from .run_root import main as run_main
 

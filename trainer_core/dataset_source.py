@@ -27,11 +27,12 @@ def _looks_local(spec: str) -> bool:
     }
 
 
-def load_rows(config: RunConfig):
-    """The dataset split named by the config, as a ``datasets.Dataset``."""
+def load_rows(config: RunConfig, spec: str | None = None, split: str | None = None, field: str = "dataset"):
+    """The dataset split named by the config (or ``spec``/``split``: the held-out set's), as a ``datasets.Dataset``."""
     import datasets
 
-    spec, split = config.dataset, config.dataset_split
+    spec = spec or config.dataset
+    split = split or config.dataset_split
     if spec is None:  # RunConfig.validate refuses a dataset run without one
         raise ConfigError("dataset", "dataset is required: pass --dataset.")
     path = Path(spec).expanduser()
@@ -49,7 +50,8 @@ def load_rows(config: RunConfig):
             if isinstance(loaded, datasets.DatasetDict):
                 if split not in loaded:
                     raise EnvError(
-                        f"dataset {spec} has no split '{split}' (splits: {', '.join(map(str, loaded))}). Set dataset_split."
+                        f"dataset {spec} has no split '{split}' (splits: {', '.join(map(str, loaded))}). "
+                        f"Set {field}_split."
                     )
                 return loaded[split]
             return loaded
@@ -73,12 +75,12 @@ def load_rows(config: RunConfig):
         ) from exc
 
 
-def shape_prompts(dataset, config: RunConfig):
+def shape_prompts(dataset, config: RunConfig, name: str | None = None):
     """``prompt_column`` renamed to ``prompt``, and the system prompt put in front of every prompt."""
     columns = dataset.column_names or []
     if config.prompt_column not in columns:
         raise EnvError(
-            f"dataset {config.dataset} has no column '{config.prompt_column}' (columns: "
+            f"dataset {name or config.dataset} has no column '{config.prompt_column}' (columns: "
             f"{', '.join(columns) or 'none'}). Set prompt_column to the column holding the prompts."
         )
     if config.prompt_column != "prompt":
@@ -106,3 +108,16 @@ class DatasetSource:
 
     def build_dataset(self, tokenizer=None):
         return shape_prompts(load_rows(self.config), self.config)
+
+
+class HeldOutSource:
+    """``--eval-dataset``, shaped as the training prompts are: stands where ``build_dataset`` stands."""
+
+    def __init__(self, config: RunConfig):
+        self.config = config
+
+    def build_dataset(self, tokenizer=None):
+        spec = self.config.eval_dataset
+        assert spec is not None
+        split = self.config.eval_split or ("train" if Path(spec).expanduser().is_file() else "test")
+        return shape_prompts(load_rows(self.config, spec, split, "eval"), self.config, f"--eval-dataset {spec}")

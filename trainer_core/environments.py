@@ -131,6 +131,13 @@ def completion_text(completion: Any) -> str:
     return str(completion)
 
 
+def prompt_text(prompt: Any, tokenizer) -> str:
+    """A dataset prompt as the model sees it: chat messages through the chat template, text as it is."""
+    if isinstance(prompt, list):
+        return tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+    return prompt
+
+
 def _prompt_preview(prompt: Any) -> str:
     if isinstance(prompt, list):
         return "\n".join(f"{m.get('role')}: {m.get('content')}" for m in prompt if isinstance(m, dict))

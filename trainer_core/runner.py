@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import notify
 from .contract.config.disk_estimate import preflight, preflight_warning, require_room
-from .contract.config.run_config import RunConfig
+from .contract.config.run_config import ConfigError, RunConfig
 from .contract.health.monitor import config_warnings
 from .contract.run.checkpoints import check_checkpoint, torn_checkpoint_warning
 from .contract.run.disk import disk_fault, last_complete_checkpoint, make_reserve, release_reserve
@@ -136,6 +136,10 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         status, reason = _train(config, run, resume_from)
     except StopBeforeTraining as exc:
         status, reason = Status.STOPPED, f"{exc} before training started"
+    except ConfigError as exc:  # a setting only the trainer can judge (held-out metrics): the user's to fix
+        reason = str(exc)
+        run.emit(Error(kind=ErrorKind.EXCEPTION, message=reason, step=run.last_step))
+        print(f"error: {exc}", file=sys.stderr)
     except EnvError as exc:
         reason = str(exc).splitlines()[0]
         run.emit(

@@ -29,7 +29,8 @@ from .contract.health.monitor import HealthMonitor, RunFacts, Thresholds, warnin
 from .contract.health.sample_stats import SampleStats
 from .contract.run.rules import HealthRule
 from .contract.run.severity import Severity
-from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, get_tools, load_environment
+from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, get_tools, load_environment, prompt_text
+from .heldout import HeldOut, check_keep_best, eval_source, reward_scorers, split_off, task_scorers, wants_eval
 from .run_context import RunContext
 
 
@@ -145,14 +146,9 @@ def build_grpo_config(config: RunConfig, output_dir: str):
     return GRPOConfig(**kwargs)
 
 
-def prompt_text(prompt, tokenizer) -> str:
-    """A dataset prompt as the model sees it: chat messages through the chat template, text as it is."""
-    if isinstance(prompt, list):
-        return tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
-    return prompt
-
-
-def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext | None, *, agentic: bool = False):
+def prepare_dataset(
+    env, tokenizer, config: RunConfig, run: RunContext | None, *, agentic: bool = False, what: str = "build_dataset"
+):
     """Call build_dataset, check it, render tool schemas into the prompts and apply max_prompt_length.
     ``agentic``: TRL calls tools in this run, and renders their schemas itself: every prompt becomes chat
     messages (a text prompt one user message), as its tool loop needs."""
@@ -165,22 +161,20 @@ def prepare_dataset(env, tokenizer, config: RunConfig, run: RunContext | None, *
     except Exception as exc:
         import traceback
 
-        raise EnvError(
-            f"build_dataset raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
-        ) from exc
+        raise EnvError(f"{what} raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()) from exc
     if not isinstance(dataset, (datasets.Dataset, datasets.IterableDataset)):
         raise EnvError(
-            f"build_dataset must return a datasets.Dataset, got {type(dataset).__name__}. "
+            f"{what} must return a datasets.Dataset, got {type(dataset).__name__}. "
             "Build one with datasets.Dataset.from_list([...]) or Dataset.from_dict({...})."
         )
     columns = dataset.column_names or []
     if "prompt" not in columns:
         raise EnvError(
-            f"the dataset from build_dataset has no 'prompt' column (columns: {', '.join(columns) or 'none'}). "
+            f"the dataset from {what} has no 'prompt' column (columns: {', '.join(columns) or 'none'}). "
             "Add a 'prompt' column of strings or chat message lists."
         )
     if isinstance(dataset, datasets.Dataset) and len(dataset) == 0:
-        raise EnvError("build_dataset returned an empty dataset; it needs at least one prompt.")
+        raise EnvError(f"{what} returned an empty dataset; it needs at least one prompt.")
     tools = None if agentic else get_tools(env)
     if agentic:
 
@@ -277,6 +271,7 @@ class RewardSetup:
     bind: Callable[[Any], None] = lambda model: None
     tools: list[Callable] = field(default_factory=list)
     factory: Callable | None = None
+    heldout: HeldOut | None = None
 
     @property
     def agentic(self) -> bool:
@@ -297,7 +292,11 @@ def reward_setup(config: RunConfig, tokenizer, run: RunContext | None, stats: Sa
             check_tool_calling(tokenizer, str(config.model))
         dataset = prepare_dataset(DatasetSource(config), tokenizer, config, run, agentic=bool(tools))
         rewards = RewardFunctions(config.reward_funcs, on_samples=on_samples, tools=bool(tools))
-        return RewardSetup(dataset, rewards.funcs, rewards.weights, tools=tools)
+        dataset, heldout = held_out_set(config, None, tokenizer, run, dataset, bool(tools))
+        if heldout is not None:
+            plain = RewardFunctions(config.reward_funcs)
+            add_scorers(config, heldout, None, plain.funcs, plain.weights)
+        return RewardSetup(dataset, rewards.funcs, rewards.weights, tools=tools, heldout=heldout)
     env = load_environment(
         required(config.rl_env_module, "rl_env_module"),
         required(config.rl_env_class, "rl_env_class"),
@@ -313,9 +312,14 @@ def reward_setup(config: RunConfig, tokenizer, run: RunContext | None, stats: Sa
         else ScoreEpisodeReward(env, tokenizer, on_samples)
     )
     extra_funcs, extra_weights = extra_reward_functions(env)
+    dataset, heldout = held_out_set(config, env, tokenizer, run, dataset, bool(own_tools or tools))
+    eval_score = ScoreEpisodeReward(env, tokenizer)
+    if heldout is not None:
+        add_scorers(config, heldout, env, [eval_score, *extra_funcs], [1.0, *extra_weights])
 
     def bind(model):
         score.model = model
+        eval_score.model = model
 
     return RewardSetup(
         dataset,
@@ -324,7 +328,46 @@ def reward_setup(config: RunConfig, tokenizer, run: RunContext | None, stats: Sa
         bind,
         tools=[*standalone(env, own_tools), *tools],
         factory=environment_factory(env, config.rl_env_config) if own_tools else None,
+        heldout=heldout,
     )
+
+
+def held_out_set(config: RunConfig, env, tokenizer, run: RunContext | None, dataset, agentic: bool):
+    """(training dataset, HeldOut or None): the held-out prompts of the run, checked as training prompts are;
+    with --eval-fraction they are taken out of the training dataset. Settings that need a held-out set are
+    refused without one."""
+    source = env if env is not None else object()
+    if not wants_eval(config, source):
+        for name in ("keep_best", "eval_metric"):
+            if getattr(config, name):
+                raise ConfigError(
+                    name,
+                    f"{name} needs a held-out set, and this run has none: pass --eval-dataset PATH or --eval-fraction "
+                    "F, or give the environment a build_eval_dataset(tokenizer) method (docs/evaluation.md).",
+                )
+        return dataset, None
+    if agentic:
+        raise ConfigError(
+            "eval_dataset",
+            "held-out evaluation of a run whose model calls tools is not supported yet: drop --eval-dataset/"
+            "--eval-fraction (or build_eval_dataset) for this run.",
+        )
+    if config.eval_fraction:
+        dataset, held = split_off(dataset, config, run.folder.path if run is not None and run.main else None)
+        source_name = "fraction"
+    else:
+        eval_source_, source_name = eval_source(config, env)
+        what = "build_eval_dataset" if source_name == "environment" else f"--eval-dataset {config.eval_dataset}"
+        held = prepare_dataset(eval_source_, tokenizer, config, None, what=what)
+    return dataset, HeldOut([dict(row) for row in held], source_name)
+
+
+def add_scorers(config: RunConfig, heldout: HeldOut, env, funcs: list, weights: list[float] | None) -> None:
+    """The held-out metrics: the task metrics first, then the reward functions (``reward``: their total)."""
+    task = task_scorers(config, env, heldout.rows[0])
+    heldout.scorers = {**task, **reward_scorers(funcs, weights)}
+    heldout.task = list(task)
+    check_keep_best(config, list(heldout.scorers))
 
 
 def torch_machine() -> Machine:
@@ -390,25 +433,42 @@ def build_trainer(config: RunConfig, run: RunContext):
             task_type="CAUSAL_LM",
             target_modules=targets if targets == "all-linear" else [t.strip() for t in targets.split(",") if t.strip()],
         )
+    monitor = HealthMonitor(
+        Thresholds.from_mapping(config.health),
+        RunFacts(
+            max_completion_length=config.rl_max_new_tokens,
+            reward_funcs=len(setup.funcs),
+            use_vllm=config.use_vllm,
+            kl_measured=config.rl_kl_coef > 0,
+            kl_coef=config.rl_kl_coef,
+            tools=setup.agentic,
+        ),
+    )
     callback = EventStreamCallback(
         run.writer,
         run.stopper,
         echo=run.echo,
         on_step=run.set_step,
-        monitor=HealthMonitor(
-            Thresholds.from_mapping(config.health),
-            RunFacts(
-                max_completion_length=config.rl_max_new_tokens,
-                reward_funcs=len(setup.funcs),
-                use_vllm=config.use_vllm,
-                kl_measured=config.rl_kl_coef > 0,
-                kl_coef=config.rl_kl_coef,
-                tools=setup.agentic,
-            ),
-        ),
+        monitor=monitor,
         extra_metrics=stats.pop,
         stop_on=tuple(stop_on_rules(config)),
     )
+    callbacks: list = [callback]
+    evaluation = None
+    if setup.heldout is not None:
+        from .eval_callback import EvalCallback
+        from .evaluator import Evaluator
+
+        evaluation = EvalCallback(
+            Evaluator(config, tokenizer, setup.heldout),
+            run,
+            monitor,
+            tuple(stop_on_rules(config)),
+            save_total_limit=config.save_total_limit,
+        )
+        callbacks.append(evaluation)
+        if config.keep_best:  # the callback rotates: the best checkpoints outlive the newest N
+            args.save_total_limit = None
     if setup.factory is not None:
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory's "experimental" warning
     trainer = GRPOTrainer(
@@ -418,7 +478,7 @@ def build_trainer(config: RunConfig, run: RunContext):
         train_dataset=setup.dataset,
         processing_class=tokenizer,
         peft_config=peft_config,
-        callbacks=[callback],
+        callbacks=callbacks,
         tools=setup.tools or None,
         environment_factory=setup.factory,
     )
@@ -427,4 +487,6 @@ def build_trainer(config: RunConfig, run: RunContext):
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     setup.bind(trainer.model)
+    if evaluation is not None:
+        evaluation.trainer = trainer
     return trainer

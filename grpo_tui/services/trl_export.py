@@ -31,6 +31,11 @@ NOT_IN_TRL = {
     "vllm_server_gpus": "start the server yourself with trl vllm-serve and set vllm_server_base_url",
     "inspection": "the reward inspection is grpo-tui's",
     "tools": "trl grpo takes no tool functions; pass them to GRPOTrainer(tools=[...]) in a script of your own",
+    "eval_fraction": "trl grpo evaluates a split of the dataset (dataset_test_split), not a share of its training split",
+    "eval_metric": "trl grpo measures only the reward functions on the evaluation split",
+    "eval_temperature": "trl grpo samples the evaluation at the training temperature",
+    "eval_max_prompts": "trl grpo evaluates the whole split",
+    "keep_best": "trl grpo keeps the last save_total_limit checkpoints only",
 }
 _SKIP = {
     "trainer",
@@ -47,6 +52,7 @@ _SKIP = {
     "warmup_ratio",
     "grpo_args",
     "model",
+    *("eval_dataset", "eval_split", "eval_steps", "eval_generations", "eval_batch_size", "eval_on_start"),
 }
 ENV_RUN_MESSAGE = (
     "this run trains on an environment class ({module}:{cls}), and TRL's `trl grpo` CLI has no environment "
@@ -122,6 +128,7 @@ def to_recipe(config: RunConfig) -> tuple[dict, list[str]]:
             if value is not None or f.name not in ("vllm_server_url", "save_total_limit", "dataset_config"):
                 recipe[ours[f.name]] = value
     recipe["warmup_steps"] = config.warmup_ratio  # transformers 5: a value below 1 is a fraction of the steps
+    recipe.update(_evaluation_keys(config, notes))
     recipe.update(_precision(config.mixed_precision, notes))
     recipe["report_to"] = trackers(config) or "none"
     if config.peft:
@@ -134,6 +141,26 @@ def to_recipe(config: RunConfig) -> tuple[dict, list[str]]:
     recipe.update(config.grpo_args)
     _left_out(config, notes)
     return _current(recipe, notes), notes
+
+
+def _evaluation_keys(config: RunConfig, notes: list[str]) -> dict:
+    """The held-out evaluation as TRL's eval keys: a split of the run's own dataset, every eval_steps."""
+    if not config.eval_dataset:
+        return {}
+    if config.eval_dataset != config.dataset:
+        notes.append(
+            f"eval_dataset: {config.eval_dataset!r} is left out: trl grpo evaluates a split of the training "
+            "dataset only (dataset_test_split)."
+        )
+        return {}
+    return {
+        "eval_strategy": "steps",
+        "eval_steps": config.eval_steps or config.save_steps,
+        "dataset_test_split": config.eval_split or "test",
+        "num_generations_eval": config.eval_generations,
+        "per_device_eval_batch_size": config.eval_batch_size,
+        "eval_on_start": config.eval_on_start,
+    }
 
 
 def _left_out(config: RunConfig, notes: list[str]) -> None:

@@ -32,7 +32,7 @@ STRICT_HELP = (
 )
 
 _NO_HUB = "grpo-tui does not push to the Hub; upload RUN/final when the run ends (e.g. hf upload ID RUN/final)"
-_NO_EVAL = "grpo-tui trains without an evaluation split"
+_NO_EVAL = "grpo-tui evaluates the held-out split as eval_strategy, eval_steps and dataset_test_split say"
 _OWN_FOLDER = "grpo-tui writes checkpoints to RUN/checkpoints and the final model to RUN/final"
 _LORA = (
     "grpo-tui builds the LoRA adapter from use_peft, lora_r, lora_alpha, lora_dropout and lora_target_modules "
@@ -58,11 +58,6 @@ IGNORED = {
     **dict.fromkeys(
         (
             "do_eval",
-            "eval_strategy",
-            "eval_steps",
-            "per_device_eval_batch_size",
-            "eval_on_start",
-            "dataset_test_split",
             "test_split_size",
         ),
         _NO_EVAL,
@@ -105,6 +100,8 @@ SPECIAL = (
     "model_revision",
     "dtype",
     "attn_implementation",
+    *("eval_strategy", "eval_steps", "dataset_test_split", "per_device_eval_batch_size"),
+    *("num_generations_eval", "eval_on_start"),
 )
 _INIT_KWARGS = {"model_revision": "revision", "dtype": "dtype", "attn_implementation": "attn_implementation"}
 
@@ -171,6 +168,7 @@ def recipe_to_fields(recipe: dict, source: str = "recipe", strict: bool = False)
     out.update(_rewards(values, source))
     out.update(_datasets(values, source, notes))
     out.update(_warmup(values, grpo_args))
+    out.update(_evaluation(values, out, source))
     if values.get("activation_checkpointing") is not None:
         out["gradient_checkpointing"] = bool(values["activation_checkpointing"])
     if "report_to" in values:
@@ -462,3 +460,32 @@ def _target_modules(value: Any, notes: _Notes) -> str:
     if isinstance(value, list):
         return ",".join(str(v) for v in value)
     return str(value)
+
+
+def _evaluation(values: dict, out: dict, source: str) -> dict:
+    """TRL's evaluation keys as grpo-tui's held-out evaluation: with ``eval_strategy`` other than 'no', the
+    recipe's ``dataset_test_split`` of its dataset is the held-out set, evaluated every ``eval_steps`` (TRL's
+    default: every logging step), ``num_generations_eval`` samples each, and at the start if ``eval_on_start``."""
+    strategy = values.get("eval_strategy") or "no"
+    if strategy == "no":
+        return {}
+    if strategy not in ("steps", "epoch"):
+        raise ConfigError("eval_strategy", f"eval_strategy in {source} must be no, steps or epoch, got {strategy!r}.")
+    if not out.get("dataset"):
+        raise ConfigError(
+            "eval_strategy",
+            f"{source} sets eval_strategy: {strategy} without a dataset_name to take its dataset_test_split from; "
+            "name the dataset, or set eval_strategy: no.",
+        )
+    fields: dict[str, Any] = {
+        "eval_dataset": out["dataset"],
+        "eval_split": values.get("dataset_test_split") or "test",
+        "eval_on_start": bool(values.get("eval_on_start")),
+    }
+    if strategy == "steps":
+        fields["eval_steps"] = values.get("eval_steps") or out.get("logging_steps") or TRL_DEFAULTS.get("logging_steps")
+    if values.get("num_generations_eval"):
+        fields["eval_generations"] = values["num_generations_eval"]
+    if values.get("per_device_eval_batch_size"):
+        fields["eval_batch_size"] = values["per_device_eval_batch_size"]
+    return fields

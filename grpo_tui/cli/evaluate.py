@@ -1,0 +1,48 @@
+"""``grpo-tui eval``: score a run's checkpoints and its base model on the held-out set, side by side.
+
+The work happens in a ``python -m trainer_core eval`` child process (this one stays torch-free); with
+``--host`` the whole command runs on that host, where the run is (cli/remote.py), as ``merge`` does.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from .common import add_host, add_run_ref, resolve
+
+
+def register(sub) -> None:
+    parser = sub.add_parser(
+        "eval",
+        help="score a run's checkpoints and its base model on the held-out set (docs/evaluation.md)",
+        description="Score the chosen models on the run's held-out set with the run's own metrics and sampling, "
+        "and print them side by side, ranked, with a few prompts whose verdict changed.",
+    )
+    add_run_ref(parser)
+    add_host(parser)
+    parser.add_argument(
+        "--checkpoint",
+        action="append",
+        default=None,
+        metavar="WHICH",
+        help="a model to score, repeatable: base (the run's model before training), best (by the held-out metric), "
+        "final, last, or a step number (default: base, best, final)",
+    )
+    parser.add_argument(
+        "--dataset", default=None, metavar="PATH", help="score on these prompts instead of the run's held-out set"
+    )
+    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
+    parser.set_defaults(handler=run, forward=True)
+
+
+def run(args) -> int:
+    folder = resolve(args)
+    cmd = [sys.executable, "-m", "trainer_core", "eval", str(folder.path)]
+    for which in args.checkpoint or []:
+        cmd += ["--checkpoint", which]
+    if args.dataset:
+        cmd += ["--dataset", args.dataset]
+    if args.json:
+        cmd.append("--json")
+    return subprocess.call(cmd)
