@@ -1,9 +1,12 @@
 """How often do the health rules cry wolf? Trains the healthy CPU demo (the pre-trained tiny model on
 examples/pattern_env.py, the demo's own config) over several seeds, at the demo's KL coefficient and at
-TRL's default beta 0, and counts every warning by rule and severity.
+TRL's default beta 0, and counts every warning by rule and severity. Then it judges seeded healthy held-out
+eval sequences (bench/health_false_alarms_evals.py) for reward_task_divergence, which the demo's runs are too
+short to exercise, and adds its warnings to the count.
 
-    python -m bench.health_false_alarms                       # 5 seeds x 120 steps x 2 betas
+    python -m bench.health_false_alarms                       # 5 seeds x 120 steps x 2 betas, 1000 eval runs
     python -m bench.health_false_alarms --seeds 2 --steps 60  # a quick look
+    python -m bench.health_false_alarms --seeds 0             # the held-out eval sequences only
 
 Target: 0 warn or critical. Info warnings (kl_not_measured at beta 0) are listed but are not alarms.
 """
@@ -17,6 +20,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from bench.health_false_alarms_evals import eval_false_alarms
 from grpo_tui.resources import demo_config_file, demo_env_file
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import read_events
@@ -35,11 +39,33 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=120)
     parser.add_argument("--betas", default="demo,0", help="comma-separated: 'demo' (the config's) and/or numbers")
     parser.add_argument("--work-dir", type=Path, default=None)
+    parser.add_argument("--eval-sequences", type=int, default=1000, help="healthy held-out eval runs to judge")
+    parser.add_argument("--eval-seed", type=int, default=0)
     args = parser.parse_args()
-    work = args.work_dir or Path(tempfile.mkdtemp(prefix="grpo-false-alarms-"))
-    model = build_tiny_model(work / "tiny-model", pretrain=True)
     alarms: Counter[tuple[str, str]] = Counter()
     infos: Counter[str] = Counter()
+    steps_seen = _train_demo_runs(args, alarms, infos) if args.seeds else 0
+    eval_alarms, evals_seen = eval_false_alarms(args.eval_sequences, args.eval_seed)
+    alarms.update(eval_alarms)
+    total = sum(alarms.values())
+    print(f"\n{steps_seen} logged steps over {args.seeds} seeds x {len(args.betas.split(','))} betas")
+    print(
+        f"{evals_seen} held-out evals over {args.eval_sequences} healthy eval runs (seed {args.eval_seed}): "
+        f"{sum(eval_alarms.values())} warn or critical "
+        f"({sum(eval_alarms.values()) / max(args.eval_sequences, 1):.4f} per run)"
+    )
+    print(f"warn or critical: {total} ({total / max(steps_seen + evals_seen, 1):.4f} per step or eval); target 0")
+    for (rule, severity), n in sorted(alarms.items()):
+        print(f"  {rule} {severity}: {n}")
+    for rule, n in sorted(infos.items()):
+        print(f"  info {rule}: {n}")
+    return 0 if total == 0 else 1
+
+
+def _train_demo_runs(args: argparse.Namespace, alarms: Counter, infos: Counter) -> int:
+    """Train the demo over seeds and betas, counting its warnings into ``alarms`` and ``infos``; logged steps."""
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="grpo-false-alarms-"))
+    model = build_tiny_model(work / "tiny-model", pretrain=True)
     steps_seen = 0
     print(f"{'beta':>6} {'seed':>4} {'steps':>5} {'s':>5}  warnings (rule severity step)")
     for beta in args.betas.split(","):
@@ -62,14 +88,7 @@ def main() -> int:
                     infos[str(w.rule)] += 1
             shown = ", ".join(f"{w.rule} {w.severity} {w.step}" for w in warnings) or "-"
             print(f"{config.rl_kl_coef:>6} {seed:>4} {steps:>5} {time.monotonic() - began:>5.0f}  {shown}")
-    total = sum(alarms.values())
-    print(f"\n{steps_seen} logged steps over {args.seeds} seeds x {len(args.betas.split(','))} betas")
-    print(f"warn or critical: {total} ({total / max(steps_seen, 1):.4f} per step); target 0")
-    for (rule, severity), n in sorted(alarms.items()):
-        print(f"  {rule} {severity}: {n}")
-    for rule, n in sorted(infos.items()):
-        print(f"  info {rule}: {n}")
-    return 0 if total == 0 else 1
+    return steps_seen
 
 
 if __name__ == "__main__":

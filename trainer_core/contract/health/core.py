@@ -2,8 +2,8 @@
 steps, and the fire-once bookkeeping.
 
 Split from health/monitor.py so the rule families (the original metric rules there, reward hacking in
-health/hacking.py, drift without KL in health/drift.py) each read on their own and import this, not each
-other. Stdlib only.
+health/hacking.py, drift without KL in health/drift.py, the held-out divergence in health/divergence.py) each
+read on their own and import this, not each other. Stdlib only.
 """
 
 from __future__ import annotations
@@ -62,6 +62,11 @@ class Thresholds:
     tool_failure_high: float = 0.5  # failed calls / calls
     tool_grace: int = 10  # steps before tool_unused can judge
     turn_limit_high: float = 0.5  # share of episodes stopped at --max-tool-calls
+    # the training reward and a held-out metric part ways (health/divergence.py), judged at each eval
+    divergence_evals: int = 3  # how many recent evals (after the base model's) are judged together
+    divergence_reward_rise: float = 0.1  # the training reward rose at least this much over those evals
+    divergence_metric_drop: float = 0.05  # a held-out metric's mean fell at least this far from their best
+    divergence_noise: float = 3.0  # ... and this many standard errors of the two evals' means (std/sqrt(prompts))
     # watcher rules
     stall_factor: float = 10.0
     stall_min_seconds: float = 60.0

@@ -9,12 +9,13 @@ hovering around ``kl_high`` is one warning, not ten. A rule whose metric this TR
 so once, as an ``info`` warning of that rule, and then stays quiet rather than fire on a missing value.
 The rules' names and advice are ``health_rules.HealthRule``; ``warning`` builds every rule's event from them.
 The reward-hacking rules are in health/hacking.py, the drift rules in health/drift.py, the tool rules in
-health/tools.py.
+health/tools.py. ``reward_task_divergence`` is judged at each held-out eval instead (``feed_eval``, with
+health/divergence.py), on the ``eval`` events alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from statistics import mean
 from typing import cast
 
@@ -22,8 +23,9 @@ import trainer_core.contract.health.drift as health_drift
 import trainer_core.contract.health.hacking as health_hacking
 import trainer_core.contract.health.tools as health_tools
 from trainer_core.contract.health.core import FireOnce, RunFacts, Thresholds, Window, finite, threshold_names
+from trainer_core.contract.health.divergence import DivergenceJudge
 from trainer_core.contract.health.sample_stats import REPETITION
-from trainer_core.contract.run.events import HealthWarning, Metrics, warning
+from trainer_core.contract.run.events import Eval, HealthWarning, Metrics, warning
 from trainer_core.contract.run.rules import HealthRule, RuleGroup, rules_of
 from trainer_core.contract.run.severity import Severity
 
@@ -144,11 +146,13 @@ class HealthMonitor:
             HealthRule.TOOL_FAILURES: family(health_tools.tool_failures),
             HealthRule.TOOL_UNUSED: family(health_tools.tool_unused),
             HealthRule.TURN_LIMIT: family(health_tools.turn_limit),
+            HealthRule.REWARD_TASK_DIVERGENCE: lambda step, m: None,  # judged at each eval: feed_eval
         }
         self.rules = {rule: FireOnce(rearm=t.window) for rule in self._checks}
         self.rules[HealthRule.NON_FINITE] = FireOnce(rearm=1)
         self.rules[HealthRule.REWARD_PLATEAU] = FireOnce(rearm=t.plateau_window)
         self.rules[HealthRule.ONE_REWARD_CARRIES] = FireOnce(rearm=t.reward_flat_steps)
+        self.divergence = DivergenceJudge(t)  # keeps its own fire-once state, one per held-out metric
 
     @property
     def history(self):
@@ -171,6 +175,11 @@ class HealthMonitor:
             elif self.rules[rule].update(found.severity):
                 fired.append(found)
         return fired
+
+    def feed_eval(self, event: Eval) -> list[HealthWarning]:
+        """The warnings that fire at a held-out eval (``reward_task_divergence``); call it after each one, the
+        base model's at step 0 included (it is the baseline)."""
+        return self.divergence.feed(event)
 
     def _not_logged(self, step: int) -> list[HealthWarning]:
         """Once, after ``metric_grace`` steps: each rule that applies to this run but whose metrics never came."""
@@ -344,10 +353,10 @@ class HealthMonitor:
         )
 
 
-def replay(metrics_events: list[Metrics], thresholds: Thresholds | None = None) -> list[HealthWarning]:
-    """Every warning the rules give over a recorded stream of ``metrics`` events."""
+def replay(events: Sequence[Metrics | Eval], thresholds: Thresholds | None = None) -> list[HealthWarning]:
+    """Every warning the rules give over a recorded stream of ``metrics`` (and ``eval``) events."""
     monitor = HealthMonitor(thresholds)
     out = []
-    for event in metrics_events:
-        out += monitor.feed(event.step, event.values)
+    for event in events:
+        out += monitor.feed_eval(event) if isinstance(event, Eval) else monitor.feed(event.step, event.values)
     return out

@@ -43,6 +43,7 @@ class HealthRule(ValueEnum):
     TOOL_FAILURES = "tool_failures"
     TOOL_UNUSED = "tool_unused"
     TURN_LIMIT = "turn_limit"
+    REWARD_TASK_DIVERGENCE = "reward_task_divergence"  # judged at each held-out eval, not at every step
     # config rules
     KL_NOT_MEASURED = "kl_not_measured"
     SMALL_GROUPS = "small_groups"
@@ -169,6 +170,14 @@ _SPECS: dict[HealthRule, tuple[RuleGroup, str]] = {
         RuleGroup.METRIC,
         "Raise --max-tool-calls or --rl-max-new-tokens, or look at the cut-off episodes for a loop of the same "
         "call (a tool result the model cannot use).",
+    ),
+    HealthRule.REWARD_TASK_DIVERGENCE: (
+        RuleGroup.METRIC,
+        "Likely reward hacking: the reward is being earned without doing the task (with no task metric, the "
+        "held-out reward falling means over-fitting to the training prompts). Read what scores high in the "
+        "Completions tab, tighten the reward so it checks the task itself, keep the checkpoint that scored best "
+        "on the held-out metric (--keep-best METRIC; `grpo-tui checkpoints` ranks them), or lower --lr or raise "
+        "--rl-kl-coef.",
     ),
     HealthRule.KL_NOT_MEASURED: (
         RuleGroup.CONFIG,
