@@ -12,7 +12,9 @@ import sys
 
 from ..safe_text import clean
 from . import (
+    checkpoints,
     demo,
+    evaluate,
     events,
     export,
     hosts,
@@ -39,8 +41,10 @@ COMMANDS = (
     stop,
     logs,
     watch,
+    checkpoints,
     events,
     merge,
+    evaluate,
     export,
     hosts,
     info,

@@ -2,7 +2,8 @@
 
 With ``--host`` the run is watched through a local copy of its folder that one stream from the host keeps
 current (``executors/mirror.py``); a dropped connection is picked up again where the copy ends. Either way the
-run is found and its folder given by its executor (a run here is watched in its own folder).
+run is found and its folder given by its executor (a run here is watched in its own folder). The plain view
+ends with the held-out panel (``watch_evals.py``): with ``--once`` under the frame, piped when the run ends.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from rich.console import Console
+
     from ..executors.base import ExecutorError
     from ..executors.watched_run import wait_ready
     from ..services.live_view import watch
     from .remote import executor
+    from .watch_evals import eval_panel
 
     ex = executor(args)  # this machine's without --host
     try:
@@ -35,11 +39,13 @@ def run(args) -> int:
             if args.once:
                 copy.sync()
                 watch(copy.folder, once=True)
+                Console().print(eval_panel(copy.folder))
                 return 0
             copy.start()
             try:
                 wait_ready(copy, ex, run)
                 watch(copy.folder)
+                Console().print(eval_panel(copy.folder))
             finally:
                 copy.stop()
         except KeyboardInterrupt:

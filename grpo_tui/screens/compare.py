@@ -3,7 +3,9 @@
 The charts are the monitor's braille charts with one series per run (``widgets/overlay_chart.py``): reward,
 reward_std and KL, and a fourth that ``m`` pages through the other metrics the runs logged. Zoom (``+``/``-``,
 ``0``, the mouse wheel) and the cursor (``[``/``]``, a click, ``c`` to hide it) act on every chart at once, as
-in the monitor; the legend reads each run's values under the cursor.
+in the monitor; the legend reads each run's values under the cursor. ``e`` turns the fourth chart to the held-out evaluation:
+each run's eval series of one held-out metric (its mean at each eval, the baseline at step 0 included), and
+``m`` then pages through the held-out metrics the runs measured; ``e`` again goes back to training metrics.
 
 A worker reads each run once into a ``RunStream`` and answers every request for snapshots (a zoom, a new
 width) from those streams: the streams stay in the worker's hands (one request at a time, ``exclusive``), and
@@ -26,10 +28,11 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from trainer_core.contract.run.events import Eval
 from trainer_core.contract.run.folder import RunFolder
 
 from ..safe_text import clean_line
-from ..services.catalog import run_info
+from ..services.catalog import held_out_evals, run_info
 from ..services.run_stream import ChartData, ChartRequest, RunStream, Series, SeriesSnapshot
 from ..widgets import chart_messages
 from ..widgets.chart_grid import MAIN_CHARTS, extra_keys, zoomed
@@ -37,6 +40,7 @@ from ..widgets.overlay_chart import OverlayChart, reading, series_colour
 
 # the metrics the screen could chart before the runs are read (``m`` then pages through what they logged)
 METRICS = ("reward", "reward_std", "kl", "entropy", "loss", "completions/mean_length")
+HELD_OUT = "held-out "  # the key of a held-out metric's chart: "held-out " and the metric's name
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ class RunLabel:
 class CompareScreen(Screen):
     BINDINGS = [
         Binding("m", "next_metric", "Next metric"),
+        Binding("e", "held_out", "Held-out"),
         Binding("plus,equals_sign", "zoom(1)", "Zoom", key_display="+"),
         Binding("minus", "zoom(-1)", "Zoom out", show=False),
         Binding("0", "zoom(0)", "All steps", show=False),
@@ -64,11 +69,18 @@ class CompareScreen(Screen):
     """
 
     class Loaded(Message):
-        """Each run's snapshots, in the order of the screen's paths, for request ``serial``."""
+        """Each run's snapshots, in the order of the screen's paths, for request ``serial``; ``held_out``: the
+        held-out metrics any run measured (chart keys)."""
 
-        def __init__(self, runs: tuple[ChartData, ...], keys: tuple[str, ...], labels: tuple[RunLabel, ...]):
+        def __init__(
+            self,
+            runs: tuple[ChartData, ...],
+            keys: tuple[str, ...],
+            labels: tuple[RunLabel, ...],
+            held_out: tuple[str, ...] = (),
+        ):
             super().__init__()
-            self.runs, self.keys, self.labels = runs, keys, labels
+            self.runs, self.keys, self.labels, self.held_out = runs, keys, labels, held_out
 
     def __init__(self, paths: list[Path]):
         super().__init__()
@@ -77,11 +89,14 @@ class CompareScreen(Screen):
         self.labels: tuple[RunLabel, ...] = tuple(RunLabel(clean_line(p.name), "reading…") for p in self.paths)
         self.keys: tuple[str, ...] = ()  # every charted metric any run logged
         self.extra_index = 0
+        self.held_out_keys: tuple[str, ...] = ()  # a chart key per held-out metric any run measured
+        self.showing_held_out = False  # the fourth chart shows a held-out metric
         self.window: int | None = None
         self.cursor: int | None = None
         self._serial = 0
         self._want_pending = False
         self._streams: list[RunStream] | None = None  # the worker's alone
+        self._evals: list[dict[int, Eval]] = []  # each run's evals by step, the worker's alone
 
     # -- layout -------------------------------------------------------------------------------------------
 
@@ -103,6 +118,9 @@ class CompareScreen(Screen):
 
     @property
     def extra_key(self) -> str:
+        if self.showing_held_out:
+            names = self.held_out_keys
+            return names[self.extra_index % len(names)] if names else HELD_OUT
         extras = extra_keys(self.keys)
         return extras[self.extra_index % len(extras)] if extras else "loss"
 
@@ -132,17 +150,22 @@ class CompareScreen(Screen):
                 stream.poll()
                 streams.append(stream)
             self._streams = streams
+            self._evals = [held_out_evals(RunFolder(path).events_file) for path in self.paths]
             labels = tuple(_label(path) for path in self.paths)
         streams = self._streams
         keys = tuple(dict.fromkeys(key for stream in streams for key in stream.series))
-        self.post_message(self.Loaded(tuple(_charts(streams, request)), keys, labels or self.labels))
+        held_out = tuple(
+            dict.fromkeys(HELD_OUT + name for evals in self._evals if evals for name in evals[max(evals)].headline())
+        )
+        runs = tuple(_charts(streams, request, self._evals))
+        self.post_message(self.Loaded(runs, keys, labels or self.labels, held_out))
 
     def on_compare_screen_loaded(self, message: Loaded) -> None:
         if self.runs and message.runs and message.runs[0].request.serial < self.runs[0].request.serial:
             return  # overtaken by a newer answer
         self.runs, self.labels = message.runs, message.labels
         had = self.extra_key
-        self.keys = message.keys
+        self.keys, self.held_out_keys = message.keys, message.held_out
         if self.extra_key != had:  # the fourth chart's metric is one the runs logged
             self.want()
         self.draw()
@@ -153,9 +176,11 @@ class CompareScreen(Screen):
         for chart in self.charts:
             key = chart.key
             if chart.id == "chart-extra":
-                chart.title = f"{key}  [m: next]"
+                chart.title = f"{key}  [m: next · e: {'training' if self.showing_held_out else 'held-out'}]"
                 chart.border_title = Content(clean_line(chart.title))
-                chart.empty_message = f"no run here logged {key}"
+                chart.empty_message = (
+                    "no run here has a held-out set" if key == HELD_OUT else f"no run here logged {key}"
+                )
             chart.show([data.get(key) for data in self.runs], window=self.window, cursor=self.cursor)
         self._show_legend()
 
@@ -185,6 +210,11 @@ class CompareScreen(Screen):
 
     def action_next_metric(self) -> None:
         self.extra_index += 1
+        self.want()
+
+    def action_held_out(self) -> None:
+        """The fourth chart: the held-out metrics' eval series, or back to the training metrics."""
+        self.showing_held_out, self.extra_index = not self.showing_held_out, 0
         self.want()
 
     def _lead(self) -> OverlayChart:
@@ -240,9 +270,39 @@ def _label(path: Path) -> RunLabel:
     return RunLabel(clean_line(path.name), clean_line(f"{project}{info.status} · step {steps}{total}"))
 
 
-def _charts(streams: list[RunStream], request: ChartRequest) -> list[ChartData]:
-    """Each run's snapshots for ``request``; zoomed, every run from the same first step: that of the newest
-    ``window`` steps of the longest run."""
+def _charts(streams: list[RunStream], request: ChartRequest, evals: list[dict[int, Eval]]) -> list[ChartData]:
+    """Each run's snapshots for ``request``, its held-out charts from its ``evals``; zoomed, every run from the
+    same first step: that of the newest ``window`` steps of the longest run."""
+    charts = _training_charts(streams, request)
+    held_out = [(key, buckets) for key, buckets in request.widths if key.startswith(HELD_OUT)]
+    if not held_out:
+        return charts
+    first = 0  # all steps: the baseline (step 0) too; zoomed: from the training charts' first step
+    if request.window is not None:
+        first = min((s.steps[0] for data in charts for s in data.series.values() if s.steps), default=0)
+    out = []
+    for data, run_evals in zip(charts, evals):
+        extra = {key: _eval_snapshot(key, run_evals, buckets, first, request.window) for key, buckets in held_out}
+        series = {**data.series, **{key: snap for key, snap in extra.items() if snap is not None}}
+        out.append(ChartData(request, MappingProxyType(series)))
+    return out
+
+
+def _eval_snapshot(
+    key: str, evals: dict[int, Eval], buckets: int, first: int, window: int | None
+) -> SeriesSnapshot | None:
+    """A held-out metric's mean at each eval from step ``first`` on, one point per eval (None: no eval has it)."""
+    name = key[len(HELD_OUT) :]
+    points = [
+        (step, value) for step, e in sorted(evals.items()) if step >= first and (value := e.value(name)) is not None
+    ]
+    if not points:
+        return None
+    steps, values = tuple(p[0] for p in points), tuple(p[1] for p in points)
+    return SeriesSnapshot(key, len(points), buckets, steps, values, values, values[-1], values, 1, steps[-1], window)
+
+
+def _training_charts(streams: list[RunStream], request: ChartRequest) -> list[ChartData]:
     if request.window is None:
         return [stream.charts(request) for stream in streams]
     last = max(

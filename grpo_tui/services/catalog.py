@@ -5,9 +5,13 @@ megabytes, so nothing here parses a whole one: the last metrics come from readin
 blocks, and warnings from a byte scan that parses only the lines naming a warning, remembered per file so
 a refreshing list rescans only what was appended.
 
+The held-out evaluation's figures (``run_row.EvalFigures``) come from a byte scan that parses only the lines
+naming an ``eval`` event, remembered per file like the warnings'.
+
 A finished run is cheaper still: its state.json carries the ``summary`` written at its end
 (``trainer_core.contract.run.summary``), so listing it reads that one small file and stats events.jsonl,
-with no YAML, no events scan and no process lookup. Runs without a valid summary (they ended before
+with no YAML and no process lookup; its events are scanned for evals only (a run with evals reads its
+config.yaml for its ranking metric). Runs without a valid summary (they ended before
 summaries existed, or live ones) are read as above.
 """
 
@@ -18,14 +22,17 @@ import os
 import time
 from pathlib import Path
 
-from trainer_core.contract.run.event_log import tail_events
+from trainer_core.contract.run.event_log import scan_events, tail_events
+from trainer_core.contract.run.events import Eval, EventType
 from trainer_core.contract.run.folder import RUNS_DIR_ENV, RunFolder, resolve_runs_dir
+from trainer_core.contract.run.ledger import default_metric
 from trainer_core.contract.run.state import read_state
 from trainer_core.contract.run.status import Status
 from trainer_core.contract.run.summary import scan_warnings, summary_crash, valid_summary
 
 from . import slurm_queue
 from .run_health import watcher_warnings
+from .run_row import EvalFigures
 from .run_row import RunInfo as RunInfo  # the row type, defined once (run_row.py); imported from here too
 from .run_status import live_status, run_duration, run_total
 
@@ -63,6 +70,45 @@ def warning_summary(path: str | os.PathLike) -> tuple[int, str | None]:
     count, last = count + more, (None if newest is None else str(newest)) if more else last  # a rule's plain name
     _warning_cache[path] = (info.st_ino, offset, count, last)
     return count, last
+
+
+_eval_cache: dict[str, tuple[int, int, dict[int, Eval]]] = {}
+EVAL_NEEDLE = f'"{EventType.EVAL}"'.encode()
+
+
+def held_out_evals(path: str | os.PathLike) -> dict[int, Eval]:
+    """The events file's evals by step (a step's latest record winning), byte-scanned once per process; later
+    calls scan only what was appended. A file without evals costs one read (thousands of finished runs are
+    listed this way: no Path objects, and only a file naming an eval is parsed)."""
+    key = os.fspath(path)
+    try:
+        fd = os.open(key, os.O_RDONLY)
+    except OSError:
+        return {}
+    try:
+        info = os.fstat(fd)
+        cached = _eval_cache.get(key)
+        fresh = cached is None or cached[0] != info.st_ino or cached[1] > info.st_size  # new, replaced or cut
+        offset, evals = (0, {}) if fresh or cached is None else (cached[1], cached[2])
+        if offset == info.st_size:
+            return evals
+        data = os.pread(fd, info.st_size - offset, offset)
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
+    end = data.rfind(b"\n") + 1
+    if data.find(EVAL_NEEDLE, 0, end) >= 0:
+        found, _ = scan_events(key, (EventType.EVAL,), start=offset, end=offset + end)
+        evals = {**evals, **{e.step: e for e in found if isinstance(e, Eval)}}
+    _eval_cache[key] = (info.st_ino, offset + end, evals)
+    return evals
+
+
+def held_out(folder: RunFolder) -> EvalFigures | None:
+    """The run's held-out figures of its ranking metric; None for a run without evals."""
+    evals = held_out_evals(os.path.join(folder.path, "events.jsonl"))  # no Path made: thousands of runs
+    return EvalFigures.of(evals, default_metric(folder.path, evals)) if evals else None
 
 
 # -- runs -----------------------------------------------------------------------------------------------
@@ -112,6 +158,7 @@ def run_info(folder: RunFolder, now: float | None = None, state: dict | None = N
         exit_reason=exit_reason,
         alerts=alerts,
         queue_reason=queue_reason,
+        held_out=held_out(folder),
     )
 
 
@@ -140,6 +187,7 @@ def summarised_info(folder: RunFolder, state: dict, status: Status, summary: dic
         last_warning=last_warning,
         exit_reason=state.get("exit_reason"),
         alerts=alerts,
+        held_out=held_out(folder),
     )
 
 

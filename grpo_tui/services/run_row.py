@@ -7,12 +7,58 @@ and one on a host are listed, compared and shown alike, and the JSON keys are wr
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainer_core.contract.run.events import HealthWarning
+from trainer_core.contract.run.events import Eval, HealthWarning
 from trainer_core.contract.run.status import Status
 from trainer_core.contract.run.summary import warning_record
+
+
+@dataclass(frozen=True)
+class EvalPoint:
+    """One eval's value of the ranking metric, and its step."""
+
+    step: int
+    value: float | None
+
+    def to_dict(self) -> dict:
+        return {"step": self.step, "value": self.value}
+
+
+@dataclass(frozen=True)
+class EvalFigures:
+    """A run's held-out evaluation in three figures of its ranking ``metric`` (``ledger.default_metric``): the
+    baseline (the base model's eval, step 0), the latest eval and the best one (the highest; the later on a tie,
+    as the ledger ranks checkpoints)."""
+
+    metric: str
+    baseline: EvalPoint | None
+    latest: EvalPoint | None
+    best: EvalPoint | None
+
+    @classmethod
+    def of(cls, evals: Mapping[int, Eval], metric: str | None) -> EvalFigures | None:
+        """The figures of ``evals`` (by step); None without evals or a metric."""
+        if not evals or not metric:
+            return None
+        base = evals.get(0) or next((e for e in evals.values() if e.base), None)
+        newest = evals[max(evals)]
+        scored = [(v, step) for step, e in evals.items() if (v := e.value(metric)) is not None and math.isfinite(v)]
+        top = max(scored, default=None)
+        return cls(
+            metric,
+            None if base is None else EvalPoint(base.step, base.value(metric)),
+            EvalPoint(newest.step, newest.value(metric)),
+            None if top is None else EvalPoint(top[1], top[0]),
+        )
+
+    def to_dict(self) -> dict:
+        """The ``eval`` of a ``runs --json`` row."""
+        points = {"baseline": self.baseline, "latest": self.latest, "best": self.best}
+        return {"metric": self.metric, **{name: p and p.to_dict() for name, p in points.items()}}
 
 
 @dataclass
@@ -37,6 +83,7 @@ class RunInfo:
     alerts: list[HealthWarning] = field(default_factory=list)  # watcher-side warnings: stall, crash cause
     host: str | None = None  # the host it runs on (executors/hosts.py); None: this machine
     queue_reason: str | None = None  # a queued Slurm job: why it waits (Priority, Resources, ...)
+    held_out: EvalFigures | None = None  # the held-out evaluation's figures; None: the run has no held-out set
 
     @property
     def key(self) -> str:
@@ -63,4 +110,5 @@ class RunInfo:
             "alerts": [warning_record(a) for a in self.alerts],
             "host": self.host,
             "queue_reason": self.queue_reason,
+            "eval": None if self.held_out is None else self.held_out.to_dict(),
         }

@@ -30,6 +30,7 @@ COLUMNS = (
     ("status", "status"),
     ("step", "step"),
     ("reward", "reward"),
+    ("held-out", "held_out"),  # the best held-out value of the run's ranking metric; blank without evals
     ("warnings", "warnings"),
     ("duration", "duration"),
     ("model", "model"),
@@ -143,6 +144,7 @@ class RunsTable(DataTable):
             literal(clean_line(status), style=palette.status(run.status), end=""),
             format_steps(run.step, run.total),
             reward,
+            _held_out(run),
             _cell(warnings),
             format_duration(run.duration),
             _cell(short_model(run.model, 24)),
@@ -209,6 +211,11 @@ class RunsTable(DataTable):
         row = self.get_row_index(selected)
         if row != self.cursor_row:
             self.move_cursor(row=row)
+
+
+def _held_out(run: RunInfo) -> str:
+    best = run.held_out.best if run.held_out else None
+    return "" if best is None or best.value is None else f"{best.value:.3f}"
 
 
 def _cell(text: object) -> Text:
