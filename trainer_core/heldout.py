@@ -256,7 +256,10 @@ def task_scorers(config: RunConfig, env: Any, first_row: dict) -> dict[str, Call
             raise ConfigError(
                 "eval_metric", f"eval_metric {spec!r}: {str(exc).replace('reward function', 'function')}"
             ) from None
-        scorers[display_name(func)] = function_scorer(display_name(func), func)
+        scorer = function_scorer(display_name(func), func)
+        prompt = first_row["prompt"]
+        scorer([prompt], [[{"role": "assistant", "content": ""}] if isinstance(prompt, list) else ""], [first_row])
+        scorers[display_name(func)] = scorer  # called once above on an empty completion: its return is checked now
     if env is not None and callable(getattr(env, "eval_metrics", None)):
         for name, scorer in env_scorers(env, env_metric_names(env, first_row)).items():
             scorers.setdefault(name, scorer)
