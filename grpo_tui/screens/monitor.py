@@ -1,4 +1,5 @@
-"""The monitor: one run's health at a glance — header, charts, warnings, completions, log, GPUs, Stop.
+"""The monitor: one run's health at a glance — header, charts, warnings, completions, log, GPUs, held-out
+evals, checkpoints, Stop.
 
 One worker thread (``follow``) owns the run's ``RunStream``: it reads and folds, and posts ``Updated``
 messages carrying frozen values only (``StreamView``, the slow reads, ``ChartData`` when asked for). The UI
@@ -11,6 +12,11 @@ stream, which nothing changes any more, to short ``charts`` workers for later re
 The run is a ``WatchedRun`` (``executors/watched_run.py``): its folder here (the run's own, or a remote run's
 mirror), the GPUs of its machine, and its executor, which stops it; a run here and one on a host are handled
 alike, and a stop is reported as ``executors.base.judge_stop`` says.
+
+Held-out evals arrive with the lifecycle events (``StreamView.evals``); the screen keeps them by step and hands
+them to the reward chart (one metric overlaid, ``v`` pages) and to the Eval tab. The Checkpoints tab's list
+is read by a ``checkpoints`` worker when the screen opens and whenever a checkpoint or an eval arrives: the
+ledger of a run here, the events' list for a run on a host (its mirror holds no checkpoints).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from trainer_core.contract.run.events import HealthWarning
+from trainer_core.contract.run.events import Checkpoint, Eval, HealthWarning
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import Status
 
@@ -37,12 +43,15 @@ from ..executors.watched_run import WatchedRun
 from ..safe_text import clean_line
 from ..services import run_reader
 from ..services.backlog import Backlog
+from ..services.checkpoint_list import CheckpointList, metric_names, ranking_metric, read_checkpoints
 from ..services.gpus import GPU
 from ..services.run_reader import Post
 from ..services.run_status import run_duration, run_total
 from ..services.run_stream import ChartData, ChartRequest, RunStream, StreamView
 from ..widgets.chart_grid import ChartGrid
+from ..widgets.checkpoints_table import CheckpointsPanel
 from ..widgets.completions import CompletionsTable
+from ..widgets.eval_panel import EvalPanel
 from ..widgets.gpu_panel import GpuPanel
 from ..widgets.health_panel import CriticalBanner, HealthPanel
 from ..widgets.log_view import LogView
@@ -61,6 +70,7 @@ class MonitorScreen(Screen):
         Binding("s", "stop", "Stop"),
         Binding("f", "force_stop", "Force stop"),
         Binding("m", "next_metric", "Next metric"),
+        Binding("v", "next_eval_metric", "Eval metric", tooltip="Overlay the next held-out metric on the reward chart"),
         Binding("plus,equals_sign", "zoom(1)", "Zoom", key_display="+"),
         Binding("minus", "zoom(-1)", "Zoom out", show=False),
         Binding("0", "zoom(0)", "All steps", show=False),
@@ -73,6 +83,8 @@ class MonitorScreen(Screen):
         Binding("3", "tab('completions')", "Completions", show=False),
         Binding("4", "tab('log')", "Log", show=False),
         Binding("5", "tab('gpu')", "GPU", show=False),
+        Binding("6", "tab('eval')", "Eval", show=False),
+        Binding("7", "tab('checkpoints')", "Checkpoints", show=False),
         Binding("escape", "app.pop_screen", "Back"),
     ]
     DEFAULT_CSS = """
@@ -91,6 +103,11 @@ class MonitorScreen(Screen):
             super().__init__()
             self.charts = charts
 
+    class CheckpointsRead(Message):
+        def __init__(self, listed: CheckpointList):
+            super().__init__()
+            self.listed = listed
+
     def __init__(self, watched: WatchedRun):
         super().__init__()
         folder = watched.folder  # for a run on another host: its copy here, kept current
@@ -107,6 +124,8 @@ class MonitorScreen(Screen):
         self.loaded = False  # warnings already on disk when the screen opens are listed, not popped up
         self.header_drawn_at = 0.0
         self.last_sample: dict | None = None
+        self.evals: dict[int, Eval] = {}  # the held-out evals read so far, by step (a repeated step: the latest)
+        self.eval_names: list[str] = []  # their metrics (``NAME``, ``NAME/pass@K``), task metrics first
         self._requests: SimpleQueue[ChartRequest] = SimpleQueue()  # to the reader
         self._asked: ChartRequest | None = None
         self._final: RunStream | None = None
@@ -130,6 +149,10 @@ class MonitorScreen(Screen):
                 yield LogView(id="log-view", max_lines=5000)
             with TabPane("GPU", id="gpu"):
                 yield GpuPanel(id="gpus")
+            with TabPane("Eval", id="eval"):
+                yield EvalPanel(id="eval-panel")
+            with TabPane("Checkpoints", id="checkpoints"):
+                yield CheckpointsPanel(where=self.watched.executor.where, id="checkpoints-panel")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -139,6 +162,7 @@ class MonitorScreen(Screen):
         self._show_gpus()
         self.follow()
         self.grid.want()  # so the reader has the charts' widths before its first read ends
+        self.read_checkpoints()
 
     def on_unmount(self) -> None:
         self._backlog.close()
@@ -160,6 +184,13 @@ class MonitorScreen(Screen):
             self.post_message(self.Updated(post))
 
         run_reader.follow(self.folder, self.config, self._requests, post, lambda: worker.is_cancelled, self._backlog)
+
+    @work(thread=True, exclusive=True, group="checkpoints", exit_on_error=False)
+    def read_checkpoints(self) -> None:
+        """The Checkpoints tab's list: the ledger (sizes, torn ones), or the events' list for a remote run."""
+        listed = read_checkpoints(self.folder.path, from_events=self.watched.executor.host_name is not None)
+        if not get_current_worker().is_cancelled:
+            self.post_message(self.CheckpointsRead(listed))
 
     @work(thread=True, exclusive=True, group="charts", exit_on_error=False)
     def answer_charts(self, stream: RunStream, request: ChartRequest) -> None:
@@ -186,6 +217,10 @@ class MonitorScreen(Screen):
             grid.set_keys(view.keys)
         self.view = view
         self.warnings.extend(view.warnings)
+        if view.evals:
+            self._add_evals(view.evals)
+        if any(isinstance(e, (Checkpoint, Eval)) for e in view.lifecycle):
+            self.read_checkpoints()
         if view.warnings or (slow and slow.alerts != self.shown_alerts):
             if slow:
                 self.shown_alerts = slow.alerts
@@ -200,6 +235,19 @@ class MonitorScreen(Screen):
             if self._asked is not None and self._asked.serial > grid.data.request.serial:
                 self._ask_charts(self._asked)  # asked for after the reader's last look at its queue
         self.loaded = self.loaded or not post.preview
+
+    def _add_evals(self, evals: tuple[Eval, ...]) -> None:
+        if not self.evals:
+            self.refresh_bindings()  # the first eval shows ``v`` in the footer
+        for event in evals:
+            self.evals[event.step] = event
+        self.eval_names = metric_names(self.evals.values())
+        metric = ranking_metric(self.config.get("keep_best"), self.evals.values())
+        self.query_one("#eval-panel", EvalPanel).show(dict(self.evals), self.eval_names, metric)
+        self.grid.set_evals(self.evals, self.eval_names, default=metric)
+
+    def on_monitor_screen_checkpoints_read(self, message: CheckpointsRead) -> None:
+        self.query_one("#checkpoints-panel", CheckpointsPanel).show(message.listed, self.eval_names)
 
     @property
     def grid(self) -> ChartGrid:
@@ -277,6 +325,13 @@ class MonitorScreen(Screen):
     def action_next_metric(self) -> None:
         self.grid.extra_index += 1
         self.grid.want()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``v`` is in the footer once the run has evals to overlay (the Eval tab says why when it has none)."""
+        return bool(self.evals) if action == "next_eval_metric" else True
+
+    def action_next_eval_metric(self) -> None:
+        self.grid.next_eval_metric()
 
     def action_zoom(self, direction: int) -> None:
         self.grid.zoom(direction)

@@ -8,8 +8,8 @@ million steps fit in ~200 MB; the disk keeps full precision). A long backlog is 
 (``backlog.py``), which pickles the stream back.
 
 No other thread sees the series, or a metric first logged mid-run would change a dict under the loop
-drawing it. Viewers get values that cannot change: a ``StreamView`` (last step, rates, keys, new warnings)
-with each post, and ``ChartData`` (each series downsampled to its chart's width, min, max and mean per
+drawing it. Viewers get values that cannot change: a ``StreamView`` (last step, rates, keys, new warnings,
+new lifecycle events, among them the held-out ``eval`` events, which ``StreamView.evals`` picks out) with each post, and ``ChartData`` (each series downsampled to its chart's width, min, max and mean per
 block, so a one-step spike is never dropped) for a ``ChartRequest``. Blocks are kept between calls
 (``buckets.py``), so a chart of a million points costs its width, not a pass over the points.
 """
@@ -25,7 +25,7 @@ from types import MappingProxyType
 from trainer_core.contract.health.sample_stats import TOOL_SUCCESS, TURNS_MEAN
 from trainer_core.contract.health.tools import CALL_FREQUENCY, FAILURE_FREQUENCY
 from trainer_core.contract.run.event_log import EventTail
-from trainer_core.contract.run.events import Event, HealthWarning, Metrics, UnknownEvent, decode
+from trainer_core.contract.run.events import Eval, Event, HealthWarning, Metrics, UnknownEvent, decode
 from trainer_core.contract.run.folder import RunFolder
 
 from .buckets import BlockCache
@@ -203,6 +203,11 @@ class StreamView:
     def step(self) -> int | None:
         return self.last.step if self.last is not None else None
 
+    @property
+    def evals(self) -> tuple[Eval, ...]:
+        """The held-out evaluations among the new lifecycle events (rare lines: decoded, never on the fast path)."""
+        return tuple(e for e in self.lifecycle if isinstance(e, Eval))
+
 
 @dataclass
 class StreamUpdate:
@@ -305,7 +310,7 @@ class RunStream:
         if isinstance(event, HealthWarning):
             self.warnings.append(event)
             update.warnings.append(event)
-        elif not isinstance(event, UnknownEvent):  # run_started, checkpoint, stop, run_finished, error, summary
+        elif not isinstance(event, UnknownEvent):  # run_started, checkpoint, eval, stop, run_finished, error, summary
             self.lifecycle.append(event)
             update.lifecycle.append(event)
 

@@ -3,14 +3,19 @@
 Zooming, the cursor and EMA act on every chart together, like a tracker's panel of plots, so their state
 lives here rather than in each chart. The grid never reads a run: it says which snapshots it wants
 (``Wanted``: a width per metric and the window of steps) and draws the ``ChartData`` its screen gets
-back from the reader.
+back from the reader. The held-out evals its screen hands it (``set_evals``) are few: the grid keeps them and
+overlays one metric of them on the reward chart, the one ``next_eval_metric`` pages to (``v``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from textual.app import ComposeResult
 from textual.containers import Grid
 from textual.message import Message
+
+from trainer_core.contract.run.events import Eval
 
 from ..services.run_stream import EMPTY_CHARTS, TOOL_METRICS, ChartData
 from . import chart_messages
@@ -78,6 +83,9 @@ class ChartGrid(Grid):
         self.cursor: int | None = None
         self.smooth = False
         self._want_pending = False
+        self.evals: tuple[Eval, ...] = ()  # by step
+        self.eval_keys: list[str] = []  # the held-out metrics the reward chart can overlay (``NAME``, ``NAME/pass@K``)
+        self.eval_index = 0
 
     def compose(self) -> ComposeResult:
         for key, title in MAIN_CHARTS:
@@ -107,6 +115,38 @@ class ChartGrid(Grid):
         if self.extra_key != had:
             self.want()
 
+    @property
+    def eval_key(self) -> str | None:
+        """The held-out metric overlaid on the reward chart."""
+        return self.eval_keys[self.eval_index % len(self.eval_keys)] if self.eval_keys else None
+
+    def set_evals(self, evals: Mapping[int, Eval], keys: list[str], default: str | None = None) -> None:
+        """The run's evals so far and their metrics; the overlay stays on its metric, else starts on ``default``."""
+        had = self.eval_key
+        self.evals = tuple(evals[step] for step in sorted(evals))
+        self.eval_keys = list(keys)
+        keep = had if had in self.eval_keys else default
+        self.eval_index = self.eval_keys.index(keep) if keep in self.eval_keys else 0
+        self.draw()
+
+    def next_eval_metric(self) -> None:
+        if self.eval_keys:
+            self.eval_index = (self.eval_index + 1) % len(self.eval_keys)
+            self.draw()
+
+    def eval_points(self) -> tuple[tuple[int, float], ...]:
+        """The overlaid metric at each eval's step."""
+        key = self.eval_key
+        found = ((e.step, e.value(key)) for e in self.evals) if key is not None else ()
+        return tuple((step, value) for step, value in found if value is not None)
+
+    def _eval_title(self, points: tuple[tuple[int, float], ...]) -> str:
+        key = self.eval_key
+        if key is None:
+            return ""
+        value = f" {points[-1][1]:.3f}" if points else ""
+        return f"eval {key}{value}"  # the footer names the key that pages (v)
+
     def draw(self, data: ChartData | None = None, markers=None) -> None:
         if data is not None:
             if data.request.serial < self.data.request.serial:  # overtaken by a newer answer
@@ -115,9 +155,17 @@ class ChartGrid(Grid):
         if markers is not None:
             self.markers = tuple(markers)
         data = self.data
+        points = self.eval_points()
+        title = self._eval_title(points)
         for key, _ in MAIN_CHARTS:
+            reward = key == "reward"  # the held-out evals go over the training reward
             self.query_one(f"#chart-{key}", MetricChart).show(
-                data.get(key), self.markers, cursor=self.cursor, smooth=self.smooth
+                data.get(key),
+                self.markers,
+                cursor=self.cursor,
+                smooth=self.smooth,
+                points=points if reward else (),
+                points_title=title if reward else "",
             )
         extra = next((key for key, _ in data.request.widths if key not in MAIN_KEYS), None)
         if extra is not None:

@@ -5,13 +5,15 @@ min, max and mean, about two blocks per dot column, so a one-step spike in a mil
 as a spike. The chart rasterises them itself (``chart_raster.py``) into cached strips: a redraw costs
 the cells on screen, which is what lets it redraw whenever a step arrives. Around the plot: the metric and
 its last value in the title, y labels, the first and last step, warnings as rules in the theme's error
-colour, an optional EMA with the raw series faint behind it, and a cursor that reads the values under it.
+colour, an optional EMA with the raw series faint behind it, a cursor that reads the values under it, and
+an overlay of single points (the held-out eval of a step, ``◆`` in the theme's accent) on the same axes.
 When the chart's width changes so that its snapshot no longer fits, it posts ``NeedsData``; the mouse
 wheel posts ``Zoom`` and a click ``Pointed``, and the screen decides for all its charts at once.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from bisect import bisect_right
 
@@ -32,6 +34,7 @@ from .chart_raster import BRAILLE, Raster
 LABEL_WIDTH = 7  # the y labels' column: ``number`` never writes more
 TITLE_SECONDS = 0.5  # the value in a title changes no faster: a number changing faster cannot be read
 CELLS = (" ", *(chr(BRAILLE + bits) for bits in range(1, 256)))  # a cell's character by its dots
+POINT = "◆"  # an overlaid point (a held-out eval): a whole cell, so it never reads as part of the line
 
 
 def number(value: float) -> str:
@@ -52,6 +55,7 @@ class MetricChart(Widget):
         "metric-chart--marker",
         "metric-chart--axis",
         "metric-chart--cursor",
+        "metric-chart--point",
     }
     DEFAULT_CSS = """
     MetricChart { height: 1fr; min-height: 6; border: round $primary-darken-2; }
@@ -60,6 +64,7 @@ class MetricChart(Widget):
     MetricChart .metric-chart--marker { color: $error; }
     MetricChart .metric-chart--axis { color: $text-muted; }
     MetricChart .metric-chart--cursor { background: $accent 40%; }
+    MetricChart .metric-chart--point { color: $accent; text-style: bold; }
     """
 
     def __init__(self, key: str, title: str | None = None, *, empty_message: str | None = None, id: str | None = None):
@@ -74,10 +79,13 @@ class MetricChart(Widget):
         self._markers: tuple[int, ...] = ()
         self.cursor: int | None = None  # a step
         self.smooth = False
+        self.points: tuple[tuple[int, float], ...] = ()  # (step, value) drawn over the series as POINT
+        self.points_title = ""  # what the points are, after the series' title and value
+        self._point_cells: dict[int, frozenset[int]] = {}  # plot row -> the cells holding a point
         self._strips: list[Strip] = []
         self._title_at = self._redrawn_at = 0.0
         self._title_timer = None
-        self._titled: str | None = None
+        self._titled: tuple[str, str] | None = None  # the title and points' title last shown
         self._spans_kept = None  # (axes and blocks, how many blocks, spans) of the last snapshot drawn
         self._kept = None  # (axes, spans, raster) of the last plain draw, to redraw only what changed
         self._row_keys: list = []  # what each plot row of ``_strips`` was drawn from (a row that matches is reused)
@@ -104,12 +112,23 @@ class MetricChart(Widget):
         return self._series is not None and self._series.count > 0
 
     def show(
-        self, series: SeriesSnapshot | None, markers=(), *, cursor: int | None = None, smooth: bool = False
+        self,
+        series: SeriesSnapshot | None,
+        markers=(),
+        *,
+        cursor: int | None = None,
+        smooth: bool = False,
+        points=(),
+        points_title: str = "",
     ) -> None:
+        """Draw ``series`` with warning ``markers`` (steps) and ``points`` ((step, value) pairs, named by
+        ``points_title`` in the title) on the same axes."""
         self._series = series
         self._markers = tuple(markers)
         self.cursor = cursor
         self.smooth = smooth
+        self.points = tuple(points)
+        self.points_title = points_title
         self.redraw()
         self._check_fit()
 
@@ -220,7 +239,7 @@ class MetricChart(Widget):
             self._style_theme = theme
             self._style_cache = {
                 name: self.get_component_rich_style(f"metric-chart--{name}")
-                for name in ("line", "faint", "marker", "axis", "cursor")
+                for name in ("line", "faint", "marker", "axis", "cursor", "point")
             }
         return self._style_cache
 
@@ -231,10 +250,13 @@ class MetricChart(Widget):
             title = self.title
         else:
             title = f"{self.title}  {last:.4f}" if abs(last) < 1000 else f"{self.title}  {last:.4g}"
+        if self.points_title:
+            title = f"{title}  {POINT} {self.points_title}"
+        named = (self.title, self.points_title)
         if title != self._drawn_title:  # border_title reads back as markup: compare with what was set
             now = time.monotonic()
-            if last is None or self._titled != self.title or now - self._title_at >= TITLE_SECONDS:
-                self._drawn_title, self._titled, self._title_at = title, self.title, now
+            if last is None or self._titled != named or now - self._title_at >= TITLE_SECONDS:
+                self._drawn_title, self._titled, self._title_at = title, named, now
                 self._retitle(title)
             elif self._title_timer is None:
                 self._title_timer = self.set_timer(TITLE_SECONDS * 2, self._late_title)
@@ -299,7 +321,8 @@ class MetricChart(Widget):
     def _plot(self, width: int, height: int) -> list[Strip]:
         series, last_step = self._drawn()
         steps, lows, highs = series.steps, series.lows, series.highs
-        y_min, y_max = raster.y_domain(lows, highs)
+        point_values = tuple(v for _, v in self.points)
+        y_min, y_max = raster.y_domain((*lows, *point_values), (*highs, *point_values))
         labels = {0: number(y_max), height - 2: number(y_min)}
         if height >= 6:
             labels[(height - 2) // 2] = number((y_min + y_max) / 2)
@@ -320,12 +343,19 @@ class MetricChart(Widget):
                 grid.mark(raster.column_of(step, x0, x1, dots))
         if self.cursor is not None:
             grid.cursor = raster.column_of(self.cursor, x0, x1, dots) // 2
+        self._point_cells = self._place_points(x0, x1, dots, rows, y_min, y_max, series.window is None)
         first_step, end_step = x0, x1
         styles = self._styles()
         # a row whose dots, label and context are those it was last drawn with keeps its strip
         context = (self._style_theme, width, self.smooth, frozenset(grid.marker), grid.cursor)
         keys = [
-            (context, labels.get(r, ""), tuple(grid.line[r]), tuple(grid.faint[r]) if self.smooth else None)
+            (
+                context,
+                labels.get(r, ""),
+                tuple(grid.line[r]),
+                tuple(grid.faint[r]) if self.smooth else None,
+                self._point_cells.get(r),
+            )
             for r in range(rows)
         ]
         old_keys, old_strips = self._row_keys, self._strips
@@ -337,6 +367,21 @@ class MetricChart(Widget):
         self._row_keys = keys
         strips.append(self._x_axis(first_step, end_step, cells, styles, width))
         return strips
+
+    def _place_points(
+        self, x0: int, x1: int, dots: int, rows: int, y_min: float, y_max: float, all_steps: bool
+    ) -> dict[int, frozenset[int]]:
+        """The cells of the points on these axes, by plot row. A point before the first step (the base
+        model's eval at step 0) sits on the left edge while every step is shown; in a window it is off it."""
+        cells: dict[int, set[int]] = {}
+        bottom_dot = rows * 4 - 1
+        scale = bottom_dot / (y_max - y_min) if y_max > y_min else 0.0
+        for step, value in self.points:
+            if step > x1 or (step < x0 and not all_steps) or not math.isfinite(value):
+                continue
+            dot = min(max(round((y_max - value) * scale), 0), bottom_dot)
+            cells.setdefault(dot // 4, set()).add(raster.column_of(max(step, x0), x0, x1, dots) // 2)
+        return {r: frozenset(found) for r, found in cells.items()}
 
     def _spans(self, series: SeriesSnapshot, x0: int, x1: int, dots: int) -> list:
         """The dot columns' spans, computed again only from the last block the previous snapshot had when
@@ -374,14 +419,20 @@ class MetricChart(Widget):
         else:
             chars = "".join(map(CELLS.__getitem__, line_bits))
         segments = [Segment(label.rjust(LABEL_WIDTH) + ("┤" if label else "│"), styles["axis"])]
-        if not (grid.marker or grid.cursor is not None or self.smooth):
+        points = self._point_cells.get(r, frozenset())
+        if not (grid.marker or grid.cursor is not None or self.smooth or points):
             segments.append(Segment(chars, styles["line"]))
             return self._row_strip(segments, grid, width)
-        line, faint, marker = styles["line"], styles["faint"], styles["marker"]
+        if points:
+            chars = "".join(POINT if x in points else ch for x, ch in enumerate(chars))
+        line, faint, marker, point = styles["line"], styles["faint"], styles["marker"], styles["point"]
         cursor = Style(bgcolor=styles["cursor"].bgcolor)
         start, run_style = 0, None
         for x in range(grid.width):
-            style = marker if x in grid.marker else line if line_bits[x] or not faint_bits[x] else faint
+            if x in points:
+                style = point
+            else:
+                style = marker if x in grid.marker else line if line_bits[x] or not faint_bits[x] else faint
             if x == grid.cursor:
                 style = style + cursor
             if style != run_style:

@@ -1,0 +1,141 @@
+"""What the monitor's Checkpoints tab and eval panel list: the checkpoint ledger, and held-out metrics by name.
+
+A run here has its checkpoints on disk, so its list is the ledger (``trainer_core.contract.run.ledger``:
+sizes, torn ones, each checkpoint's own eval file). A run on another host is watched through a mirror of its
+folder (``executors/mirror.py``) that holds no checkpoints, so its list is built from the events alone: one
+entry per ``checkpoint`` event, with the held-out metrics of the ``eval`` event of its step, ranked and
+marked as the ledger ranks and marks them; its size is unknown there. Stdlib only, and no Textual: the
+screen calls ``read_checkpoints`` from a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from trainer_core.contract.run.event_log import read_events
+from trainer_core.contract.run.events import Checkpoint, Eval, Event
+from trainer_core.contract.run.ledger import (
+    FINAL,
+    LedgerEntry,
+    best_entries,
+    default_metric,
+    eval_of,
+    parse_keep_best,
+    read_ledger,
+)
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    """One checkpoint as listed: ``size`` in bytes, None where it is not known (a remote run's)."""
+
+    name: str
+    step: int
+    size: int | None
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    marks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckpointList:
+    """The rows, oldest first, the metric they are ranked by, and whether they come from the events alone."""
+
+    rows: tuple[CheckpointRow, ...] = ()
+    metric: str | None = None
+    from_events: bool = False
+
+
+def read_checkpoints(run_path: Path, from_events: bool = False) -> CheckpointList:
+    """The run's checkpoints: its ledger, or (``from_events``: a mirror without checkpoints) its events' list."""
+    events_file = Path(run_path) / "events.jsonl"
+    if not from_events:
+        metric = default_metric(run_path)
+        entries = read_ledger(run_path, metric)
+        return CheckpointList(tuple(_row(e, e.size) for e in entries), metric)
+    events = read_events(events_file) if events_file.exists() else []
+    metric = default_metric(run_path, {e.step: e for e in events if isinstance(e, Eval)})
+    return CheckpointList(tuple(_row(e, None) for e in ledger_from_events(events, metric)), metric, True)
+
+
+def _row(entry: LedgerEntry, size: int | None) -> CheckpointRow:
+    return CheckpointRow(entry.name, entry.step, size, dict(entry.metrics), entry.marks)
+
+
+def ledger_from_events(events: Iterable[Event], metric: str | None) -> list[LedgerEntry]:
+    """The ledger as the events tell it: each checkpoint event (the latest of a name winning), with the metrics
+    of the eval of its step, marked best (the highest ``metric``), last (the newest saved) and final."""
+    evals: dict[int, Eval] = {}
+    saved: dict[str, Checkpoint] = {}
+    for event in events:
+        if isinstance(event, Eval):
+            evals[event.step] = event
+        elif isinstance(event, Checkpoint):
+            name = FINAL if event.final else PurePosixPath(str(event.path)).name or f"checkpoint-{event.step}"
+            saved.pop(name, None)  # a resumed leg may save one again: it moves to its new place
+            saved[name] = event
+    entries = []
+    for name, event in saved.items():
+        metrics = eval_of(evals[event.step]) if event.step in evals else {}
+        entries.append(
+            LedgerEntry(name, Path(str(event.path)), event.step, 0, metrics, ("final",) if event.final else ())
+        )
+    entries.sort(key=lambda e: (e.name == FINAL, e.step))
+    best = {e.name for e in best_entries(entries, metric)} if metric else set()
+    last = max((e.step for e in entries if e.name != FINAL), default=None)
+    marked = []
+    for e in entries:
+        marks = (
+            *e.marks,
+            *(("best",) if e.name in best else ()),
+            *(("last",) if e.step == last and e.name != FINAL else ()),
+        )
+        marked.append(LedgerEntry(e.name, e.path, e.step, e.size, e.metrics, marks))
+    return marked
+
+
+def ranking_metric(keep_best: object, evals: Iterable[Eval]) -> str | None:
+    """The metric the run's best eval is the highest of, as the ledger ranks (``default_metric``) but from what
+    the caller holds: the ``keep_best`` setting's, else the first task metric, else ``reward``; None without evals."""
+    try:
+        keep = parse_keep_best(keep_best)
+    except ValueError:
+        keep = None
+    if keep is not None:
+        return keep.metric
+    evals = list(evals)
+    for event in evals:
+        task = event.task_metrics
+        if isinstance(task, list) and task and isinstance(task[0], str):
+            return task[0]
+    return "reward" if evals else None
+
+
+def metric_names(evals: Iterable[Eval]) -> list[str]:
+    """Each metric the evals measured, task metrics first: its mean (``NAME``), then its other statistics but
+    the spread (``NAME/pass@4``), as ``Eval.value`` and the ledger name them."""
+    names: list[str] = []
+    for event in evals:
+        task = [t for t in event.task_metrics if isinstance(t, str)] if isinstance(event.task_metrics, list) else []
+        for name in [*task, *(n for n in event.metrics if n not in task)]:
+            stats = event.metrics.get(name)
+            if not isinstance(name, str) or not isinstance(stats, dict):
+                continue
+            for stat in stats:
+                key = name if stat == "mean" else f"{name}/{stat}"
+                if stat != "std" and isinstance(stat, str) and key not in names and event.value(key) is not None:
+                    names.append(key)
+    return names
+
+
+def human_size(size: int | None) -> str:
+    """Bytes in the largest unit that keeps a number of at least 1 (``3.2 GiB``); ``-`` when unknown."""
+    if size is None:
+        return "-"
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
