@@ -168,7 +168,7 @@ def recipe_to_fields(recipe: dict, source: str = "recipe", strict: bool = False)
     out.update(_rewards(values, source))
     out.update(_datasets(values, source, notes))
     out.update(_warmup(values, grpo_args))
-    out.update(_evaluation(values, out, source))
+    out.update(_evaluation(values, out, notes))
     if values.get("activation_checkpointing") is not None:
         out["gradient_checkpointing"] = bool(values["activation_checkpointing"])
     if "report_to" in values:
@@ -462,12 +462,22 @@ def _target_modules(value: Any, notes: _Notes) -> str:
     return str(value)
 
 
-def _evaluation(values: dict, out: dict, source: str) -> dict:
+_EVAL_KEYS = ("eval_steps", "dataset_test_split", "per_device_eval_batch_size", "num_generations_eval", "eval_on_start")
+
+
+def _evaluation(values: dict, out: dict, notes: _Notes) -> dict:
     """TRL's evaluation keys as grpo-tui's held-out evaluation: with ``eval_strategy`` other than 'no', the
     recipe's ``dataset_test_split`` of its dataset is the held-out set, evaluated every ``eval_steps`` (TRL's
     default: every logging step), ``num_generations_eval`` samples each, and at the start if ``eval_on_start``."""
+    source = notes.source
     strategy = values.get("eval_strategy") or "no"
     if strategy == "no":
+        for key in _EVAL_KEYS:
+            if key in values and not _same(values[key], TRL_DEFAULTS.get(key)):
+                notes.ignored(
+                    key,
+                    f"{key}: {shown(values[key])} is ignored: eval_strategy is 'no' (trl grpo evaluates nothing either).",
+                )
         return {}
     if strategy not in ("steps", "epoch"):
         raise ConfigError("eval_strategy", f"eval_strategy in {source} must be no, steps or epoch, got {strategy!r}.")
