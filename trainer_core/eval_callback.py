@@ -16,6 +16,7 @@ import shutil
 from collections import deque
 from pathlib import Path
 from statistics import fmean
+from typing import Any
 
 from transformers import TrainerCallback
 
@@ -48,7 +49,7 @@ class EvalCallback(TrainerCallback):
         self.save_total_limit = save_total_limit
         self.every = run.config.eval_steps or run.config.save_steps
         self.rewards: deque[float] = deque(maxlen=REWARD_WINDOW)
-        self.trainer = None  # set once the trainer exists: its unwrapped model is what is evaluated
+        self.trainer: Any = None  # set once the trainer exists: its unwrapped model is what is evaluated
         self.last: Eval | None = None
         self.done_steps = self._recorded_steps()
 
@@ -106,7 +107,7 @@ class EvalCallback(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:
             return
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        folder = self.run.folder.checkpoints_dir / f"checkpoint-{state.global_step}"
         if self.last is not None and self.last.step == state.global_step and folder.is_dir():
             write_checkpoint_eval(folder, self.last)
         if self.keep is not None:
