@@ -1,7 +1,7 @@
 """Ship a run's result: merge LoRA adapters into the base model, or export a full fine-tune.
 
 The output folder holds a plain model and tokenizer that ``AutoModelForCausalLM.from_pretrained`` loads
-with no PEFT involved. The source is a checkpoint (``--checkpoint N``), else the completed run's
+with no PEFT involved. The source is a checkpoint (``--checkpoint best|final|last|N``), else the completed run's
 ``final/``, else the newest checkpoint whose trainer state and weights are whole: a save cut short (a
 full disk, a kill) leaves a folder that merely looks like a checkpoint (``trainer_core.contract.run.checkpoints``).
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 from .contract.config.run_config import RunConfig
 from .contract.run.checkpoints import check_checkpoint, check_checkpoints, newest
 from .contract.run.folder import RunFolder
+from .contract.run.ledger import resolve_checkpoint
 from .contract.run.status import Status
 
 
@@ -22,12 +23,19 @@ class MergeError(RuntimeError):
     pass
 
 
-def merge_source(folder: RunFolder, checkpoint: int | None = None, notes: list[str] | None = None) -> Path:
-    """The folder to merge: ``checkpoint-N`` if asked (refused when it is torn), else a completed run's
-    ``final/``, else the newest checkpoint whose weights are whole (newer torn ones are named in ``notes``)."""
+def merge_source(folder: RunFolder, checkpoint: int | str | None = None, notes: list[str] | None = None) -> Path:
+    """The folder to merge: the one asked for (``best``, ``final``, ``last`` or step N: ``checkpoint-N``; refused
+    when it is torn), else a completed run's ``final/``, else the newest checkpoint whose weights are whole (newer
+    torn ones are named in ``notes``)."""
     notes = [] if notes is None else notes
     checks = check_checkpoints(folder.checkpoints_dir)
+    if isinstance(checkpoint, str) and not checkpoint.isdigit():
+        try:
+            return resolve_checkpoint(folder.path, checkpoint).path
+        except ValueError as exc:
+            raise MergeError(str(exc)) from None
     if checkpoint is not None:
+        checkpoint = int(checkpoint)
         path = folder.checkpoints_dir / f"checkpoint-{checkpoint}"
         if not path.is_dir():
             have = ", ".join(str(c.step) for c in checks) or "none"
@@ -54,7 +62,7 @@ def merge_source(folder: RunFolder, checkpoint: int | None = None, notes: list[s
     return picked.path
 
 
-def merge(run_dir: Path, output: Path, checkpoint: int | None = None) -> dict:
+def merge(run_dir: Path, output: Path, checkpoint: int | str | None = None) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = RunFolder(Path(run_dir))
@@ -91,7 +99,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m trainer_core merge")
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--output", type=Path, required=True)
-    parser.add_argument("--checkpoint", type=int, default=None)
+    parser.add_argument("--checkpoint", default=None)
     args = parser.parse_args(argv)
     try:
         record = merge(args.run_dir, args.output, args.checkpoint)

@@ -8,11 +8,13 @@ that host and the file, with ``--output``, written here.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
 from grpo_tui.services.trl_export import own_config_text, recipe_text
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.run.ledger import resolve_checkpoint
 
 from .common import BadInput, add_host, add_run_ref, resolve
 
@@ -38,7 +40,28 @@ def register(sub) -> None:
         help="trl: a trl grpo recipe (default); grpo-tui: grpo-tui's own config",
     )
     parser.add_argument("--output", type=Path, default=None, metavar="FILE", help="write it to FILE instead of stdout")
+    parser.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="WHICH",
+        help="start the exported settings from this checkpoint's model instead of the run's base model: best (by the "
+        "held-out metric), final, last or a step number (a full fine-tune's; merge a LoRA one first)",
+    )
     parser.set_defaults(handler=run)
+
+
+def from_checkpoint(config: RunConfig, folder, which: str) -> RunConfig:
+    """The config with ``model`` set to the checkpoint ``which`` names: training goes on from its weights."""
+    try:
+        entry = resolve_checkpoint(folder.path, which)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    if (entry.path / "adapter_config.json").exists():
+        raise BadInput(
+            f"{entry.name} of run {folder.run_id} is a LoRA adapter, not a model: merge it first "
+            f"(grpo-tui merge {folder.run_id} --checkpoint {which} --output DIR) and train from DIR."
+        )
+    return dataclasses.replace(config, model=str(entry.path.resolve()))
 
 
 def text_for(config: RunConfig, run_id: str, export_format: str) -> str:
@@ -66,6 +89,8 @@ def run(args) -> int:
             config = RunConfig.load(folder.config_file)
         except ConfigError as exc:
             raise BadInput(f"run {folder.run_id}: {exc}") from None
+        if args.checkpoint is not None:
+            config = from_checkpoint(config, folder, args.checkpoint)
         text = text_for(config, folder.run_id, args.export_format)
     if args.output is None:
         sys.stdout.write(text)

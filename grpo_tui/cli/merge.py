@@ -23,11 +23,11 @@ def register(sub) -> None:
     )
     parser.add_argument(
         "--checkpoint",
-        type=int,
         default=None,
-        metavar="N",
-        help="merge checkpoint-N, refused if it is incomplete (default: the completed run's final model, else "
-        "the newest checkpoint whose weights are whole)",
+        metavar="WHICH",
+        help="merge this one: best (by the held-out metric), final, last or a step number N (checkpoint-N), refused "
+        "if it is incomplete (default: the completed run's final model, else the newest checkpoint whose weights "
+        "are whole)",
     )
     parser.set_defaults(handler=run, forward=True)
 

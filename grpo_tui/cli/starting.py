@@ -70,11 +70,20 @@ def add_start_arguments(parser: argparse.ArgumentParser) -> None:
         "(step numbers continue; events append to the same stream); only --max-steps may change, "
         "and a completed run needs a higher one",
     )
+    parser.add_argument(
+        "--checkpoint",
+        metavar="WHICH",
+        default=None,
+        help="with --resume: continue from this checkpoint instead of the newest: best (by the held-out metric), "
+        "last or a step number (grpo-tui checkpoints RUN lists them)",
+    )
 
 
 def create(config: RunConfig, args, available: list[int] | None = None, **kwargs) -> tuple[RunFolder, Placement]:
     """Validate config and placement, run the hardware pre-flight, create the folder. ``available``: the GPUs of
     the machine that will run it, when that is not this one (a Slurm node)."""
+    if getattr(args, "checkpoint", None) is not None:
+        raise BadInput("--checkpoint chooses where a resume starts: use it with --resume RUN.")
     with creating():
         gpus = parse_gpus(args.gpus)
         verdict = hardware.check(
@@ -132,6 +141,8 @@ def _resumed(args):
             "Start a new run to change anything else."
         )
     run = find(args, args.resume)
+    if args.checkpoint is not None and args.checkpoint not in ("best", "last") and not args.checkpoint.isdigit():
+        raise BadInput(f"--checkpoint takes best, last or a step number, got {args.checkpoint!r}.")
     try:
         gpus = parse_gpus(args.gpus)
     except ConfigError as exc:
@@ -148,7 +159,11 @@ def resume(args) -> tuple[RunFolder, Placement]:
     executor, run, gpus = _resumed(args)
     try:
         plan = executor.prepare_resume(
-            run, getattr(args, "max_steps", None), gpus=gpus, num_processes=args.num_processes
+            run,
+            getattr(args, "max_steps", None),
+            gpus=gpus,
+            num_processes=args.num_processes,
+            checkpoint=args.checkpoint,
         )
     except ExecutorError as exc:
         raise BadInput(str(exc)) from None
@@ -175,6 +190,7 @@ def resume_detached(args) -> tuple[Launched, Placement]:
             gpus=gpus,
             num_processes=args.num_processes,
             options=options(args),
+            checkpoint=args.checkpoint,
         )
     except ExecutorError as exc:
         raise BadInput(str(exc)) from None

@@ -130,11 +130,19 @@ class LocalExecutor:
         *,
         gpus: list[int] | None = None,
         num_processes: int | None = None,
+        checkpoint: str | None = None,
     ) -> ResumePlan:
         """Make ``run`` ready to continue (its plan applied, with the placement), for a caller that starts it
-        itself (``grpo-tui train --resume``, in the foreground). ExecutorError when it cannot be resumed."""
+        itself (``grpo-tui train --resume``, in the foreground); ``checkpoint``: best, last or a step instead of
+        the newest. ExecutorError when it cannot be resumed."""
         try:
-            return plan_resume(RunFolder(Path(run.path)), max_steps=max_steps, gpus=gpus, num_processes=num_processes)
+            return plan_resume(
+                RunFolder(Path(run.path)),
+                max_steps=max_steps,
+                gpus=gpus,
+                num_processes=num_processes,
+                checkpoint=checkpoint,
+            )
         except ConfigError as exc:
             raise ExecutorError(str(exc)) from None
 
@@ -147,10 +155,11 @@ class LocalExecutor:
         gpus: list[int] | None = None,
         num_processes: int | None = None,
         options: LaunchOptions | None = None,
+        checkpoint: str | None = None,
     ) -> Launched:
         """``prepare_resume``, ``on_plan`` told the plan, then the run started detached (``grpo-tui launch
         --resume``, the runs screen's Resume and Extend)."""
-        plan = self.prepare_resume(run, max_steps, gpus=gpus, num_processes=num_processes)
+        plan = self.prepare_resume(run, max_steps, gpus=gpus, num_processes=num_processes, checkpoint=checkpoint)
         assert plan.placement is not None, "plan_resume fills in the placement it applied"
         if on_plan is not None:
             on_plan(plan)

@@ -17,6 +17,7 @@ from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.checkpoints import CheckpointCheck, check_checkpoints, move_aside, newest
 from trainer_core.contract.run.event_log import last_step
 from trainer_core.contract.run.folder import RunFolder, write_bytes_atomic, write_json_atomic
+from trainer_core.contract.run.ledger import resolve_checkpoint
 from trainer_core.contract.run.status import Status
 
 
@@ -54,10 +55,32 @@ class ResumePlan:
         return "\n".join(lines)
 
 
-def choose_checkpoint(folder: RunFolder, status: Status, max_steps: int | None) -> tuple[ResumePlan, RunConfig]:
-    """The plan and the config the resumed leg runs with. Raises ConfigError; writes nothing."""
+def chosen_checkpoint(folder: RunFolder, which: str, checks: list[CheckpointCheck]) -> CheckpointCheck:
+    """``--checkpoint best|last|STEP`` as the complete checkpoint it names (the ledger, run/ledger.py)."""
+    if which == "final":
+        raise ConfigError(
+            "checkpoint",
+            "final/ holds the model alone, without the optimizer and scheduler a resume needs: resume from best, "
+            "last or a step (grpo-tui checkpoints RUN lists them).",
+        )
+    try:
+        entry = resolve_checkpoint(folder.path, which)
+    except ValueError as exc:
+        raise ConfigError("checkpoint", str(exc)) from None
+    found = next((c for c in checks if c.name == entry.name), None)
+    if found is None or not found.complete:
+        why = found.why() if found is not None else "not found"
+        raise ConfigError("checkpoint", f"{entry.name} of run {folder.run_id} cannot be resumed from: {why}.")
+    return found
+
+
+def choose_checkpoint(
+    folder: RunFolder, status: Status, max_steps: int | None, checkpoint: str | None = None
+) -> tuple[ResumePlan, RunConfig]:
+    """The plan and the config the resumed leg runs with: from the newest complete checkpoint, or the one
+    ``checkpoint`` names (best, last or a step). Raises ConfigError; writes nothing."""
     checks = check_checkpoints(folder.checkpoints_dir)
-    picked, _ = newest(checks)
+    picked, _ = (chosen_checkpoint(folder, checkpoint, checks), []) if checkpoint else newest(checks)
     if picked is None:
         if not checks:
             raise ConfigError(
@@ -75,7 +98,9 @@ def choose_checkpoint(folder: RunFolder, status: Status, max_steps: int | None) 
     reached = max(int(state.get("last_step") or 0), last_step(folder.events_file))
     config = RunConfig.load(folder.config_file)
     step = picked.step
-    where = f"step {step} of {picked.name}, the newest complete checkpoint"
+    where = f"step {step} of {picked.name}, " + (
+        "the checkpoint asked for" if checkpoint else "the newest complete checkpoint"
+    )
     if max_steps is not None:
         if max_steps <= step:
             raise ConfigError("max_steps", f"--max-steps {max_steps} is not above {where}; pass a larger --max-steps.")
@@ -92,7 +117,7 @@ def choose_checkpoint(folder: RunFolder, status: Status, max_steps: int | None) 
             f"run {folder.run_id}'s max_steps ({config.max_steps}) is not above {where}; "
             "pass --max-steps N to go further.",
         )
-    torn = [c for c in checks if not c.complete]
+    torn = [c for c in checks if not c.complete and (not checkpoint or c.step > step)]
     return ResumePlan(folder.run_id, status, reached, picked, config.max_steps, torn), config
 
 

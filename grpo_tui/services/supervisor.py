@@ -212,7 +212,12 @@ def _exited(folder: RunFolder, timeout: float) -> bool:
 
 
 def plan_resume(
-    folder: RunFolder, *, max_steps: int | None = None, gpus: list[int] | None = None, num_processes: int | None = None
+    folder: RunFolder,
+    *,
+    max_steps: int | None = None,
+    gpus: list[int] | None = None,
+    num_processes: int | None = None,
+    checkpoint: str | None = None,
 ) -> ResumePlan:
     """Make an ended (or lost) run ready to continue from its newest complete checkpoint, in the same folder.
 
@@ -233,7 +238,7 @@ def plan_resume(
         raise ConfigError(
             "resume", f"run {folder.run_id} is {status}; only an ended or lost run can be resumed: {hint}."
         )
-    resume, config = choose_checkpoint(folder, status, max_steps)
+    resume, config = choose_checkpoint(folder, status, max_steps, checkpoint)
     resume.placement = plan(config, visible_indices(), gpus, num_processes)
     config.validate(world_size=world_size(config, resume.placement))
     apply_resume(folder, resume, config)
