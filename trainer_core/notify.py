@@ -11,8 +11,9 @@ Sending never blocks or fails training: each URL has a queue and a thread of its
 hold up a live one), each request a timeout, each alert a few attempts with backoff, and then one
 ``notify_failed`` event per URL per run says why (later failures of that URL are not written again). At the
 end the root gives the queues a bounded time to drain, then exits with the code it would have had anyway.
-Events are appended like the trainer's (one ``write`` with O_APPEND per line), so the two writers' lines
-never mix. Stdlib only: the root stays light.
+Events are appended like the trainer's (``JsonlWriter``: each line under an exclusive lock of the file, a
+failed write undone to where that line began), so the two writers' lines never mix and neither cuts the
+other's. Stdlib only: the root stays light.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ be mid-write, or may have died mid-write), so a torn tail never breaks them and 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -21,7 +22,7 @@ except ImportError:  # pragma: no cover - stdlib fallback keeps this module depe
         return json.loads(data if isinstance(data, str) else bytes(data))
 
 
-from trainer_core.contract.run.events import Event, EventType, Metrics, clean, decode
+from trainer_core.contract.run.events import Event, EventType, Metrics, UnknownEvent, clean, decode
 
 BLOCK_SIZE = 64 * 1024
 SCAN_CHUNK = 4 * 1024 * 1024
@@ -32,44 +33,59 @@ def dumps(record: dict) -> str:
 
 
 class JsonlWriter:
-    """Appends one JSON object per line and flushes it; safe to reopen on the same file (resume).
+    """Appends one JSON object per line and flushes it; safe to reopen on the same file (resume), and safe for
+    several processes appending to one file (the run's root and its trainer both write events.jsonl).
 
-    Each line goes out in one unbuffered ``write`` (repeated only after a short write), so nothing is held
-    back in a buffer to be retried later. A write that fails part-way (a full disk) is undone: the file is
-    cut back to where the line began, so the lines before stay intact and the next write starts on a fresh
-    line. A file left ending mid-line by a writer that died is closed with a newline before the next line
-    (readers skip that one torn line). The ``OSError`` raised names the file.
+    Each line goes out under an exclusive ``flock`` of the file, in unbuffered ``write`` calls (repeated only
+    after a short write), so nothing is held back in a buffer to be retried later and no other writer's line
+    lands in the middle of this one. A write that fails part-way (a full disk) is undone while the lock is
+    still held: the file is cut back to the offset where this line began, which no other writer can have
+    moved, so the lines before stay intact and no other writer's bytes are touched. A file left ending
+    mid-line by a writer that died is closed with a newline before the next line (readers skip that one torn
+    line). The ``OSError`` raised names the file. Where ``flock`` is refused (some network filesystems), lines
+    are still written, without the lock (docs/run-format.md says what holds on NFS).
     """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        # read too: whether the file ends mid-line is looked at under the lock, before each line
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         self._fh = os.fdopen(fd, "ab", buffering=0)
-        self._newline_first = _ends_mid_line(self.path)
 
     def write(self, record: dict) -> None:
         data = (dumps(record) + "\n").encode("utf-8")
-        if self._newline_first:
-            data = b"\n" + data
-        view, written = memoryview(data), 0
+        fd = self._fh.fileno()
+        locked = _lock(fd)
         try:
-            while written < len(data):
-                written += self._fh.write(view[written:]) or 0
-        except OSError as exc:
-            self._undo(written)
-            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
-        self._newline_first = False
+            begin = os.fstat(fd).st_size  # with the lock held (and O_APPEND), this line starts here
+            if _ends_mid_line(fd, begin):
+                data = b"\n" + data  # a writer died mid-line: close its torn line first
+            view, written = memoryview(data), 0
+            try:
+                while written < len(data):
+                    written += self._write_some(view[written:])
+            except OSError as exc:
+                self._undo(fd, begin, written, data)
+                raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+        finally:
+            if locked:
+                _unlock(fd)
 
-    def _undo(self, written: int) -> None:
-        """Remove the ``written`` bytes of a line that could not be finished; else make sure the next one
-        starts on a line of its own."""
+    def _write_some(self, data: memoryview) -> int:
+        """One ``write`` of what is left of the line; the bytes it took (a short write takes fewer)."""
+        return self._fh.write(data) or 0
+
+    def _undo(self, fd: int, begin: int, written: int, data: bytes) -> None:
+        """Cut the file back to where this line began (keeping a newline written to close a dead writer's
+        torn line): only this writer's bytes, as the lock is still held. If that fails, the next line starts
+        with a newline of its own (``write`` sees the file end mid-line)."""
         if not written:
             return
+        keep = begin + 1 if data[:1] == b"\n" else begin
         try:
-            size = os.fstat(self._fh.fileno()).st_size
-            os.ftruncate(self._fh.fileno(), size - written)
+            os.ftruncate(fd, keep)
         except OSError:
-            self._newline_first = True
+            pass
 
     def close(self) -> None:
         if not self._fh.closed:
@@ -82,15 +98,27 @@ class JsonlWriter:
         self.close()
 
 
-def _ends_mid_line(path: Path) -> bool:
+def _ends_mid_line(fd: int, size: int) -> bool:
     try:
-        with open(path, "rb") as fh:
-            if fh.seek(0, os.SEEK_END) == 0:
-                return False
-            fh.seek(-1, os.SEEK_END)
-            return fh.read(1) != b"\n"
+        return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
     except OSError:
         return False
+
+
+def _lock(fd: int) -> bool:
+    """An exclusive lock of the file for one line; False where the filesystem refuses locks (written anyway)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+        return False
+    return True
+
+
+def _unlock(fd: int) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError:
+        pass
 
 
 class EventWriter(JsonlWriter):
@@ -106,13 +134,17 @@ class EventTail:
     """Reads new complete lines from a JSONL file by byte offset; keeps a torn last line for later.
 
     ``poll()`` returns the events appended since the last call. Lines that are complete but not valid
-    JSON (a disk-full truncation mid-file, a hand edit) are counted in ``bad_lines`` and skipped.
+    JSON, or JSON but not an object (a disk-full truncation mid-file, a hand edit, a ``1``), are counted in
+    ``bad_lines`` and skipped; ``first_bad`` says where the first one was (``(line number, why)``, counted from
+    ``offset``'s line as line 1). ``lines``: the complete lines read so far (blank ones too).
     """
 
     def __init__(self, path: str | Path, offset: int = 0):
         self.path = Path(path)
         self.offset = offset
         self.bad_lines = 0
+        self.lines = 0
+        self.first_bad: tuple[int, str] | None = None
 
     def poll(self, max_bytes: int | None = None) -> list[Event]:
         return [decode(record) for record in self.poll_records(max_bytes)]
@@ -130,22 +162,29 @@ class EventTail:
         if end < 0:
             return []
         self.offset += end + 1
+        lines_before = self.lines
+        self.lines += data.count(b"\n", 0, end + 1)
         records, view, find, start = [], memoryview(data), data.find, 0
         append = records.append
         while start <= end:  # slices of one buffer: splitting it into lines first would copy every byte
             stop = find(b"\n", start)
-            line, start = view[start:stop], stop + 1
+            line, begin, start = view[start:stop], start, stop + 1
             try:
                 obj = _loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # orjson refuses deep nesting with a ValueError; json recurses
                 if bytes(line).strip():  # a blank line is no event, and no bad one
-                    self.bad_lines += 1
+                    self._bad(data, begin, lines_before, "not JSON")
                 continue
             if isinstance(obj, dict):
                 append(obj)
             else:
-                self.bad_lines += 1
+                self._bad(data, begin, lines_before, f"a JSON {type(obj).__name__}, not an object")
         return records
+
+    def _bad(self, data: bytes, begin: int, lines_before: int, why: str) -> None:
+        self.bad_lines += 1
+        if self.first_bad is None:  # counting the lines before a bad one costs a pass: only the first's is kept
+            self.first_bad = (lines_before + data.count(b"\n", 0, begin) + 1, why)
 
 
 def read_records(path: str | Path) -> list[dict]:
@@ -215,12 +254,16 @@ class BackwardLines:
 
 
 def parse_line(line: bytes) -> Event | None:
-    """One line as an event; None for a line that is not a JSON object."""
+    """One line as an event; None for a line that is not a JSON object, or a known event whose fields have the
+    wrong kind (decode's rejected ``UnknownEvent``: a ``metrics`` line with ``"step": "x"`` is no metrics event)."""
     try:
         record = _loads(line)
     except ValueError:
         return None
-    return decode(record) if isinstance(record, dict) else None
+    if not isinstance(record, dict):
+        return None
+    event = decode(record)
+    return None if isinstance(event, UnknownEvent) and event.rejected else event
 
 
 def last_events(lines: Iterable[bytes], type: EventType, count: int = 1) -> list[Event]:
@@ -295,6 +338,6 @@ def tail_events(source: str | os.PathLike | BackwardLines) -> tuple[Event | None
         if event is None:
             continue
         last_event = last_event or event
-        if event.type == EventType.METRICS:
-            return last_event, cast(Metrics, event)  # decode makes every metrics line a Metrics
+        if isinstance(event, Metrics):
+            return last_event, event
     return last_event, None

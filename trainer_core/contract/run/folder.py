@@ -1,19 +1,24 @@
 """Run folder layout, atomic state, and process identity.
 
 The run folder is the only interface between a trainer and everything that watches it (see
-docs/run-format.md). This module owns its paths, creates it private to the user, replaces ``state.json``
-and ``config.yaml`` atomically so a reader (or a resume after a crash or a full disk) never sees half a
-file, and records the trainer's pid together with its start time,
+docs/run-format.md). This module owns its paths, creates it private to the user, replaces ``state.json``,
+``config.yaml`` and ``stop_request`` atomically so a reader (or a resume after a crash or a full disk) never
+sees half a file, serialises the read-merge-replace of ``state.json`` with a lock of the folder (the root,
+the trainer and ``grpo-tui stop`` all write it: without one, two merges at once lose one's fields), and
+records the trainer's pid together with its start time,
 because a pid alone can be reused by an unrelated process after the trainer dies.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,7 +114,30 @@ class RunFolder:
         return self.read_state().status
 
     def write_state(self, **changes) -> dict:
-        """Merge ``changes`` into state.json; a status change must be a legal transition (run/status.py)."""
+        """Merge ``changes`` into state.json; a status change must be a legal transition (run/status.py). The
+        merge holds the folder's lock, so a merge by another process at the same moment is not lost."""
+        with self._locked():
+            return self._merge_state(changes)
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """An exclusive ``flock`` of the run folder itself (no lock file to leave behind), for one merge of
+        state.json; where the filesystem refuses it (NFS may), the merge goes on unlocked."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            yield
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:
+                pass
+            yield
+        finally:
+            os.close(fd)  # closing the last descriptor releases the lock
+
+    def _merge_state(self, changes: dict) -> dict:
         state = dict(self.read_state())
         if "status" in changes:
             new, old = Status(changes["status"]), Status.parse(state.get("status"))
@@ -151,8 +179,10 @@ class RunFolder:
         self.write_state(status=status, exit_reason=reason, ended=ended, last_step=step, summary=summary)
 
     def request_stop(self, reason: str = "user request") -> None:
-        """Ask the trainer to stop gracefully at the end of the current step."""
-        self.stop_file.write_text(json.dumps({"reason": reason, "time": round(time.time(), 3)}) + "\n")
+        """Ask the trainer to stop gracefully at the end of the current step (the file replaced in one step: the
+        trainer, checking it at a step's end, reads the old request or the new one, never half of one)."""
+        data = json.dumps({"reason": reason, "time": round(time.time(), 3)}) + "\n"
+        write_bytes_atomic(self.stop_file, data.encode(), fsync=False)
 
     def stop_reason(self) -> str | None:
         """The reason the stop request gives; None without one (no request, or one that names no reason)."""
