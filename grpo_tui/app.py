@@ -67,6 +67,19 @@ class GrpoApp(App):
             self._driver.write(sequence)
             self._driver.flush()
 
+    def _handle_exception(self, error: Exception) -> None:
+        """An uncaught exception ends the app with exit code 1, as Textual's does, but the terminal gets a
+        notice without data values and the traceback (no locals) goes to a private file (crash_report.py)."""
+        from .crash_report import crash_notice, write_crash
+
+        self._return_code = 1
+        if self._exception is None:  # Pilot re-raises the first one in the test that drives the app
+            self._exception = error
+            self._exception_event.set()
+        self._exit_renderables.append(crash_notice(error, write_crash(error)))
+        self.bell()
+        self._close_messages_no_wait()
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         """The variables our stylesheets use beyond Textual's, for a theme that lacks them (Textual's own)."""
         return {**super().get_theme_variable_defaults(), **series_variables()}

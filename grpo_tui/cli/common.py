@@ -69,6 +69,18 @@ def resolve(args) -> RunFolder:
         raise BadInput(str(exc)) from None
 
 
+def run_config(folder: RunFolder) -> RunConfig:
+    """The run's config.yaml as a RunConfig; BadInput naming the file when it is missing or broken (not UTF-8,
+    not YAML, not a mapping, a bad field), before a command spends anything on the run."""
+    try:
+        return RunConfig.load(folder.config_file)
+    except ConfigError as exc:
+        raise BadInput(f"run {folder.run_id}: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, a YAML nested past the parser's depth
+        why = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "it cannot be parsed"
+        raise BadInput(f"run {folder.run_id}: {folder.config_file}: {why}") from None
+
+
 def interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
@@ -82,7 +94,7 @@ def run_app(runs_dir, theme, **kwargs) -> int:
     except (HostError, ValueError) as exc:  # a bad hosts file, or a bad alert setting
         raise BadInput(str(exc)) from None
     app.run()
-    return 0
+    return app.return_code or 0  # 1 after a crash (its notice names the file with the traceback)
 
 
 def config_of(args) -> RunConfig:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from .common import add_host, add_run_ref, resolve
+from .common import add_host, add_run_ref, resolve, run_config
 
 
 def register(sub) -> None:
@@ -38,6 +38,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     folder = resolve(args)
+    run_config(folder)  # a broken config.yaml is named here, not in the child's traceback
     cmd = [sys.executable, "-m", "trainer_core", "eval", str(folder.path)]
     for which in args.checkpoint or []:
         cmd += ["--checkpoint", which]

@@ -16,7 +16,7 @@ from grpo_tui.services.trl_export import own_config_text, recipe_text
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.ledger import resolve_checkpoint
 
-from .common import BadInput, add_host, add_run_ref, resolve
+from .common import BadInput, add_host, add_run_ref, resolve, run_config
 
 FORMATS = ("trl", "grpo-tui")
 
@@ -85,10 +85,7 @@ def run(args) -> int:
             return code
     else:
         folder = resolve(args)
-        try:
-            config = RunConfig.load(folder.config_file)
-        except ConfigError as exc:
-            raise BadInput(f"run {folder.run_id}: {exc}") from None
+        config = run_config(folder)
         if args.checkpoint is not None:
             config = from_checkpoint(config, folder, args.checkpoint)
         text = text_for(config, folder.run_id, args.export_format)

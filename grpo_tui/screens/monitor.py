@@ -124,6 +124,7 @@ class MonitorScreen(Screen):
         self.loaded = False  # warnings already on disk when the screen opens are listed, not popped up
         self.header_drawn_at = 0.0
         self.last_sample: dict | None = None
+        self.skipped_noticed: set[str] = set()  # files whose skipped lines were noticed (once per file)
         self.evals: dict[int, Eval] = {}  # the held-out evals read so far, by step (a repeated step: the latest)
         self.eval_names: list[str] = []  # their metrics (``NAME``, ``NAME/pass@K``), task metrics first
         self._requests: SimpleQueue[ChartRequest] = SimpleQueue()  # to the reader
@@ -234,7 +235,20 @@ class MonitorScreen(Screen):
             self._final = post.final
             if self._asked is not None and self._asked.serial > grid.data.request.serial:
                 self._ask_charts(self._asked)  # asked for after the reader's last look at its queue
+        self._notice_skipped(view.skipped, view.skipped_where)
+        if slow:
+            self._notice_skipped(slow.samples_skipped, slow.samples_where)
         self.loaded = self.loaded or not post.preview
+
+    def _notice_skipped(self, count: int, where: str | None) -> None:
+        """One notice per file with lines that were skipped (not JSON objects, fields of the wrong kind): how many
+        and where the first is. Every other line is shown."""
+        file = (where or "").partition(" ")[0]
+        if not count or not where or file in self.skipped_noticed:
+            return
+        self.skipped_noticed.add(file)
+        lines = "1 line" if count == 1 else f"{count} lines"
+        self.notify(f"{lines} of {file} skipped, the rest shown; first: {where}", severity="warning", timeout=15)
 
     def _add_evals(self, evals: tuple[Eval, ...]) -> None:
         if not self.evals:

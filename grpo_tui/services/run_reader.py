@@ -8,12 +8,13 @@ CHART_SECONDS, so charts redraw with the data. Everything it posts is immutable:
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from queue import Empty, SimpleQueue
 from types import MappingProxyType
+
+from orjson import loads
 
 from trainer_core.contract.run.events import HealthWarning
 from trainer_core.contract.run.folder import RunFolder
@@ -33,6 +34,7 @@ SLOW_SECONDS = 1.0  # state and status, samples, log
 ALERT_SECONDS = 5.0  # stall and crash checks
 POST_SECONDS = 0.25  # plain metrics are posted no more often (a viewer draws no faster than that anyway)
 LOG_TAIL_BYTES = 256 * 1024  # a viewer shows the end of trainer.log
+SAMPLES_TAIL_BYTES = 256 * 1024  # and the end of samples.jsonl
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class Slow:
     alerts: tuple[HealthWarning, ...]
     samples: tuple[dict, ...]
     log_text: str
+    samples_skipped: int = 0  # lines among the newest samples that were none (Samples.skipped)
+    samples_where: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,10 @@ def follow(
             if now - alerts_at >= ALERT_SECONDS or not status.is_live:
                 alerts_at = now
                 alerts = tuple(watcher_warnings(folder, status, config=config))
-            slow = Slow(status, MappingProxyType(state), alerts, tuple(read_samples(folder)), log_text)
+            samples = read_samples_checked(folder)
+            slow = Slow(
+                status, MappingProxyType(state), alerts, samples.samples, log_text, samples.skipped, samples.where
+            )
         done = slow is not None and not slow.status.is_live and not update
         charts = None
         if request is not None and (charts_due or done) and (request.serial, stream.metrics_read) != built:
@@ -129,20 +136,53 @@ def follow(
 
 def read_samples(folder: RunFolder, limit: int = 50) -> list[dict]:
     """The newest scored completions (reads the end of samples.jsonl only)."""
+    return list(read_samples_checked(folder, limit).samples)
+
+
+@dataclass(frozen=True)
+class Samples:
+    """The newest samples, and the lines among them that were none (``skipped``; the first: ``where``)."""
+
+    samples: tuple[dict, ...] = ()
+    skipped: int = 0
+    where: str | None = None
+
+
+def read_samples_checked(folder: RunFolder, limit: int = 50) -> Samples:
+    """The newest scored completions (reads the end of samples.jsonl only), with the lines among the last
+    ``limit`` that are no sample (not JSON, or not an object) counted and the first named by its byte offset."""
     try:
         with open(folder.samples_file, "rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(0, size - 256 * 1024))
-            lines = fh.read().splitlines()[-limit - 1 :]
+            size = fh.seek(0, 2)
+            base = max(0, size - SAMPLES_TAIL_BYTES)
+            fh.seek(base)
+            data = fh.read(size - base)
     except OSError:
-        return []
-    out = []
+        return Samples()
+    data = data[: data.rfind(b"\n") + 1]  # a torn last line is not read yet
+    if base:  # the first line read from the middle of the file is not whole
+        cut = data.find(b"\n") + 1
+        data, base = data[cut:], base + cut
+    lines = data.split(b"\n")[:-1][-limit - 1 :]
+    at = base + len(data) - sum(len(line) + 1 for line in lines)
+    out, skipped, where = [], 0, None
     for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
+        record = _sample(line)
         if isinstance(record, dict):  # a sample is an object; a line of anything else is no sample
             out.append(record)
-    return out[-limit:]
+        elif record is not None:
+            skipped += 1
+            where = where or f"{folder.samples_file.name} at byte {at}: {record}"
+        at += len(line) + 1
+    return Samples(tuple(out[-limit:]), skipped, where)
+
+
+def _sample(line: bytes) -> dict | str | None:
+    """A line's sample; else why it is none (a blank line: None, no sample and no bad one)."""
+    if not line.strip():
+        return None
+    try:
+        record = loads(line)
+    except (ValueError, RecursionError):
+        return "not JSON"
+    return record if isinstance(record, dict) else f"a JSON {type(record).__name__}, not an object"

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from orjson import loads
+
 from trainer_core.contract.health.sample_stats import TOOL_SUCCESS, TURNS_MEAN
 from trainer_core.contract.health.tools import CALL_FREQUENCY, FAILURE_FREQUENCY
 from trainer_core.contract.run.event_log import EventTail
@@ -53,6 +55,23 @@ RESERVED = frozenset(("type", "time", "step"))  # a metrics line's own fields, b
 
 def charted(key: str) -> bool:
     return key in CHARTED or (key.startswith("rewards/") and key.endswith("/mean"))
+
+
+def parse_record(line: bytes) -> dict | None:
+    """One line's JSON object, or None (not JSON, or not an object)."""
+    try:
+        record = loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _rejection(record: dict) -> str | None:
+    """Why a line's object is no event the stream can use (as ``decode`` judges it), or None."""
+    event = decode(dict(record))
+    if isinstance(event, UnknownEvent) and event.rejected:
+        return f"{event.type_name}: {event.rejected}"
+    return None
 
 
 class Series:
@@ -198,6 +217,8 @@ class StreamView:
     tokens_per_s: float | None = None
     warnings: tuple[HealthWarning, ...] = ()
     lifecycle: tuple[Event, ...] = ()
+    skipped: int = 0  # events.jsonl lines that were no event (RunStream.skipped): the rest were all read
+    skipped_where: str | None = None  # the first of them: ``events.jsonl line N: why``
 
     @property
     def step(self) -> int | None:
@@ -239,17 +260,52 @@ class RunStream:
         self.last_metrics: Metrics | None = None
         self.metrics_read = 0
         self.rejected = 0  # lines of a known type whose fields had the wrong kind: skipped, counted
+        self.first_rejected: tuple[int, str] | None = None  # (line, why) of the first of them
+        self._why: str | None = None  # the first rejection's reason, until its line is found
+
+    @property
+    def skipped(self) -> int:
+        """Complete lines of events.jsonl that were no event: not a JSON object, or a known type with fields
+        of the wrong kind. Every other line was read."""
+        return self.tail.bad_lines + self.rejected
+
+    def skipped_where(self) -> str | None:
+        """Where the first skipped line is and why (``events.jsonl line N: why``); None when none was skipped."""
+        found = [f for f in (self.tail.first_bad, self.first_rejected) if f is not None]
+        if not found:
+            return None
+        line, why = min(found)
+        return f"{self.folder.events_file.name} line {line}: {why}"
 
     def poll(self) -> StreamUpdate:
         update = StreamUpdate()
         if self._size() == self.tail.offset:  # nothing new: no need to open the file
             return update
         while True:
+            start, lines = self.tail.offset, self.tail.lines
             records = self.tail.poll_records(self.chunk_bytes)
             self._fold_all(records, update)
+            if self._why is not None:
+                self.first_rejected = (lines + self._line_of_rejected(start), self._why)
+                self._why = None
             if not records or self.tail.offset >= self._size():
                 break
         return update
+
+    def _line_of_rejected(self, start: int) -> int:
+        """The number (from 1) of the first line from ``start`` up to the tail's offset that is a rejected event:
+        read again only once per stream, for the first rejection (the good lines never pay for it)."""
+        try:
+            with open(self.folder.events_file, "rb") as fh:
+                fh.seek(start)
+                data = fh.read(self.tail.offset - start)
+        except OSError:
+            return 1
+        for n, line in enumerate(data.split(b"\n"), 1):
+            record = parse_record(line)
+            if record is not None and _rejection(record) is not None:
+                return n
+        return 1
 
     def _fold_all(self, records: list[dict], update: StreamUpdate) -> None:
         """Runs of metrics lines with the same keys go in column by column; other lines are decoded."""
@@ -259,7 +315,7 @@ class RunStream:
             if record.get("type") == "metrics":
                 step = record.get("step", 0)
                 if type(step) is not int or step < 0:  # rejected, as decode rejects it: no step to chart
-                    self.rejected += 1
+                    self._reject(_rejection(record))
                     continue
                 if run and record.keys() != keys:
                     self._fold_metrics(run, update)
@@ -273,10 +329,15 @@ class RunStream:
                 run = []
             event = decode(record)
             if isinstance(event, UnknownEvent) and event.rejected:
-                self.rejected += 1
+                self._reject(f"{event.type_name}: {event.rejected}")
             self._fold(event, update)
         if run:
             self._fold_metrics(run, update)
+
+    def _reject(self, why: str | None) -> None:
+        self.rejected += 1
+        if self.first_rejected is None and self._why is None:
+            self._why = why or "fields of the wrong kind"
 
     def _fold_metrics(self, records: list[dict], update: StreamUpdate) -> None:
         """Metrics lines with the same keys, appended column by column (decoding each line costs more)."""
@@ -343,6 +404,8 @@ class RunStream:
             self.tokens_rate(),
             tuple(new.warnings) if new else (),
             tuple(new.lifecycle) if new else (),
+            self.skipped,
+            self.skipped_where() if self.skipped else None,
         )
 
     def charts(self, request: ChartRequest) -> ChartData:

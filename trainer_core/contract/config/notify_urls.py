@@ -110,7 +110,7 @@ def read_run_urls(run_dir: str | os.PathLike) -> list[str]:
     """The real URLs kept in the run folder's notify.json ([] when there is none, or it is not valid)."""
     try:
         data = json.loads((Path(run_dir) / NOTIFY_FILE).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # missing, not UTF-8, not JSON, or nested too deep
         return []
     urls = data.get("notify") if isinstance(data, dict) else None
     if not isinstance(urls, list):

@@ -87,7 +87,7 @@ def check_safetensors(path: Path) -> str | None:
             header = json.loads(fh.read(length))
     except OSError as exc:
         return f"{path.name} cannot be read: {exc.strerror or exc}"
-    except ValueError:
+    except (ValueError, RecursionError):
         return f"{path.name} has a damaged header"
     if not isinstance(header, dict):
         return f"{path.name} has a damaged header"
@@ -129,7 +129,7 @@ def _check_file(path: Path) -> str | None:
 def _check_index(folder: Path, index_name: str) -> list[str]:
     try:
         weight_map = json.loads((folder / index_name).read_text()).get("weight_map")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return [f"{index_name} is damaged"]
     if not isinstance(weight_map, dict) or not weight_map:
         return [f"{index_name} lists no shards"]
@@ -145,7 +145,7 @@ def weight_problems(folder: Path) -> list[str]:
                 json.loads((folder / "adapter_config.json").read_text())
             except OSError:
                 problems.append("adapter_config.json is missing")
-            except ValueError:
+            except (ValueError, RecursionError):
                 problems.append("adapter_config.json is damaged")
             return problems
     for name in ("model.safetensors", "pytorch_model.bin"):
@@ -172,7 +172,7 @@ def _trainer_state_problems(folder: Path, step: int) -> list[str]:
         return ["trainer_state.json is missing (the save did not finish)"]
     except OSError as exc:
         return [f"trainer_state.json cannot be read: {exc.strerror or exc}"]
-    except ValueError:
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested past the parser's depth
         return ["trainer_state.json is truncated or damaged"]
     recorded = state.get("global_step") if isinstance(state, dict) else None
     if recorded != step:

@@ -85,7 +85,7 @@ def write_checkpoint_eval(checkpoint: Path, event: Eval) -> None:
 def _read_checkpoint_eval(checkpoint: Path) -> dict[str, float] | None:
     try:
         record = json.loads((checkpoint / EVAL_FILE).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # missing, not UTF-8, not JSON, or nested too deep: no metrics
         return None
     if not isinstance(record, dict) or not isinstance(record.get("metrics"), dict):
         return None
