@@ -8,7 +8,10 @@ process and not a shell that would swallow it. Before that it enters the folder 
 a dataset file, ``rewards.py:fn``) means in the job what it means for a run started where the launch was
 made. ``job-start`` (``cli/job_start.py``) then resumes the run when this is a restart and ``exec``s its
 root. Every word of it is quoted for the shell; the ``#SBATCH``
-lines come from checked settings (``trainer_core/contract/config/slurm_settings.py``). The job id goes into
+lines come from checked settings (``trainer_core/contract/config/slurm_settings.py``), and every path or name
+grpo-tui writes into one is quoted for sbatch's own reader of those lines (``sbatch_word``: double quotes,
+backslash escapes, ``%%`` for a ``%`` that is not a filename pattern), so a runs dir with spaces, quotes or a
+``#`` means what it says. The job id goes into
 state.json once it is checked to be one (it is later passed to scancel and scontrol); from then on the run
 folder is the truth as for any run, and the queue says only whether it waits (``services/slurm_queue.py``).
 """
@@ -36,16 +39,42 @@ _NO_LAUNCH_DIR = (
 )
 
 
+def sbatch_word(word: str) -> str:
+    """``word`` as one argument of an ``#SBATCH`` line, the way sbatch reads it back: in double quotes, with a
+    backslash before each ``\\`` and ``"`` (sbatch honours a backslash inside quotes too, unlike a shell), so
+    spaces, quotes and ``#`` (which starts a comment outside quotes) are kept. ConfigError for a line break,
+    which would end the line and start a line of the script."""
+    if any(c in word for c in "\n\r\0"):
+        raise ConfigError("slurm", f"{word!r} holds a line break, which a #SBATCH line cannot: {_NO_PATH_FIX}")
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def output_pattern(folder: Path) -> str:
+    """The job's ``--output``: the run folder's ``slurm/slurm-%j.out``, a ``%`` of the path itself doubled
+    (Slurm expands ``%j``, ``%u``, ... in it). ConfigError for a backslash in the path: Slurm reads one as
+    "no patterns here" and drops it, so no way of writing the path survives."""
+    text = str(folder / "slurm")
+    if "\\" in text:
+        raise ConfigError(
+            "slurm", f"the run folder {text!r} holds a backslash, which Slurm's --output cannot name: {_NO_PATH_FIX}"
+        )
+    return text.replace("%", "%%") + "/slurm-%j.out"
+
+
+_NO_PATH_FIX = "use a runs dir whose path has none (--runs-dir or $GRPO_TUI_RUNS_DIR)"
+
+
 def job_script(folder: RunFolder, config: RunConfig, python: str | None = None, launch_dir: str | None = None) -> str:
     """The batch script; ``launch_dir``: the folder the launch was made from (default: the current one), where
-    the job goes first, so that relative paths in the config mean what they mean for a run started here."""
+    the job goes first, so that relative paths in the config mean what they mean for a run started here.
+    ConfigError for a run folder whose path a #SBATCH line cannot hold (a line break, a backslash)."""
     settings = config.slurm
     path = folder.path.resolve()
     launch_dir = launch_dir or os.getcwd()
     seconds = grace(settings)
     options = [
-        f"--job-name=grpo-{folder.run_id}",
-        f"--output={path / 'slurm' / 'slurm-%j.out'}",
+        f"--job-name={sbatch_word(f'grpo-{folder.run_id}')}",
+        f"--output={sbatch_word(output_pattern(path))}",
         "--open-mode=append",
         f"--signal=B:TERM@{seconds}",
         "--requeue",
@@ -73,9 +102,14 @@ def job_script(folder: RunFolder, config: RunConfig, python: str | None = None, 
 def submit(folder: RunFolder, config: RunConfig, placement, env: dict | None = None) -> str:
     """Write the script, ``sbatch --parsable`` it, record the job; returns the job id. ConfigError if refused."""
     script = folder.path / SCRIPT
-    script.parent.mkdir(mode=0o700, exist_ok=True)
     launch_dir = os.getcwd()
-    script.write_text(job_script(folder, config, launch_dir=launch_dir))
+    try:
+        text = job_script(folder, config, launch_dir=launch_dir)
+    except ConfigError as exc:
+        _refused(folder, str(exc))
+        raise
+    script.parent.mkdir(mode=0o700, exist_ok=True)
+    script.write_text(text)
     os.chmod(script, 0o700)
     folder.write_state(executor="slurm", placement=placement.to_dict(), slurm_script=str(SCRIPT), launch_dir=launch_dir)
     try:
