@@ -17,6 +17,7 @@ format ends the copy of that run with one error naming the host; the other runs 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import tempfile
@@ -37,16 +38,18 @@ from grpo_tui.executors.wire import (
     StatusReport,
     WholeFile,
     WireError,
+    checked_lines,
     parse_mirror_line,
     parse_mirror_message,
     parse_run_id,
 )
 from trainer_core.contract.run.backoff import Backoff
+from trainer_core.contract.run.event_log import MAX_LINE_BYTES
 from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder, write_bytes_atomic
 from trainer_core.contract.run.summary import warning_record
 
 from ..services.gpus import GPU
-from ..services.run_export import TAIL_LIMITS
+from ..services.run_export import LINES_ONLY, TAIL_LIMITS
 from ..services.run_status import REMOTE_FILE
 from .hosts import HostError
 from .ssh_connection import Connection, check_remote
@@ -110,6 +113,13 @@ class Mirror:
         self._proc = None
         self._thread: threading.Thread | None = None
         self._started: set[str] = set()  # appended files that had bytes in this stream
+        self._base: dict[str, int] = {}  # the host offset of a tail-only file's first byte in the copy
+        self._held: dict[str, bytes] = {}  # the start of a line not yet complete, per lines-only file
+        self.masked = 0  # lines the host sent that were no JSON object, masked in the copy
+        self.masked_where: str | None = None
+        for name in TAIL_LIMITS:  # where an earlier copy's tail started is not known: sent again from the host
+            with contextlib.suppress(OSError):
+                os.truncate(self._path(name), 0)
         self._remote: dict = {
             "host": self.host,
             "remote_path": remote_path,
@@ -174,7 +184,7 @@ class Mirror:
     # -- one stream -------------------------------------------------------------------------------------
 
     def _offsets(self) -> list[str]:
-        sizes = {name: self._size(name) for name in APPENDED}
+        sizes = {name: self._base.get(name, 0) + self._size(name) for name in APPENDED}
         return [
             "--from",
             str(sizes["events.jsonl"]),
@@ -194,7 +204,7 @@ class Mirror:
         """One ``events --mirror`` stream, applied as it comes; True when it delivered anything."""
         got = False
         args = ["events", self.remote_path, "--mirror", *self._offsets(), *(["--follow"] if follow else [])]
-        self._started = set()
+        self._started, self._held = set(), {}  # a new stream sends an unfinished line again from its start
         try:
             with tempfile.TemporaryFile() as err:
                 self._proc = proc = self.conn.popen(args, stdout=subprocess.PIPE, stderr=err)
@@ -273,6 +283,8 @@ class Mirror:
         elif isinstance(parsed, Reset):
             os.close(os.open(self._path(parsed.file), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600))
             self._started.discard(parsed.file)
+            self._base.pop(parsed.file, None)
+            self._held.pop(parsed.file, None)
         elif isinstance(parsed, End):
             self._set_remote(status=parsed.status.value, connected=True, error=None)
             self.ready.set()
@@ -295,22 +307,50 @@ class Mirror:
 
     def _append(self, message: Append) -> None:
         """Bytes at the host's offset: no further than the copy's end, except where a tail-only file's first
-        bytes of a stream skip its start (the copy keeps the host's offsets: it starts with a hole)."""
-        path = self._path(message.file)
+        bytes of a stream skip its start: then the copy starts again there (its byte 0 is that host offset,
+        ``_base``), never with a hole. Of events.jsonl and samples.jsonl only complete lines are written, each
+        checked (``checked_lines``); the start of an unfinished one waits in memory for its end."""
+        name = message.file
+        path = self._path(name)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
-            size = os.fstat(fd).st_size
-            may_skip = message.file in TAIL_LIMITS and message.file not in self._started
-            if message.offset > size and not may_skip:
-                raise WireError(
-                    f"offset: expected at most {size}, the size of the copy's {message.file}, got {message.offset}"
-                )
-            if message.offset > size:
-                os.ftruncate(fd, message.offset)
-            os.pwrite(fd, message.data, message.offset)
-            self._started.add(message.file)
+            base, size = self._base.get(name, 0), os.fstat(fd).st_size
+            offset, data = message.offset, message.data
+            held = self._held.pop(name, b"")
+            if held and offset == base + size + len(held):  # the rest of a line begun in an earlier message
+                offset, data = base + size, held + data
+            if offset > base + size:
+                if name not in TAIL_LIMITS or name in self._started:
+                    raise WireError(
+                        f"offset: expected at most {base + size}, the end of the copy's {name}, got {offset}"
+                    )
+                os.ftruncate(fd, 0)
+                base = self._base[name] = offset
+            elif offset < base:
+                raise WireError(f"offset: expected at least {base}, where the copy's {name} starts, got {offset}")
+            if name in LINES_ONLY:
+                cut = data.rfind(b"\n") + 1
+                if len(data) - cut > MAX_LINE_BYTES:
+                    raise WireError(f"{name}: a line longer than {MAX_LINE_BYTES} bytes")
+                if cut < len(data):
+                    self._held[name] = data[cut:]
+                data = self._checked(name, data[:cut], offset)
+            if data:
+                os.pwrite(fd, data, offset - base)
+            self._started.add(name)
         finally:
             os.close(fd)
+
+    def _checked(self, name: str, data: bytes, offset: int) -> bytes:
+        """``data`` (complete lines) with each line that is not one JSON object masked (``checked_lines``),
+        counted in ``masked`` and the first named in ``masked_where``."""
+        checked, bad = checked_lines(data)
+        if bad:
+            self.masked += len(bad)
+            if self.masked_where is None:
+                self.masked_where = f"{name} at the host's byte {offset + bad[0][0]}: {bad[0][1]}"
+            self._set_remote(masked_lines=self.masked, masked_where=self.masked_where)
+        return checked
 
     def _set_remote(self, **changes) -> None:
         self._remote.update(changes, updated=time.time())

@@ -586,6 +586,40 @@ def parse_mirror_message(message: Any) -> MirrorMessage | None:
     return _PARSERS[kinds[0]](message) if kinds else None
 
 
+MASK = b"#"  # the first byte of a masked line: not JSON, so every reader of the copy skips and counts it
+
+
+def checked_lines(data: bytes) -> tuple[bytes, list[tuple[int, str]]]:
+    """Complete lines of events.jsonl or samples.jsonl from a host, as the copy may hold them: each line that is
+    not one JSON object (not UTF-8, not JSON, a ``1``) is masked, its bytes replaced by ``#`` and spaces of the
+    same length, so the copy keeps the host's offsets and the next stream starts where the host's file does;
+    the readers then skip that line and count it, as they would the host's own. A blank line is left as it is.
+    Returns the lines and, per masked line, its offset in ``data`` and why."""
+    bad: list[tuple[int, str]] = []
+    start = 0
+    out = None
+    while start < len(data):
+        stop = data.find(b"\n", start)
+        stop = len(data) if stop < 0 else stop
+        line = data[start:stop]
+        why = None
+        if line.strip():
+            try:
+                value = loads(line)
+            except (ValueError, RecursionError):
+                why = "not JSON"
+            else:
+                if not isinstance(value, dict):
+                    why = f"a JSON {type(value).__name__}, not an object"
+        if why is not None:
+            if out is None:
+                out = bytearray(data)
+            out[start:stop] = MASK + b" " * (len(line) - 1)
+            bad.append((start, why))
+        start = stop + 1
+    return (data if out is None else bytes(out)), bad
+
+
 def parse_mirror_line(line: bytes) -> MirrorMessage | None:
     """One line of ``events --mirror`` (with or without its newline)."""
     if len(line) > MAX_LINE:

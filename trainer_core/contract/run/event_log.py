@@ -26,6 +26,7 @@ from trainer_core.contract.run.events import Event, EventType, Metrics, UnknownE
 
 BLOCK_SIZE = 64 * 1024
 SCAN_CHUNK = 4 * 1024 * 1024
+MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer line is skipped as bad, never held whole in memory
 
 
 def dumps(record: dict) -> str:
@@ -156,6 +157,8 @@ class EventTail:
             with open(self.path, "rb") as fh:
                 fh.seek(self.offset)
                 data = fh.read() if max_bytes is None else fh.read(max_bytes)
+                if max_bytes is not None and len(data) == max_bytes and b"\n" not in data:
+                    data = self._long_line(fh, data)  # one line longer than a chunk: read to its end
         except FileNotFoundError:
             return []
         end = data.rfind(b"\n")
@@ -180,6 +183,28 @@ class EventTail:
             else:
                 self._bad(data, begin, lines_before, f"a JSON {type(obj).__name__}, not an object")
         return records
+
+    def _long_line(self, fh, data: bytes) -> bytes:
+        """The rest of a line that began in ``data``: the whole line when it ends within MAX_LINE_BYTES; else it
+        is skipped (counted as bad, read no further than its newline) and nothing is returned; b"" while it is
+        still being written."""
+        parts, size = [data], len(data)
+        while True:
+            chunk = fh.read(min(4 * 1024 * 1024, MAX_LINE_BYTES + 1 - size) if size <= MAX_LINE_BYTES else 1 << 20)
+            if not chunk:
+                return b""  # the line is not finished yet: read again from its start next time
+            newline = chunk.find(b"\n")
+            if size <= MAX_LINE_BYTES:
+                parts.append(chunk if newline < 0 else chunk[: newline + 1])
+            size += len(chunk) if newline < 0 else newline + 1
+            if newline >= 0:
+                break
+        if size <= MAX_LINE_BYTES + 1:
+            return b"".join(parts)
+        self.offset += size
+        self.lines += 1
+        self._bad(b"", 0, self.lines - 1, f"longer than {MAX_LINE_BYTES} bytes")
+        return b""
 
     def _bad(self, data: bytes, begin: int, lines_before: int, why: str) -> None:
         self.bad_lines += 1
