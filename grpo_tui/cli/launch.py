@@ -13,15 +13,24 @@ import sys
 from pathlib import Path
 
 from grpo_tui.executors.wire import parse_launch_reply
+from trainer_core.contract.config.checks import word_list
 from trainer_core.contract.config.placement import Placement, parse_gpus
-from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.config.run_config import ConfigError, RunConfig, load_text
 from trainer_core.contract.run.status import Status
 
 from ..safe_text import clean, clean_json
 from ..services import hardware
 from ..services.supervisor import start_root
 from .common import BadInput, add_host, config_of
-from .starting import add_start_arguments, create, options, resume_detached
+from .starting import (
+    add_start_arguments,
+    create,
+    options,
+    private_urls,
+    resume_detached,
+    split_notify,
+    with_private_urls,
+)
 
 
 def register(sub) -> None:
@@ -192,7 +201,7 @@ def dry_run(args) -> int:
     """Everything but the start: prints what would run, or the problems (exit 2)."""
     if args.resume:
         raise BadInput("--dry-run checks a new run; drop --resume")
-    config = config_of(args)
+    config = with_private_urls(config_of(args))
     notes: list[str] = []
     try:
         verdict = hardware.check(config, gpus=parse_gpus(args.gpus), num_processes=args.num_processes)
@@ -224,6 +233,26 @@ def dry_run(args) -> int:
     return 2 if problems else 0
 
 
+def notify_on_stdin(words: list[str], data: bytes | None) -> tuple[list[str], bytes | None]:
+    """The host's ``launch`` words without notify URLs, and its stdin with them: ``--notify URL`` (and
+    ``$GRPO_TUI_NOTIFY``'s) move into the config it reads from stdin (``--config -``), so that no command line
+    shows them, here (ssh's) or there."""
+    rest, urls = split_notify(words)
+    urls = list(dict.fromkeys([*urls, *private_urls()]))
+    if not urls:
+        return words, data
+    import yaml
+
+    try:
+        config = load_text(data.decode("utf-8"), "--config") if data is not None else {}
+    except (ConfigError, UnicodeDecodeError) as exc:
+        raise BadInput(str(exc)) from None
+    config["notify"] = [*word_list(config.get("notify")), *urls]
+    if data is None:
+        rest += ["--config", "-"]
+    return rest, yaml.safe_dump(config, sort_keys=False).encode()
+
+
 def launch_remote(args) -> int:
     """Launch on ``--host`` through its ``launch --json``; say how to reach the run from here."""
     from ..executors.hosts import HostError
@@ -232,7 +261,7 @@ def launch_remote(args) -> int:
     ex = ssh_executor(args)
     try:
         ex.info()
-        words, data = remote_words(args, ex)
+        words, data = notify_on_stdin(*remote_words(args, ex))
         if "--json" not in words:
             words.append("--json")
         done = ex.conn.run(words, input=data, timeout=600)

@@ -2,15 +2,24 @@
 
 A resume is this machine's executor's (``executors/local.py``): it finds the run, checks that it has ended, plans
 and applies the resume and (for ``launch``) starts it; this module checks the flags and says the plan.
+
+Notify URLs are secrets and a command line is not (``ps`` shows it to every user of the machine): a run's
+processes get them from the run folder's private notify.json, never from argv. ``train`` lives as long as its
+run, so when it was given ``--notify URL`` it executes itself again at once without those words
+(``hide_notify_urls``), handing the URLs to the new image through an inherited pipe that only it reads.
+``$GRPO_TUI_NOTIFY`` names URLs without any command line; both are added to the config's (``private_urls``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from pathlib import Path
 
 from grpo_tui.config_flags import add_run_config_arguments
+from trainer_core.contract.config.notify_urls import NOTIFY_ENV, NOTIFY_FD_ENV, env_urls
 from trainer_core.contract.config.placement import Placement, parse_gpus
 from trainer_core.contract.config.run_config import ConfigError, RunConfig, config_fields
 from trainer_core.contract.run.folder import RunFolder
@@ -79,11 +88,88 @@ def add_start_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+PIPE_LIMIT = 60_000  # bytes of URLs a pipe takes without a reader (Linux gives 64 KiB)
+
+
+def split_notify(words: list[str]) -> tuple[list[str], list[str]]:
+    """``words`` without their ``--notify URL`` / ``--notify=URL``, and those URLs. A word ``--notify`` is always
+    the flag (argparse reads a word starting with ``--`` as an option, never as another flag's value), and the
+    commands that take it have no positional argument a ``--`` could precede."""
+    rest, urls, i = [], [], 0
+    while i < len(words):
+        word = words[i]
+        if word == "--notify" and i + 1 < len(words):
+            urls.append(words[i + 1])
+            i += 2
+            continue
+        if word.startswith("--notify="):
+            urls.append(word.split("=", 1)[1])
+        else:
+            rest.append(word)
+        i += 1
+    return rest, urls
+
+
+def hide_notify_urls(args) -> None:
+    """If ``--notify URL`` is on this process's command line, execute this command again without it, at once
+    (before anything has been read from stdin or started), the URLs passed on through a pipe the new image
+    inherits; ``private_urls`` reads them there. Does nothing for a command run in-process (``main(argv)``)."""
+    argv = sys.argv[1:]
+    if getattr(args, "argv", None) != argv or getattr(args, "resume", None):
+        return  # in-process; or a resume, which refuses --notify (it keeps the run's own config)
+    rest, urls = split_notify(argv)
+    if not urls:
+        return
+    payload = json.dumps(urls).encode()
+    prefix = sys.orig_argv[: len(sys.orig_argv) - len(argv)]
+    if len(payload) > PIPE_LIMIT or sys.orig_argv[len(prefix) :] != argv or not prefix:
+        raise BadInput(
+            f"--notify: the URLs could not be taken off this command line; give them in ${NOTIFY_ENV} or the "
+            "settings file instead (docs/alerts.md)"
+        )
+    read, write = os.pipe()
+    os.write(write, payload)
+    os.close(write)
+    os.set_inheritable(read, True)
+    env = {**os.environ, NOTIFY_FD_ENV: str(read)}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [*prefix, *rest], env)
+
+
+def private_urls() -> list[str]:
+    """The notify URLs given without a command line: ``$GRPO_TUI_NOTIFY``'s and those ``hide_notify_urls``
+    passed on. Both are taken out of this process's environment, so the run's processes never inherit them
+    (the run's root reads the run folder's notify.json)."""
+    urls = env_urls()
+    os.environ.pop(NOTIFY_ENV, None)
+    fd = os.environ.pop(NOTIFY_FD_ENV, None)
+    if fd is not None and fd.isdigit():
+        try:
+            with os.fdopen(int(fd), "rb") as pipe:
+                passed = json.loads(pipe.read() or b"[]")
+        except (OSError, ValueError):
+            passed = []
+        urls += [u for u in passed if isinstance(u, str)] if isinstance(passed, list) else []
+    return list(dict.fromkeys(urls))
+
+
+def with_private_urls(config: RunConfig) -> RunConfig:
+    """``config`` with the URLs of ``private_urls`` added to its own."""
+    urls = private_urls()
+    if urls:
+        own = config.notify if isinstance(config.notify, list) else []
+        config.notify = list(dict.fromkeys([*own, *urls]))
+    return config
+
+
 def create(config: RunConfig, args, available: list[int] | None = None, **kwargs) -> tuple[RunFolder, Placement]:
     """Validate config and placement, run the hardware pre-flight, create the folder. ``available``: the GPUs of
-    the machine that will run it, when that is not this one (a Slurm node)."""
+    the machine that will run it, when that is not this one (a Slurm node). The notify URLs given without a
+    command line (``private_urls``) are added to the config's."""
     if getattr(args, "checkpoint", None) is not None:
         raise BadInput("--checkpoint chooses where a resume starts: use it with --resume RUN.")
+    config = with_private_urls(config)
     with creating():
         gpus = parse_gpus(args.gpus)
         verdict = hardware.check(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..services.foreground import run_foreground
 from .common import config_of
-from .starting import add_start_arguments, create, options, resume
+from .starting import add_start_arguments, create, hide_notify_urls, options, resume
 
 
 def register(sub) -> None:
@@ -22,5 +22,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    hide_notify_urls(args)  # `train` lives as long as its run: no URL may stay on its command line
     folder, placement = resume(args) if args.resume else create(config_of(args), args)
     return run_foreground(folder, placement, options(args))

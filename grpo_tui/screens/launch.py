@@ -45,7 +45,7 @@ from ..safe_text import literal
 from ..services.gpus import GPU, list_gpus, visible_indices
 from ..services.launching import SKIPPED, LaunchError, gate_inspection
 from ..widgets.command_preview import CommandPreview, launch_command
-from ..widgets.config_actions import ConfigFileBar, PresetBar
+from ..widgets.config_actions import ConfigFileBar, PresetBar, save_config_file
 from ..widgets.config_form import ConfigForm
 from ..widgets.host_picker import HostPicker
 from ..widgets.placement_picker import NO_GPU_TEXT, PlacementPicker, gpu_label
@@ -295,11 +295,11 @@ class LaunchScreen(Screen):
 
     def _write(self, config: RunConfig, path: Path) -> None:
         try:
-            config.save(path)
+            said = save_config_file(config, path)  # notify URLs masked, atomically (widgets/config_actions.py)
         except OSError as exc:
             self.files.report(f"cannot save {path}: {exc.strerror or exc}", "-error")
             return
-        self.files.report(f"saved {path}", "-ok")
+        self.files.report(said, "-ok")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "launch":

@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 
 from trainer_core.contract.config.disk_estimate import require_room
+from trainer_core.contract.config.notify_urls import NOTIFY_ENV, NOTIFY_FD_ENV
 from trainer_core.contract.config.placement import Placement, plan
 from trainer_core.contract.config.ports import check_port
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
@@ -117,8 +118,11 @@ def root_command(folder: RunFolder, placement: Placement, options: LaunchOptions
 
 
 def start_root(folder: RunFolder, placement: Placement, options: LaunchOptions | None = None) -> subprocess.Popen:
+    """The run's root, detached. Its command line and environment carry no notify URL: it reads the run
+    folder's private notify.json (``$GRPO_TUI_NOTIFY`` is the launcher's, and is not passed on)."""
     cmd = root_command(folder, placement, options)
-    proc = spawn_logged(cmd, folder.log_file, run_env(folder.path), new_session=True)
+    env = {k: v for k, v in run_env(folder.path).items() if k not in (NOTIFY_ENV, NOTIFY_FD_ENV)}
+    proc = spawn_logged(cmd, folder.log_file, env, new_session=True)
     folder.write_state(root_pid=proc.pid, root_start_time=process_start_time(proc.pid))
     return proc
 

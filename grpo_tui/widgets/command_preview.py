@@ -3,7 +3,9 @@
 A setup found in the app should be scriptable, so the preview is not a summary but the command itself:
 built from the same ``config_to_argv`` the CLI parses back (tests round-trip it through the parser) and
 quoted with ``shlex.join``, so it can be pasted into a shell. Slurm settings are written as ``--slurm`` and
-its flags (``--partition``, ``--time``, ...), which ``cli/launch.py`` turns back into the same mapping. When
+its flags (``--partition``, ``--time``, ...), which ``cli/launch.py`` turns back into the same mapping. Notify
+URLs are secrets, and a screen is seen (and captured) by others: they are shown masked (``--notify
+https://hooks.slack.com/***``); the real ones belong in the settings file or ``$GRPO_TUI_NOTIFY``. When
 the settings cannot make a command yet, it says why instead. The screen decides when to update it; the widget only knows how to write it.
 """
 
@@ -19,6 +21,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from grpo_tui.config_flags import config_to_argv
+from trainer_core.contract.config.notify_urls import mask, masked_urls
 from trainer_core.contract.config.run_config import RunConfig
 
 SLURM_FLAGS = {"partition": "--partition", "time": "--time", "nodes": "--nodes", "gpus_per_node": "--gpus-per-node"}
@@ -49,7 +52,8 @@ def launch_command(
     config: RunConfig, runs_dir: str | Path, gpus: list[int] | None = None, num_processes: int | None = None
 ) -> list[str]:
     """The argv of ``grpo-tui launch`` for ``config`` with this placement (None: the CLI's default); Slurm
-    settings as ``--slurm`` and its flags, which build the same ``slurm`` mapping back."""
+    settings as ``--slurm`` and its flags, which build the same ``slurm`` mapping back; notify URLs masked."""
+    config = replace(config, notify=masked_urls(config.notify))
     slurm_words: list[str] = []
     if config.slurm and isinstance(config.slurm, dict):
         slurm_words, rest = _slurm_words(config.slurm)
@@ -60,6 +64,17 @@ def launch_command(
     if num_processes is not None:
         argv += ["--num-processes", str(num_processes)]
     return [*argv, "--runs-dir", str(runs_dir)]
+
+
+def masked_words(argv: list[str]) -> list[str]:
+    """``argv`` with the URL of each ``--notify URL`` and ``--notify=URL`` masked."""
+    out = list(argv)
+    for i, word in enumerate(out):
+        if word == "--notify" and i + 1 < len(out):
+            out[i + 1] = mask(out[i + 1])
+        elif word.startswith("--notify="):
+            out[i] = "--notify=" + mask(word.split("=", 1)[1])
+    return out
 
 
 class CommandPreview(VerticalScroll):
@@ -78,7 +93,8 @@ class CommandPreview(VerticalScroll):
         yield Static(id="preview", markup=False)
 
     def show_command(self, argv: list[str]) -> None:
-        self._show("$ " + shlex.join(argv), error=False)
+        """``argv`` as a shell line, each notify URL in it masked (whoever built it)."""
+        self._show("$ " + shlex.join(masked_words(argv)), error=False)
 
     def show_problem(self, problem: Exception | str) -> None:
         self._show(f"no command yet: {problem}", error=True)

@@ -2,23 +2,76 @@
 
 They are widgets that only say what the user asked for (``PresetBar.Chosen``, ``ConfigFileBar.Load`` /
 ``ConfigFileBar.Save``) and show what came of it; the screen decides what that does to the form, so the
-settings live in one place (the form) and reading or writing files stays out of the widgets.
+settings live in one place (the form) and reading or writing files stays out of the widgets. What a save
+writes is decided here (``save_config_file``), beside the bar that asks for it: notify URLs are secrets, and
+a config file is made to be kept, copied and shared, so it gets them masked.
 """
 
 from __future__ import annotations
 
+import os
+import stat
+from dataclasses import replace
 from pathlib import Path
 
+import yaml
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static
 
+from trainer_core.contract.alerts.targets import Target
+from trainer_core.contract.config.notify_urls import NOTIFY_ENV, is_masked, masked_urls
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.atomic_files import write_bytes_atomic
+
 from ..presets import PRESETS
 from .status_line import StatusLine
 
 NO_PATH_TEXT = "Enter the path of a YAML or JSON config file first."
+PRIVATE = 0o600
+
+
+def save_config_file(config: RunConfig, path: Path) -> str:
+    """Write ``config`` to ``path`` (YAML for .yaml/.yml, else JSON) with its notify URLs masked, replaced in one
+    step (a reader, or a crash, never leaves half a file); what to tell the user. The file is private (0600)
+    wherever a secret of a URL would still be in it (another field repeating one), else it gets the usual mode
+    (the old file's, or what the umask gives). Raises OSError."""
+    urls = config.notify if isinstance(config.notify, list) else []
+    real = [u for u in urls if isinstance(u, str) and not is_masked(u)]
+    data = replace(config, notify=masked_urls(urls)).to_dict()
+    if path.suffix in (".yaml", ".yml"):
+        text = yaml.safe_dump(data, sort_keys=False)
+    else:
+        import json
+
+        text = json.dumps(data, indent=2) + "\n"
+    secret = any(part in text for url in real for part in Target(url).secrets())
+    mode = PRIVATE if secret else _usual_mode(path)
+    write_bytes_atomic(path, text.encode())  # created 0600, so nothing is readable before the chmod below
+    os.chmod(path, mode)
+    note = ""
+    if real:
+        note = (
+            f" (its {len(real)} notify URL(s) masked: keep the real ones in the settings file or ${NOTIFY_ENV}, "
+            "docs/alerts.md)"
+        )
+    return f"saved {path}{note}" + (" with mode 0600: it still holds a secret" if secret else "")
+
+
+def _usual_mode(path: Path) -> int:
+    """The mode of the file being replaced, else 0666 less the umask (as ``open`` would create it)."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/status") as fh:
+            umask = next(int(line.split()[1], 8) for line in fh if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = 0o022
+    return 0o666 & ~umask
 
 
 class PresetBar(Vertical):

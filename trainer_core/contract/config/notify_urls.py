@@ -4,8 +4,11 @@ A webhook URL is a secret: the path of a Slack or Discord webhook is its token, 
 anyone who knows it, and a query string or ``user:pass@`` may carry a password. So a URL is shown and stored
 only masked (``mask``: the scheme, host and port, then ``/***``) everywhere but one file: ``notify.json`` in
 the run folder (0600, never mirrored or exported), which the run's root process reads, so a resumed run
-keeps notifying. A masked URL read back from config.yaml is recognised (``is_masked``) and never sent to.
-Where alerts go and how they are sent is the alerts domain's (``contract/alerts/``). Stdlib only.
+keeps notifying. A masked URL read back from config.yaml is recognised (``is_masked``: exactly the form
+``mask`` writes, never a URL that merely contains ``***``) and never sent to. URLs reach a run's processes
+through that file, never through a command line (``ps`` shows command lines to every user of a machine);
+``$GRPO_TUI_NOTIFY`` names URLs for a launch without putting them on one (``env_urls``). Where alerts go and
+how they are sent is the alerts domain's (``contract/alerts/``). Stdlib only.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -28,13 +32,21 @@ BODY_FORMATS: tuple[str, ...] = get_args(BodyFormat)
 
 MASK = "***"
 NOTIFY_FILE = "notify.json"  # in the run folder: the run's own real URLs, mode 0600
+NOTIFY_ENV = "GRPO_TUI_NOTIFY"  # URLs for `train`/`launch` that no command line shows (whitespace between)
+NOTIFY_FD_ENV = "GRPO_TUI_NOTIFY_FD"  # a pipe `train` hands its own --notify URLs through when it re-executes
 SCHEMES = ("http", "https")
 EXAMPLE = "--notify https://hooks.slack.com/services/T000/B000/XXXX"
+# what ``mask`` writes: scheme://host[:port]/*** and maybe a body format; nothing else is a masked URL
+_MASKED = re.compile(
+    r"[a-z][a-z0-9+.-]*://(\[[0-9A-Za-z:.%]+\]|[^\s/?#@:\[\]]+)(:[0-9]{1,5})?/\*\*\*"
+    rf"(#({'|'.join(BODY_FORMATS)}))?"
+)
 
 
 def is_masked(url: str) -> bool:
-    """A URL as config.yaml, events and logs show it: its secret parts replaced by ``***``; never sent to."""
-    return MASK in url
+    """A URL as config.yaml, events and logs show it: exactly the form ``mask`` gives (or ``***`` alone); never
+    sent to. A URL that only contains ``***`` somewhere (a real token may) is not masked: it is a secret."""
+    return isinstance(url, str) and (url == MASK or _MASKED.fullmatch(url) is not None)
 
 
 def mask(url: str) -> str:
@@ -54,6 +66,19 @@ def mask(url: str) -> str:
         netloc += f":{port}"
     fragment = f"#{parts.fragment}" if parts.fragment in BODY_FORMATS else ""
     return f"{parts.scheme.lower()}://{netloc}/{MASK}{fragment}"
+
+
+def env_urls(environ: dict[str, str] | None = None) -> list[str]:
+    """The URLs ``$GRPO_TUI_NOTIFY`` names (separated by whitespace); [] when it is unset."""
+    text = (os.environ if environ is None else environ).get(NOTIFY_ENV) or ""
+    return text.split()
+
+
+def masked_urls(urls: Any) -> Any:
+    """``urls`` (a config's notify list) with each URL in its masked form: what may be shown or shared."""
+    if not isinstance(urls, list):
+        return urls
+    return [mask(u) if isinstance(u, str) else u for u in urls]
 
 
 def url_problem(url: Any) -> str | None:
@@ -139,4 +164,4 @@ def secure_config(run_dir: str | os.PathLike, config: Any) -> Any | None:
     merged = list(dict.fromkeys([*stored, *real]))
     if merged != stored:
         store_run_urls(run_dir, merged)
-    return dataclasses.replace(config, notify=[mask(u) if isinstance(u, str) else u for u in urls])
+    return dataclasses.replace(config, notify=masked_urls(urls))
