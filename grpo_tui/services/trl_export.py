@@ -138,6 +138,8 @@ def to_recipe(config: RunConfig) -> tuple[dict, list[str]]:
         )
     if "dtype" not in (config.grpo_args.get("model_init_kwargs") or {}):
         recipe["dtype"] = "auto"  # the checkpoint's dtype, as grpo-tui loaded it (trl grpo alone would use float32)
+    if "gradient_checkpointing" in recipe:  # transformers 5's name; the old one is a deprecated alias
+        recipe["activation_checkpointing"] = recipe.pop("gradient_checkpointing")
     recipe.update(config.grpo_args)
     _left_out(config, notes)
     return _current(recipe, notes), notes

@@ -63,6 +63,8 @@ def test_the_base_model_is_scored_first_then_every_n_steps(gamed_run):
     assert all(set(e.metrics[METRIC]) == {"mean", "pass@4", "std"} and e.seconds > 0 for e in evals)
     assert evals[0].value(METRIC) >= 0.6  # the pre-trained model answers with sentences
     assert evals[-1].value(METRIC) <= 0.2 and evals[-1].value("reward") > evals[0].value("reward") + 0.4
+    log = (gamed_run / "trainer.log").read_text()
+    assert "deprecated" not in log.lower(), "a deprecation warning on the locked versions"
 
 
 def test_the_divergence_rule_fires_within_two_evals_of_the_fall(gamed_run):

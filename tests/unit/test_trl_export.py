@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import warnings
 
 import pytest
 import yaml
@@ -82,11 +83,14 @@ def test_export_parses_with_trls_parser_and_round_trips(config, tmp_path):
 
     text, notes = recipe_text(config, "run-1")
     assert notes == []
+    assert "activation_checkpointing" in yaml.safe_load(text) and "gradient_checkpointing" not in yaml.safe_load(text)
     path = tmp_path / "recipe.yaml"
     path.write_text(text)
-    *parsed, config_left, cli_left = make_parser().parse_args_and_config(
-        ["--config", str(path)], return_remaining_strings=True, separate_remaining_strings=True
-    )
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*gradient_checkpointing.*deprecated", category=FutureWarning)
+        *parsed, config_left, cli_left = make_parser().parse_args_and_config(
+            ["--config", str(path)], return_remaining_strings=True, separate_remaining_strings=True
+        )
     assert config_left == [] and cli_left == [], "keys trl grpo does not know"
     script, training, model, mixture = parsed
     if "datasets" not in yaml.safe_load(text):  # the triple parses it too
