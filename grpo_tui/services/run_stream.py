@@ -50,6 +50,7 @@ CHARTED = {
     *TOOL_METRICS,
 }
 CHUNK_BYTES = 2 * 1024 * 1024
+MAX_STEP = 1 << 63  # steps are kept as signed 64-bit integers: a larger one is no step to chart
 RESERVED = frozenset(("type", "time", "step"))  # a metrics line's own fields, beside its values
 
 
@@ -64,6 +65,11 @@ def parse_record(line: bytes) -> dict | None:
     except (ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) else None
+
+
+def _too_far(record: dict) -> bool:
+    step = record.get("step")
+    return record.get("type") == "metrics" and type(step) is int and step >= MAX_STEP
 
 
 def _rejection(record: dict) -> str | None:
@@ -288,7 +294,7 @@ class RunStream:
             if self._why is not None:
                 self.first_rejected = (lines + self._line_of_rejected(start), self._why)
                 self._why = None
-            if not records or self.tail.offset >= self._size():
+            if self.tail.offset == start or self.tail.offset >= self._size():  # nothing more to read now
                 break
         return update
 
@@ -303,7 +309,7 @@ class RunStream:
             return 1
         for n, line in enumerate(data.split(b"\n"), 1):
             record = parse_record(line)
-            if record is not None and _rejection(record) is not None:
+            if record is not None and (_rejection(record) is not None or _too_far(record)):
                 return n
         return 1
 
@@ -314,8 +320,8 @@ class RunStream:
         for record in records:
             if record.get("type") == "metrics":
                 step = record.get("step", 0)
-                if type(step) is not int or step < 0:  # rejected, as decode rejects it: no step to chart
-                    self._reject(_rejection(record))
+                if type(step) is not int or not 0 <= step < MAX_STEP:  # rejected, as decode rejects it: no step
+                    self._reject(_rejection(record) or f"metrics: step {step} is past {MAX_STEP - 1}")
                     continue
                 if run and record.keys() != keys:
                     self._fold_metrics(run, update)
