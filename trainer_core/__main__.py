@@ -1,7 +1,10 @@
 """``python -m trainer_core worker|run RUN_DIR``: the training process, and the run's root process.
 
 Launchers (``grpo-tui train``, ``launch``, ``accelerate launch``) create the run folder and its
-config.yaml first, then start this entry point on every rank. It never imports Textual.
+config.yaml first, then start this entry point on every rank. It never imports Textual. The worker exits 0
+for a completed run, 3 for a stopped one, 2 for a mistake in what the user gave (a config, an environment, a
+dataset or a tool that is refused before training; the run's error event says what and the fix), 1 for any
+other failure; the run's root passes that code on.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result = run_in_folder(config, folder, echo=args.echo)
+    if result.bad_input:
+        return 2  # a mistake in what the user gave, found before training: the run folder names it and the fix
     return {Status.COMPLETED: 0, Status.STOPPED: 3}.get(result.status, 1)
 
 

@@ -4,7 +4,8 @@ The user writes ``score_episode(model, tokenizer, completion, **row_columns) -> 
 wants batched ``f(prompts, completions, **columns) -> list[float]``. The adapter bridges the two, hands the
 *live* model to every call, records scored samples, and refuses bad scores loudly: an exception, a NaN or a
 value outside [0, 1] stops the run with the environment's own traceback and the case that caused it,
-because a silently clamped reward trains the wrong thing cleanly.
+because a silently clamped reward trains the wrong thing cleanly. A traceback shown for the user's code has
+the user's frames only (``user_traceback``): grpo-tui's own frames say nothing the user can fix.
 """
 
 from __future__ import annotations
@@ -31,6 +32,29 @@ class EnvError(RuntimeError):
         super().__init__(message)
         self.case = case
         self.user_traceback = user_traceback
+
+
+_OWN_PACKAGES = tuple(
+    str(Path(__file__).resolve().parent.parent / name) + os.sep for name in ("trainer_core", "grpo_tui")
+)
+
+
+def _foreign(filename: str) -> bool:
+    """A frame of the user's code (or of a library it called): not grpo-tui's, not Python's import machinery."""
+    return not filename.startswith("<frozen ") and not os.path.abspath(filename).startswith(_OWN_PACKAGES)
+
+
+def user_traceback(exc: EnvError) -> str | None:
+    """The traceback of what the user's code raised (the EnvError's cause), with the user's frames only; None
+    when the error has no such cause or none of its frames is the user's (the message names the mistake)."""
+    cause = exc.__cause__
+    if cause is None or exc.user_traceback is None:
+        return None
+    frames = [f for f in traceback.extract_tb(cause.__traceback__) if _foreign(f.filename)]
+    if not frames:
+        return None
+    lines = traceback.format_list(frames) + traceback.format_exception_only(type(cause), cause)
+    return "Traceback (most recent call last):\n" + "".join(lines)
 
 
 def looks_like_file(spec: str) -> bool:
@@ -101,7 +125,8 @@ def load_environment(module: str, class_name: str, kwargs: dict | None = None):
         classes = sorted(n for n, v in vars(mod).items() if inspect.isclass(v) and v.__module__ == mod.__name__)
         listing = ", ".join(classes) if classes else "none"
         raise EnvError(
-            f"class '{class_name}' not found in environment module '{module}'. Classes defined there: {listing}."
+            f"class '{class_name}' not found in environment module '{module}'. Classes defined there: {listing}. "
+            "Fix: set --rl-env-class (rl_env_class in a config file) to one of them."
         )
     missing = [m for m in REQUIRED_METHODS if not callable(getattr(cls, m, None))]
     if "score_episode" in missing and callable(getattr(cls, "get_reward", None)):
@@ -113,6 +138,7 @@ def load_environment(module: str, class_name: str, kwargs: dict | None = None):
             "with get_tool_functions() may define get_reward(self) instead); get_tools() and get_reward_functions() "
             "are optional."
         )
+    _check_config_keys(cls, class_name, kwargs or {})
     try:
         return cls(**(kwargs or {}))
     except Exception as exc:
@@ -120,6 +146,27 @@ def load_environment(module: str, class_name: str, kwargs: dict | None = None):
             f"{class_name}(**{kwargs or {}}) raised {type(exc).__name__}: {exc}. Check --rl-env-config.",
             user_traceback=traceback.format_exc(),
         ) from exc
+
+
+def _check_config_keys(cls, class_name: str, kwargs: dict) -> None:
+    """EnvError naming the ``rl_env_config`` keys that ``class_name.__init__`` does not take, with the ones it
+    does, before it is called (a TypeError from the call would name neither the setting nor the fix)."""
+    try:
+        params = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a C class): the call itself says
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    takes = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [k for k in kwargs if k not in takes]
+    if unknown:
+        names = ", ".join(repr(k) for k in unknown)
+        accepted = ", ".join(takes) if takes else "no settings"
+        raise EnvError(
+            f"rl_env_config sets {names}, which {class_name}.__init__ does not take (it takes: {accepted}). Fix: "
+            f"remove {'it' if len(unknown) == 1 else 'them'} from --rl-env-config (rl_env_config in a config file), "
+            f"or add a parameter of that name to {class_name}.__init__."
+        )
 
 
 def completion_text(completion: Any) -> str:

@@ -28,7 +28,7 @@ from .contract.run.disk import disk_fault, last_complete_checkpoint, make_reserv
 from .contract.run.events import Checkpoint, Error, ErrorKind, RunStarted
 from .contract.run.folder import RunFolder, resolve_runs_dir
 from .contract.run.status import Status
-from .environments import EnvError
+from .environments import EnvError, user_traceback
 from .run_context import RunContext, rank, world_size
 from .stopping import StopBeforeTraining
 
@@ -40,6 +40,7 @@ class RunResult:
     status: Status
     reason: str | None
     last_step: int
+    bad_input: bool = False  # failed on a mistake of the user's found before training (exit 2, no traceback of ours)
 
     @property
     def ok(self) -> bool:
@@ -131,29 +132,32 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         if room is not None and room.verdict in ("tight", "no_room"):
             run.emit(preflight_warning(room))
     run.stopper.install()
-    status, reason = Status.FAILED, None
+    status, reason, trainer, bad_input = Status.FAILED, None, None, False
     try:
-        status, reason = _train(config, run, resume_from)
+        trainer = _setup(config, run, resume_from)
+        status, reason = _fit(trainer, run, resume_from)
     except StopBeforeTraining as exc:
         status, reason = Status.STOPPED, f"{exc} before training started"
     except ConfigError as exc:  # a setting only the trainer can judge (held-out metrics): the user's to fix
-        reason = str(exc)
-        run.emit(Error(kind=ErrorKind.EXCEPTION, message=reason, step=run.last_step))
+        reason, bad_input = str(exc), trainer is None
+        run.emit(Error(kind=ErrorKind.EXCEPTION, message=reason, step=run.last_step, extra=_mistake(bad_input)))
         print(f"error: {exc}", file=sys.stderr)
-    except EnvError as exc:
-        reason = str(exc).splitlines()[0]
+    except EnvError as exc:  # the user's environment, dataset or tools: their frames only, never ours
+        reason, bad_input = str(exc).splitlines()[0], trainer is None
+        shown = user_traceback(exc)
         run.emit(
             Error(
                 kind=ErrorKind.ENVIRONMENT,
                 message=str(exc),
-                traceback=exc.user_traceback or traceback.format_exc(),
+                traceback=shown,
                 case=exc.case,
                 step=run.last_step,
+                extra=_mistake(bad_input),
             )
         )
         print(f"error: {exc}", file=sys.stderr)
-        if exc.user_traceback:
-            print(exc.user_traceback, file=sys.stderr)
+        if shown:
+            print(shown, file=sys.stderr)
     except Exception as exc:
         tb = traceback.format_exc()
         fault = disk_fault(exc, folder.path)
@@ -167,7 +171,16 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         run.finish(status, reason)
         run.stopper.uninstall()
         run.close()
-    return RunResult(folder.run_id, folder.path, status, run.end_reason or reason, run.last_step)
+    return RunResult(folder.run_id, folder.path, status, run.end_reason or reason, run.last_step, bad_input)
+
+
+USER_MISTAKE = "user_mistake"  # an error event's flag: found before training, the user's to fix (exit 2)
+
+
+def _mistake(at_start: bool) -> dict:
+    """The error event's extra fields: a mistake found before training is flagged as the user's to fix (the
+    run's processes exit 2 and ``grpo-tui train`` says so), one found later is a crash like any other."""
+    return {USER_MISTAKE: True} if at_start else {}
 
 
 def _record_disk_fault(run: RunContext, fault, tb: str) -> str:
@@ -193,7 +206,9 @@ def _record_disk_fault(run: RunContext, fault, tb: str) -> str:
     return reason
 
 
-def _train(config: RunConfig, run: RunContext, resume_from: str | None = None) -> tuple[Status, str | None]:
+def _setup(config: RunConfig, run: RunContext, resume_from: str | None = None):
+    """The trainer, built: the model, the environment, its dataset and tools. What fails here (an EnvError, a
+    ConfigError) is a mistake in what the user gave, found before any training."""
     from transformers.utils import logging as hf_logging
 
     from .trl_setup import build_trainer
@@ -212,6 +227,10 @@ def _train(config: RunConfig, run: RunContext, resume_from: str | None = None) -
 
         write_provenance(run.folder, config)
         run.folder.write_state(status=Status.RUNNING, max_steps=trainer.args.max_steps)
+    return trainer
+
+
+def _fit(trainer, run: RunContext, resume_from: str | None = None) -> tuple[Status, str | None]:
     checkpoint = str(run.folder.path / resume_from) if resume_from else None
     trainer.train(resume_from_checkpoint=checkpoint)
     run.last_step = trainer.state.global_step

@@ -4,6 +4,11 @@ This is ``grpo-tui train`` and the console demo. The run itself is started detac
 ``grpo-tui launch`` (so closing this terminal does not kill it; reattach with ``grpo-tui watch``); this
 process only reads the run folder, as any viewer does, and forwards Ctrl-C: the first asks for a graceful
 stop, a second one forces the trainer out.
+
+A mistake in what the user gave (an environment class that is not there, a dataset without a ``prompt``
+column, a tool without a docstring, ...) is found by the trainer before training and recorded as an ``error``
+event flagged ``user_mistake``: it is printed as its one message (what, where, the fix), with no traceback of
+grpo-tui's own, and ``train`` exits 2 as for any bad input.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ from ..palette import plain_palette
 from ..safe_text import clean
 from .supervisor import LaunchOptions, start_root
 
+USER_MISTAKE = "user_mistake"  # an error event's flag (trainer_core/runner.py): the user's to fix, exit 2
+EXIT_BAD_INPUT = 2
+
 
 class EventPrinter:
     """Prints events as short lines, the way ``train`` and a piped ``watch`` show a run."""
@@ -43,6 +51,7 @@ class EventPrinter:
         self.folder = folder
         self.total = None
         self.palette = plain_palette()
+        self.error: Error | None = None  # the last error shown: the run's end need not repeat its message
 
     def show(self, event: Event) -> None:
         """One event as a line or two; every field is shown literally (``safe_text``), styles come from here."""
@@ -77,12 +86,19 @@ class EventPrinter:
                 f" ({event.reason}): finishing the step and saving a checkpoint",
             )
         elif isinstance(event, Error):
+            self.error = event
             line(("error:", p.role("error", bold=True)), f" {event.message}")
             if event.traceback:
                 line(event.traceback.rstrip("\n"))
         elif isinstance(event, RunFinished):
-            reason = f" ({event.reason})" if event.reason else ""
+            said = self.error is not None and event.reason == (self.error.message.splitlines() or [""])[0]
+            reason = " (the error above)" if said else f" ({event.reason})" if event.reason else ""
             line((f"run {event.status}", p.status(event.status)), f" at step {event.step}{reason}")
+
+    @property
+    def user_mistake(self) -> bool:
+        """The run failed on a mistake of the user's, found before training (its error event says so)."""
+        return self.error is not None and self.error.extra.get(USER_MISTAKE) is True
 
 
 def _complete_size(path) -> int:
@@ -141,4 +157,6 @@ def run_foreground(
         )
         return 1
     console.print(Text(clean(f"run folder: {folder.path}  (log: {folder.log_file.name})")), highlight=False)
+    if status is Status.FAILED and (printer.user_mistake or proc.returncode == EXIT_BAD_INPUT):
+        return EXIT_BAD_INPUT
     return EXIT_CODES.get(status, 1)

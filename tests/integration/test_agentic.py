@@ -161,7 +161,7 @@ def test_bad_agentic_environments_stop_before_the_model_loads_with_their_own_mes
         "--runs-dir",
         str(tmp_path / "runs"),
     )
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 2, done.stdout + done.stderr  # the user's mistake, found before training
     assert message in done.stdout + done.stderr
     run = only_run(tmp_path / "runs")
     (finished,) = [e for e in events_of(run) if isinstance(e, RunFinished)]
@@ -187,7 +187,7 @@ def test_a_model_whose_chat_template_cannot_render_tool_calls_is_refused(pretrai
         "--runs-dir",
         str(tmp_path / "runs"),
     )
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 2, done.stdout + done.stderr  # the user's mistake, found before training
     assert "cannot render a tool-calling conversation" in done.stdout + done.stderr
 
 

@@ -1,0 +1,72 @@
+"""A user's mistake is an error message, not our traceback: each mistake a new user makes in an environment,
+its dataset or its tools, given to the real ``grpo-tui train``, exits 2 with one message that names what, where
+and the fix, and no traceback of grpo-tui's own; the run folder records the cause. A crash inside the user's code
+shows the user's frames, and only those."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainer_core.contract.run.events import Error, RunFinished
+from trainer_core.contract.run.status import Status
+
+from ..helpers import ENVS, cli, events_of, only_run
+
+MISTAKES = str(ENVS / "mistake_envs.py")
+OURS = ("trainer_core", "grpo_tui", "site-packages/trl", "site-packages/transformers")
+
+CASES = {
+    "class_not_found": (
+        ["--rl-env-class", "Fin"],
+        ["class 'Fin' not found in environment module", "Classes defined there:", "Fine", "--rl-env-class"],
+    ),
+    "no_prompt_column": (["--rl-env-class", "NoPrompt"], ["no 'prompt' column", "question, answer", "Add a 'prompt'"]),
+    "agent_without_reset": (
+        ["--rl-env-class", "AgentWithoutReset"],
+        ["AgentWithoutReset has tool functions but no reset method", "def reset(self, **row)"],
+    ),
+    "tool_without_docstring": (
+        ["--rl-env-class", "ToolWithoutDocstring"],
+        ["tool ToolWithoutDocstring.ping has no docstring", "Args:"],
+    ),
+    "unknown_env_config_key": (
+        ["--rl-env-class", "Fine", "--rl-env-config", '{"targte": "b"}'],
+        ["rl_env_config sets 'targte', which Fine.__init__ does not take (it takes: target)", "--rl-env-config"],
+    ),
+}
+
+
+def train(tiny_model, runs_dir, *extra):
+    args = ["train", "--model", tiny_model, "--rl-env-module", MISTAKES, *extra]
+    return cli(*args, "--max-steps", "1", "--batch-size", "4", "--rl-num-generations", "4", "--runs-dir", str(runs_dir))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_mistake_exits_2_with_one_message_and_no_traceback(case, tiny_model, runs_dir):
+    flags, said = CASES[case]
+    done = train(tiny_model, runs_dir, *flags)
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert "Traceback" not in out and not any(f"{pkg}/" in out for pkg in OURS), out
+    errors = [line for line in out.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, out
+    for piece in said:
+        assert piece in out, (piece, out)
+    assert "run failed at step 0 (the error above)" in out  # the message is not repeated
+    run = only_run(runs_dir)  # the run folder records the cause
+    events = events_of(run)
+    (error,) = [e for e in events if isinstance(e, Error)]
+    assert said[0] in error.message and error.traceback is None and error.extra == {"user_mistake": True}
+    (finished,) = [e for e in events if isinstance(e, RunFinished)]
+    assert finished.status is Status.FAILED and said[0] in (finished.reason or "")
+    assert "Traceback" not in (run / "trainer.log").read_text()
+
+
+def test_a_crash_in_the_users_code_at_start_shows_the_users_frames_only(tiny_model, runs_dir):
+    done = train(tiny_model, runs_dir, "--rl-env-class", "DatasetRaises")
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert "FileNotFoundError: no such file: rows.jsonl" in out
+    assert "Traceback (most recent call last):" in out
+    assert "mistake_envs.py" in out and "in load_rows" in out and "in build_dataset" in out
+    assert not any(f"{pkg}/" in out for pkg in OURS), out
