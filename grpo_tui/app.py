@@ -24,6 +24,7 @@ from .executors.hosts import Host, load_hosts
 from .executors.registry import ExecutorRegistry
 from .executors.watched_run import WatchedRun
 from .safe_text import clean, clean_line
+from .services.serve_mode import control, read_only_from_env
 from .terminal_alert import DEFAULT_ALERT, AlertMode, alert_sequence, parse_mode
 from .theming import DEFAULT_THEME, series_variables, theme_data
 
@@ -47,8 +48,10 @@ class GrpoApp(App):
         watch_run: tuple[Executor, RunRef] | None = None,
         hosts: dict[str, Host] | None = None,
         alert: AlertMode = DEFAULT_ALERT,
+        read_only: bool = False,
     ):
         super().__init__()
+        self.read_only = read_only  # served to a browser without --allow-control: watch only (services/serve_mode.py)
         self.alert_mode: AlertMode = alert  # what a critical warning does at the terminal (terminal_alert.py)
         self.runs_dir = runs_dir
         self.watch_run = watch_run  # (executor, run) of `watch RUN`: the run the app opens on
@@ -172,6 +175,7 @@ class GrpoApp(App):
         if not isinstance(self.screen, RunsScreen):
             self.push_screen(RunsScreen(self.runs_dir, self.executors))
 
+    @control
     def action_new_run(self) -> None:
         self.open_launch()
 
@@ -186,11 +190,13 @@ def make_app(
     watch_run: tuple[Executor, RunRef] | None = None,
     hosts: dict[str, Host] | None = None,
     alert: str | None = None,
+    read_only: bool | None = None,
 ) -> GrpoApp:
     """The app as the CLI starts it; ``runs_dir`` follows --runs-dir, $GRPO_TUI_RUNS_DIR, ./runs. ``hosts``:
     the hosts whose runs it lists too (default: the hosts file's; a bad hosts file raises HostError).
     ``watch_run``: (executor, run) to open the monitor of, with ``start="watch"``. ``alert``: bell, desktop or
-    off (default: $GRPO_TUI_ALERT, else bell); a bad value raises ValueError naming it."""
+    off (default: $GRPO_TUI_ALERT, else bell); a bad value raises ValueError naming it. ``read_only``: refuse
+    launch, stop, resume and extend (default: $GRPO_TUI_READ_ONLY=1, which ``grpo-tui serve`` sets)."""
     chosen = alert or os.environ.get("GRPO_TUI_ALERT")
     source = "alert" if alert else "$GRPO_TUI_ALERT"
 
@@ -203,4 +209,5 @@ def make_app(
         watch_run=watch_run,
         hosts=load_hosts() if hosts is None else hosts,
         alert=parse_mode(chosen, source) if chosen else DEFAULT_ALERT,
+        read_only=read_only_from_env() if read_only is None else read_only,
     )

@@ -44,6 +44,7 @@ from ..presets import PRESETS, preset_values
 from ..safe_text import literal
 from ..services.gpus import GPU, list_gpus, visible_indices
 from ..services.launching import SKIPPED, LaunchError, gate_inspection
+from ..services.serve_mode import control
 from ..widgets.command_preview import CommandPreview, launch_command
 from ..widgets.config_actions import ConfigFileBar, PresetBar, save_config_file
 from ..widgets.config_form import ConfigForm
@@ -313,6 +314,7 @@ class LaunchScreen(Screen):
     def _launch_status(self) -> StatusLine:
         return self.query_one("#launch-status", StatusLine)
 
+    @control
     def action_launch(self) -> None:
         """Validate everything the CLI would, show what is wrong where it is, else open the inspection gate."""
         if self.launching:

@@ -48,6 +48,7 @@ from ..services.gpus import GPU
 from ..services.run_reader import Post
 from ..services.run_status import run_duration, run_total
 from ..services.run_stream import ChartData, ChartRequest, RunStream, StreamView
+from ..services.serve_mode import control
 from ..widgets.chart_grid import ChartGrid
 from ..widgets.checkpoints_table import CheckpointsPanel
 from ..widgets.completions import CompletionsTable
@@ -362,6 +363,7 @@ class MonitorScreen(Screen):
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
 
+    @control
     def action_stop(self) -> None:
         if self.stop_requested:
             self.action_force_stop()
@@ -375,6 +377,7 @@ class MonitorScreen(Screen):
             self._confirmed(force=False),
         )
 
+    @control
     def action_force_stop(self) -> None:
         self.app.push_screen(
             ConfirmScreen(

@@ -33,6 +33,7 @@ from ..executors.registry import ExecutorRegistry
 from ..safe_text import clean_line, literal
 from ..services.run_list import RunList
 from ..services.run_row import RunInfo
+from ..services.serve_mode import control
 from ..widgets.runs_table import FIRST_ROWS, RunsTable
 from .confirm import ConfirmScreen
 from .extend import ExtendScreen
@@ -259,6 +260,7 @@ class RunsScreen(Screen):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_open()
 
+    @control
     def action_new_run(self) -> None:
         self.grpo.open_launch()
 
@@ -285,6 +287,7 @@ class RunsScreen(Screen):
         paths = [here[run_id] for run_id in self.marked if run_id in here]  # in the order they were marked
         self.app.push_screen(CompareScreen(paths))
 
+    @control
     def action_stop(self) -> None:
         run = self._current()
         if run is None or not run.status.is_live:
@@ -299,6 +302,7 @@ class RunsScreen(Screen):
             ConfirmScreen(f"Stop run {run.run_id}?", "It finishes the current step and saves a checkpoint."), confirmed
         )
 
+    @control
     def action_resume(self) -> None:
         run = self._current()
         if run is None or not run.status.resumable:
@@ -320,6 +324,7 @@ class RunsScreen(Screen):
             confirmed,
         )
 
+    @control
     def action_extend(self) -> None:
         """Resume the selected ended run up to a new max steps (default: its old total + 50 %)."""
         run = self._current()
