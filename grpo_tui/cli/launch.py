@@ -25,6 +25,7 @@ from .common import BadInput, add_host, config_of
 from .starting import (
     add_start_arguments,
     create,
+    missing_class,
     options,
     private_urls,
     resume_detached,
@@ -213,6 +214,8 @@ def dry_run(args) -> int:
         problems += verdict.problems
         if placement is not None:
             problems += missing_files(config)
+            missing = missing_class(config)
+            problems += [ConfigError("rl_env_class", missing)] if missing else []
             notes = [*placement.notes, *(f"hardware: {n}" for n in verdict.notes())]
     if args.json:
         print(

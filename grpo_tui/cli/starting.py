@@ -13,9 +13,12 @@ run, so when it was given ``--notify URL`` it executes itself again at once with
 from __future__ import annotations
 
 import argparse
+import ast
+import io
 import json
 import os
 import sys
+import tokenize
 from pathlib import Path
 
 from grpo_tui.config_flags import add_run_config_arguments
@@ -163,6 +166,30 @@ def with_private_urls(config: RunConfig) -> RunConfig:
     return config
 
 
+def missing_class(config: RunConfig) -> str | None:
+    """Why ``rl_env_class`` is certainly not in the ``rl_env_module`` file, read as text (never imported: this
+    process stays free of the user's code and what it imports), or None. Certain means: the file defines,
+    imports or assigns no such name at its top level, has no ``import *``, and never spells the name at all,
+    so nothing could bind it. Anything else is left to the trainer, which imports the module and says so."""
+    module, name = config.rl_env_module, config.rl_env_class
+    if not (module and name and module.endswith(".py")):
+        return None
+    path = Path(module).expanduser()
+    try:
+        source = path.read_bytes()
+        tree = ast.parse(source)
+        words = {t.string for t in tokenize.tokenize(io.BytesIO(source).readline) if t.type == tokenize.NAME}
+    except (OSError, SyntaxError, ValueError, tokenize.TokenError):
+        return None  # not here (a Slurm node's path), or not Python: the trainer names it
+    if name in words or any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in tree.body):
+        return None
+    classes = sorted(n.name for n in tree.body if isinstance(n, ast.ClassDef))
+    return (
+        f"class '{name}' not found in environment module '{module}'. Classes defined there: "
+        f"{', '.join(classes) or 'none'}. Fix: set --rl-env-class (rl_env_class in a config file) to one of them."
+    )
+
+
 def create(config: RunConfig, args, available: list[int] | None = None, **kwargs) -> tuple[RunFolder, Placement]:
     """Validate config and placement, run the hardware pre-flight, create the folder. ``available``: the GPUs of
     the machine that will run it, when that is not this one (a Slurm node). The notify URLs given without a
@@ -170,6 +197,9 @@ def create(config: RunConfig, args, available: list[int] | None = None, **kwargs
     if getattr(args, "checkpoint", None) is not None:
         raise BadInput("--checkpoint chooses where a resume starts: use it with --resume RUN.")
     config = with_private_urls(config)
+    problem = missing_class(config)
+    if problem:
+        raise BadInput(problem)  # before a run folder is made
     with creating():
         gpus = parse_gpus(args.gpus)
         verdict = hardware.check(

@@ -124,3 +124,13 @@ def test_a_launch_on_a_host_sends_the_urls_on_stdin_not_on_its_command_line(monk
     assert words == ["launch", "--config", "-"] and data is not None
     assert yaml.safe_load(data) == {"model": "m", "notify": ["https://c.example/x", url]}
     assert notify_on_stdin(["launch", "--model", "m"], None) == (["launch", "--model", "m"], None)
+
+
+def test_a_real_url_holding_stars_is_hidden_in_notify_json_not_kept_in_config(tmp_path):
+    from trainer_core.contract.config.notify_urls import read_run_urls, secure_config
+    from trainer_core.contract.config.run_config import RunConfig
+
+    real = f"https://x.org/hook/***{SECRET}"
+    masked = secure_config(tmp_path, RunConfig(notify=[real, "https://y.org/***"]))
+    assert masked is not None and masked.notify == ["https://x.org/***", "https://y.org/***"]
+    assert read_run_urls(tmp_path) == [real]

@@ -16,9 +16,9 @@ MISTAKES = str(ENVS / "mistake_envs.py")
 OURS = ("trainer_core", "grpo_tui", "site-packages/trl", "site-packages/transformers")
 
 CASES = {
-    "class_not_found": (
-        ["--rl-env-class", "Fin"],
-        ["class 'Fin' not found in environment module", "Classes defined there:", "Fine", "--rl-env-class"],
+    "not_a_class": (  # the name is in the file (a function): only an import tells, in the trainer
+        ["--rl-env-class", "rows"],
+        ["class 'rows' not found in environment module", "Classes defined there:", "Fine", "--rl-env-class"],
     ),
     "no_prompt_column": (["--rl-env-class", "NoPrompt"], ["no 'prompt' column", "question, answer", "Add a 'prompt'"]),
     "agent_without_reset": (
@@ -36,9 +36,15 @@ CASES = {
 }
 
 
+def flags(tiny_model, runs_dir, *extra) -> list[str]:
+    return [
+        *("--model", tiny_model, "--rl-env-module", MISTAKES, *extra),
+        *("--max-steps", "1", "--batch-size", "4", "--rl-num-generations", "4", "--runs-dir", str(runs_dir)),
+    ]
+
+
 def train(tiny_model, runs_dir, *extra):
-    args = ["train", "--model", tiny_model, "--rl-env-module", MISTAKES, *extra]
-    return cli(*args, "--max-steps", "1", "--batch-size", "4", "--rl-num-generations", "4", "--runs-dir", str(runs_dir))
+    return cli("train", *flags(tiny_model, runs_dir, *extra))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -60,6 +66,15 @@ def test_a_mistake_exits_2_with_one_message_and_no_traceback(case, tiny_model, r
     (finished,) = [e for e in events if isinstance(e, RunFinished)]
     assert finished.status is Status.FAILED and said[0] in (finished.reason or "")
     assert "Traceback" not in (run / "trainer.log").read_text()
+
+
+def test_a_class_the_file_never_names_is_refused_before_a_run_folder_is_made(tiny_model, runs_dir):
+    for command in ("train", "launch"):
+        done = cli(command, *flags(tiny_model, runs_dir, "--rl-env-class", "Fin"))  # a typo of Fine
+        out = done.stdout + done.stderr
+        assert done.returncode == 2 and "Traceback" not in out, out
+        assert "error: class 'Fin' not found in environment module" in out and "Fine" in out, out
+        assert "--rl-env-class" in out and not (runs_dir.exists() and any(runs_dir.iterdir()))
 
 
 def test_a_crash_in_the_users_code_at_start_shows_the_users_frames_only(tiny_model, runs_dir):
