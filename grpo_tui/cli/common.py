@@ -7,14 +7,28 @@ import sys
 from contextlib import contextmanager
 
 from grpo_tui.config_flags import config_from_args
+from grpo_tui.executors.wire import missing_trainer
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import RUNS_DIR_ENV, RunFolder
 
 EXIT_BAD_INPUT = 2
+TRAIN_EXTRA = "pip install 'grpo-tui[train]'"
 
 
 class BadInput(Exception):
     """A mistake in what the user asked for: ``main`` prints it as ``error: …`` and exits with EXIT_BAD_INPUT."""
+
+
+def needs_trainer(command: str, elsewhere: str = "") -> None:
+    """Before a command that trains, loads a model or builds one here: in a light install, BadInput naming the
+    extra to install (one line, exit 2), instead of a child's ModuleNotFoundError traceback. ``elsewhere``: how
+    to do it without the trainer here (``--host``), said after the install line."""
+    missing = missing_trainer()
+    if missing:
+        raise BadInput(
+            f"grpo-tui {command} needs the trainer, which this install lacks (no {', '.join(missing)}): "
+            f"{TRAIN_EXTRA}{f', or {elsewhere}' if elsewhere else ''}"
+        )
 
 
 def runs_dir_help() -> str:

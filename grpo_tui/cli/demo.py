@@ -20,7 +20,7 @@ from ..resources import demo_config_file, demo_env_file
 from ..services.foreground import run_foreground
 from ..services.run_status import is_live, live_status
 from ..services.supervisor import start_root
-from .common import BadInput, add_runs_dir, add_theme, interactive, run_app
+from .common import BadInput, add_runs_dir, add_theme, interactive, needs_trainer, run_app
 from .starting import create, options
 from .tiny_model import cached_tiny_model
 
@@ -70,6 +70,7 @@ def demo_config(
 
 
 def run(args) -> int:
+    needs_trainer("demo")
     if args.agent and args.pathology:
         raise BadInput("--pathology applies to the pattern demo; drop it or --agent")
     config = demo_config(cached_tiny_model(), args.max_steps, args.pathology, args.agent)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from .common import add_host, add_run_ref, resolve, run_config
+from .common import add_host, add_run_ref, needs_trainer, resolve, run_config
 
 
 def register(sub) -> None:
@@ -37,6 +37,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    needs_trainer("eval", "eval on the run's host (--host NAME)")
     folder = resolve(args)
     run_config(folder)  # a broken config.yaml is named here, not in the child's traceback
     cmd = [sys.executable, "-m", "trainer_core", "eval", str(folder.path)]

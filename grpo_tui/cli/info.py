@@ -1,4 +1,5 @@
-"""``grpo-tui info``: this installation and machine as a remote caller needs them: version, run format, GPUs."""
+"""``grpo-tui info``: this installation and machine as a remote caller needs them: version, run format, which
+kind of install (light, or with the trainer), GPUs."""
 
 from __future__ import annotations
 
@@ -6,11 +7,19 @@ import json
 
 from ..executors.local import LocalExecutor
 from ..safe_text import clean, clean_line
-from .common import add_runs_dir
+from .common import TRAIN_EXTRA, add_runs_dir
+
+INSTALLS = {
+    "light": f"light (the app and the CLI: watch, list, stop, export; to train here: {TRAIN_EXTRA})",
+    "train": "train (the app, the CLI and the trainer)",
+}
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("info", help="grpo-tui's version, the run format it writes, the runs folder and the GPUs")
+    parser = sub.add_parser(
+        "info",
+        help="grpo-tui's version, the run format it writes, whether it can train here, the runs folder and the GPUs",
+    )
     add_runs_dir(parser)
     parser.add_argument("--json", action="store_true", help="print it as JSON")
     parser.set_defaults(handler=run)
@@ -30,7 +39,8 @@ def run(args) -> int:
     print(
         clean(
             f"grpo-tui {info['version']} (run format {info['run_format']}) on {info['hostname']}, "
-            f"python {info['python']}\nruns folder: {info['runs_dir']}\nGPUs: {len(gpus)}"
+            f"python {info['python']}\ninstall: {INSTALLS.get(info['install'], info['install'])}"
+            f"\nruns folder: {info['runs_dir']}\nGPUs: {len(gpus)}"
             + "".join(f"\n  {g['index']}: {clean_line(g['name'])}" for g in gpus)
         )
     )

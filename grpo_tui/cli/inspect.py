@@ -9,7 +9,7 @@ from trainer_core.contract.config.hardware import PreflightError
 from trainer_core.contract.run.severity import Severity
 
 from ..services import inspections
-from .common import BadInput, add_host, add_runs_dir, config_of, creating
+from .common import BadInput, add_host, add_runs_dir, config_of, creating, needs_trainer
 from .starting import refuse
 
 
@@ -31,6 +31,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    needs_trainer("inspect", "inspect on a host that has it (--host NAME)")
     from rich.console import Console
 
     from ..inspect_report import report

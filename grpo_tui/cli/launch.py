@@ -21,7 +21,7 @@ from trainer_core.contract.run.status import Status
 from ..safe_text import clean, clean_json
 from ..services import hardware
 from ..services.supervisor import start_root
-from .common import BadInput, add_host, config_of
+from .common import BadInput, add_host, config_of, needs_trainer
 from .starting import (
     add_start_arguments,
     create,
@@ -83,6 +83,8 @@ def run(args) -> int:
 
     if is_remote(args):
         return launch_remote(args)
+    # this machine runs it (a Slurm job runs this interpreter on its node): it needs the trainer here
+    needs_trainer("launch", "launch on a host that has it (--host NAME)")
     if args.dry_run:
         return dry_run(args)
     if args.resume:

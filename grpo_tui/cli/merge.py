@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .common import add_host, add_run_ref, resolve, run_config
+from .common import add_host, add_run_ref, needs_trainer, resolve, run_config
 
 
 def register(sub) -> None:
@@ -33,6 +33,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    needs_trainer("merge", "merge on the run's host (--host NAME)")
     folder = resolve(args)
     run_config(folder)  # a broken config.yaml is named here, not in the child's traceback
     cmd = [sys.executable, "-m", "trainer_core", "merge", str(folder.path), "--output", str(args.output)]

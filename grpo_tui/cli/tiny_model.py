@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .common import needs_trainer
+
 BUILD = (
     "import sys; from trainer_core.tiny_model import build_tiny_model\n"
     "print(build_tiny_model(sys.argv[1], pretrain=sys.argv[2] == 'pretrained'))"
@@ -41,6 +43,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    needs_trainer("tiny-model")
     kind = "random" if args.random else "pretrained"
     return subprocess.call([sys.executable, "-c", BUILD, str(args.output_dir), kind])
 

@@ -3,16 +3,19 @@
 Everything that shows a run (the monitor, ``watch``, the charts) reads a run folder. For a run on another
 machine this keeps one in the cache (``$XDG_CACHE_HOME/grpo-tui/hosts/HOST/RUN_ID``, private) fed by the
 host's ``grpo-tui events --mirror --follow`` (``services/run_export.py``), so every viewer works on a remote
-run unchanged and nothing of the reading is implemented twice. The appended files are copied byte for
-byte at the host's offsets, so after a dropped connection the copy asks again from its own sizes: no event
-is lost and none is repeated. What only the host can judge (is the process alive, watcher alerts, its GPUs)
+run unchanged and nothing of the reading is implemented twice. The appended files are copied at the host's
+offsets (a bad line masked with as many bytes), so after a dropped connection the copy asks again from where
+it ends: no event is lost and none is repeated. What only the host can judge (is the process alive, watcher alerts, its GPUs)
 arrives as status messages and is kept in ``.remote.json``, which ``services/run_status`` reads in place of
 a process check.
 
 The host is not trusted: every line is parsed by ``grpo_tui.executors.wire`` before anything is
 written, every local path is checked to stay inside the host's cache folder, and an append may start only
-where the copy ends (or, for a tail-only file's first bytes of a stream, further on). A line that breaks the
-format ends the copy of that run with one error naming the host; the other runs and hosts go on.
+where the copy ends (or, for a tail-only file's first bytes of a stream, further on: the copy then starts again
+there, so no offset makes a sparse file). Of events.jsonl and samples.jsonl only complete lines are written,
+and a line that is not one JSON object is masked (``wire.checked_lines``): the readers skip and count it, as
+they would on the host. A stream line that breaks the format ends the copy of that run with one error naming
+the host; the other runs and hosts go on.
 """
 
 from __future__ import annotations
@@ -118,8 +121,8 @@ class Mirror:
         self.masked = 0  # lines the host sent that were no JSON object, masked in the copy
         self.masked_where: str | None = None
         for name in TAIL_LIMITS:  # where an earlier copy's tail started is not known: sent again from the host
-            with contextlib.suppress(OSError):
-                os.truncate(self._path(name), 0)
+            with contextlib.suppress(OSError, WireError):
+                os.close(os.open(self._path(name), os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW))
         self._remote: dict = {
             "host": self.host,
             "remote_path": remote_path,

@@ -20,7 +20,8 @@ import base64
 import binascii
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -248,6 +249,30 @@ def _gpus(f: _Fields) -> tuple[GpuRecord, ...]:
     return tuple(parse_gpu(g, f"{f.name('gpus')}[{i}]") for i, g in enumerate(f.items("gpus")))
 
 
+INSTALL_KINDS = ("light", "train")
+TRAINER_MODULES = ("torch", "transformers", "trl", "datasets", "peft", "accelerate")
+"""What the ``[train]`` extra adds, by import name: a run's processes import them; the app and the CLI never do."""
+
+
+def missing_trainer() -> list[str]:
+    """The trainer's packages this interpreter cannot import: looked up with ``find_spec``, never imported."""
+    missing = []
+    for module in TRAINER_MODULES:
+        try:
+            found = find_spec(module) is not None
+        except (ImportError, ValueError):  # a broken install; a module whose __spec__ is gone
+            found = False
+        if not found:
+            missing.append(module)
+    return missing
+
+
+def install_kind() -> str:
+    """``train`` where this interpreter can run the trainer, else ``light`` (``pip install grpo-tui``: the app and
+    the CLI, which watch, list, stop and export runs anywhere and launch on hosts that have the trainer)."""
+    return "light" if missing_trainer() else "train"
+
+
 @dataclass(frozen=True)
 class HostInfo:
     """``info --json``: the host's grpo-tui version, the run format it writes, its runs folder and GPUs."""
@@ -258,6 +283,9 @@ class HostInfo:
     runs_dir: str | None
     python: str | None
     gpus: tuple[GpuRecord, ...]
+    install: str | None = field(default_factory=install_kind)
+    """``train`` (``grpo-tui[train]``: it can run the trainer) or ``light`` (the app and the CLI only); None from
+    a grpo-tui older than the key. Made here (``LocalExecutor.info``), it is this interpreter's."""
 
     def to_dict(self) -> dict:
         return {
@@ -267,11 +295,15 @@ class HostInfo:
             "runs_dir": self.runs_dir,
             "python": self.python,
             "gpus": [g.to_wire() for g in self.gpus],
+            "install": self.install,
         }
 
 
 def parse_info(data: Any) -> HostInfo:
     f = _Fields(data)
+    install = f.get("install")
+    if install is not None and (not isinstance(install, str) or install not in INSTALL_KINDS):
+        _fail("install", install, "'light', 'train' or null")
     return HostInfo(
         f.text("version"),
         f.whole("run_format", maximum=1 << 31),
@@ -279,6 +311,7 @@ def parse_info(data: Any) -> HostInfo:
         f.text("runs_dir"),
         f.text("python"),
         _gpus(f),
+        install,
     )
 
 

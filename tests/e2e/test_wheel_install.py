@@ -35,7 +35,8 @@ import pytest
 from grpo_tui.theming import theme_colors
 from tools.tmux import Tmux
 
-from ..helpers import ROOT, wait_for
+from ..helpers import PATTERN_FLAGS, ROOT, wait_for
+from ..remote_hosts import remote, sshd  # noqa: F401
 
 pytestmark = [
     pytest.mark.slow,
@@ -57,6 +58,8 @@ class Installed:
         self.work = base / "work"
         self.runs = base / "runs"
         self.cache = base / "cache"
+        self.record: dict = {}
+        """What installing it took (the light install: its size and times)."""
         self.work.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GRPO_TUI_", "VIRTUAL_ENV"))}
         self.env = {
@@ -96,9 +99,14 @@ def dev_site_packages() -> list[str]:
     return list(dict.fromkeys(paths[k] for k in ("purelib", "platlib")))
 
 
+def base_python() -> str:
+    return getattr(sys, "_base_executable", None) or sys.executable
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Installed:
-    base = tmp_path_factory.mktemp("installed")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel, built from a copy of the tree (nothing written into the checkout); shared by both installs."""
+    base = tmp_path_factory.mktemp("wheel")
     source, dist = base / "source", base / "dist"
     shutil.copytree(ROOT, source, symlinks=True, ignore=NOT_SOURCE)
     checked(
@@ -120,14 +128,19 @@ def installed(tmp_path_factory) -> Installed:
             timeout=120,
         )
     )
-    wheel = next(dist.glob("grpo_tui-*.whl"))
     shutil.rmtree(source)
+    return next(dist.glob("grpo_tui-*.whl"))
 
-    target = Installed(base)
-    base_python = getattr(sys, "_base_executable", None) or sys.executable
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Installed:
+    target = Installed(tmp_path_factory.mktemp("installed"))
     checked(
         subprocess.run(
-            [base_python, "-m", "venv", "--without-pip", str(target.venv)], capture_output=True, text=True, timeout=120
+            [base_python(), "-m", "venv", "--without-pip", str(target.venv)],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     )
     checked(
@@ -256,3 +269,145 @@ def test_the_app_opens_on_the_demo_run_with_its_theme(installed, demo_run, tmux)
     code = tmux.wait_exit()
     wait_for(tmux.exited, timeout=10, interval=0.2)
     assert code == 0 and "Traceback" not in tmux.screen(), f"the app exited {code}:\n{tmux.screen()}"
+
+
+# The light install: ``pip install grpo-tui`` (no extra) into a fresh virtualenv, from the package index, with the
+# versions of constraints.txt. It watches, lists and stops runs on a host whose own grpo-tui has the trainer.
+
+LIGHT_MAX_BYTES = 250 << 20  # what the app needs is ~100 MiB; torch alone is several times this
+TRAINER = ("torch", "transformers", "trl", "datasets", "peft", "accelerate", "tokenizers")
+
+
+def tree_size(path: Path) -> int:
+    """Bytes of the files under ``path`` (what ``du --apparent-size`` counts), links not followed."""
+    return sum(os.lstat(os.path.join(folder, name)).st_size for folder, _, names in os.walk(path) for name in names)
+
+
+@pytest.fixture(scope="module")
+def light(wheel, tmp_path_factory, request) -> Installed:
+    """A user's light install: a venv with pip, then ``pip install WHEEL`` (pip's own cache, as a user has it).
+    Its size and time go to the test output and to ``light-install.json`` beside it."""
+    base = tmp_path_factory.mktemp("light")
+    target = Installed(base)
+    pip_env = {**target.env, "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))}
+    started = time.monotonic()
+    checked(
+        subprocess.run([base_python(), "-m", "venv", str(target.venv)], capture_output=True, text=True, timeout=120)
+    )
+    venv_made = time.monotonic()
+    checked(
+        subprocess.run(
+            [target.bin("python"), "-m", "pip", "install", "-c", str(ROOT / "constraints.txt"), str(wheel)],
+            cwd=target.work,
+            env=pip_env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    )
+    done = time.monotonic()
+    freeze = checked(target.run(target.bin("python"), "-m", "pip", "freeze", "--all")).stdout.split()
+    record = {
+        "bytes": tree_size(target.venv),
+        "venv_seconds": round(venv_made - started, 1),
+        "install_seconds": round(done - venv_made, 1),
+        "packages": freeze,
+    }
+    (base / "light-install.json").write_text(json.dumps(record, indent=1))
+    line = (
+        f"light install (fresh venv + pip install grpo-tui): {record['bytes'] / 2**20:.0f} MiB, "
+        f"{len(freeze)} packages; venv {record['venv_seconds']:.1f} s + pip install {record['install_seconds']:.1f} s "
+        f"({base / 'light-install.json'})"
+    )
+    with request.config.pluginmanager.get_plugin("capturemanager").global_and_fixture_disabled():
+        print(f"\n{line}")  # in the test output, captured or not
+    target.record = record
+    return target
+
+
+def test_the_light_install_has_no_trainer_and_says_so(light):
+    code = (
+        "import importlib.metadata as m, importlib.util as u, json, sys; print(json.dumps({"
+        f"'found': [n for n in {TRAINER!r} if u.find_spec(n)],"
+        "'dists': sorted(d.metadata['Name'].lower() for d in m.distributions())}))"
+    )
+    seen = json.loads(checked(light.python(code)).stdout)
+    assert seen["found"] == [], seen
+    assert not {"torch", "transformers", "trl"} & set(seen["dists"]), seen["dists"]
+    assert light.record["bytes"] < LIGHT_MAX_BYTES, light.record
+    info = json.loads(checked(light.run(light.bin("grpo-tui"), "info", "--json")).stdout)
+    assert info["install"] == "light", info
+    assert "install: light" in checked(light.run(light.bin("grpo-tui"), "info")).stdout
+
+
+TRAINER_COMMANDS = [
+    ["train", "--model", "m"],
+    ["launch", "--model", "m"],
+    ["inspect", "--model", "m"],
+    ["merge", "latest", "--output", "merged"],
+    ["eval", "latest"],
+    ["tiny-model", "tm"],
+    ["demo"],
+]
+
+
+def test_a_command_that_needs_the_trainer_names_the_extra_in_one_line_and_exits_2(light):
+    for argv in TRAINER_COMMANDS:
+        done = light.run(light.bin("grpo-tui"), *argv)
+        said = f"{argv}: exit {done.returncode}\n{done.stdout}{done.stderr}"
+        assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, said
+        assert done.stderr.startswith(f"error: grpo-tui {argv[0]} needs the trainer"), said
+        assert "pip install 'grpo-tui[train]'" in done.stderr, said
+    assert sorted(p.name for p in light.work.iterdir()) == [] and not light.runs.exists()
+
+
+def test_the_light_install_lists_watches_and_stops_a_run_on_a_host(light, remote, tiny_model, tmp_path):  # noqa: F811
+    """The host's ``command`` is the dev venv's grpo-tui (the full install); this side is the light venv."""
+    import yaml
+
+    hosts = yaml.safe_load(remote.hosts_file.read_text())
+    hosts_file = tmp_path / "hosts.yaml"
+    hosts_file.write_text(yaml.safe_dump({"gpubox": hosts["gpubox"]}))
+    hosts_file.chmod(0o600)
+    env = {**light.env, **remote.env, "GRPO_TUI_HOSTS": str(hosts_file), "GRPO_TUI_RUNS_DIR": str(light.runs)}
+    grpo_tui = light.bin("grpo-tui")
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [grpo_tui, *argv], cwd=light.work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True
+        )
+
+    launched = checked(
+        run("launch", "--host", "gpubox", "--model", tiny_model, *PATTERN_FLAGS, "--max-steps", "2000", "--json")
+    )
+    run_id = json.loads(launched.stdout)["run_id"]
+    folder = remote.run_folder(run_id)
+    try:
+        listed = json.loads(checked(run("runs", "--host", "gpubox", "--json")).stdout)
+        assert [(r["run_id"], r["host"]) for r in listed] == [(run_id, "gpubox")], listed
+
+        term = Tmux(env=env, width=120, height=36, session="light")
+        try:
+            term.start([grpo_tui], light.work)
+            term.wait_screen(lambda s: run_id in s and "gpubox ✓ 1 runs" in s, timeout=90, what="the host's run")
+            term.send("Enter")
+            screen = term.wait_screen(
+                lambda s: "RUNNING" in s and shown_step(s) >= 2, timeout=120, what="the remote run RUNNING at step 2"
+            )
+            assert run_id in screen and "Traceback" not in screen
+            term.send("s")
+            term.wait_screen(lambda s: "Stop run" in s and "Yes (y)" in s, what="the stop confirmation")
+            term.send("y")
+            term.wait_screen(lambda s: "STOPPED" in s, timeout=180, what="STOPPED in the header")
+            term.send("q")
+            assert term.wait_exit() == 0, term.screen()
+        finally:
+            term.kill()
+        assert json.loads((folder / "state.json").read_text())["status"] == "stopped"
+        wait_for(lambda: not [p for p in remote.processes_of(folder) if p.is_running()], timeout=30)
+    finally:
+        run("stop", run_id, "--host", "gpubox", "--force")
+
+
+def shown_step(text: str) -> int:
+    return max((int(n) for n in re.findall(r"\bstep (\d+)/", text)), default=0)
