@@ -40,6 +40,10 @@ async def test_a_read_only_app_refuses_launch_stop_resume_and_extend_with_a_noti
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen) and len(app.screen.runs) == 1)
         for key in ("s", "u", "e", "n", "N"):  # stop, resume, extend, new run (the screen's and the app's)
             await refused(pilot, key, RunsScreen)
+        app.clear_notifications()
+        await app.screen.run_action("resume")  # as the command palette runs a screen's binding
+        await wait_until(pilot, lambda: len(notices(app)) == 1, what="the read-only notice from the palette")
+        assert type(app.screen) is RunsScreen
         await pilot.press("enter")  # opening a run's monitor is watching: allowed
         await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen), what="the monitor")
         for key in ("s", "f"):
