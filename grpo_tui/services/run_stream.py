@@ -22,8 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from orjson import loads
-
 from trainer_core.contract.health.sample_stats import TOOL_SUCCESS, TURNS_MEAN
 from trainer_core.contract.health.tools import CALL_FREQUENCY, FAILURE_FREQUENCY
 from trainer_core.contract.run.event_log import EventTail
@@ -31,6 +29,7 @@ from trainer_core.contract.run.events import Eval, Event, HealthWarning, Metrics
 from trainer_core.contract.run.folder import RunFolder
 
 from .buckets import BlockCache
+from .rejected_lines import MAX_STEP, line_of_rejected, rejection
 
 TOOL_METRICS = (CALL_FREQUENCY, FAILURE_FREQUENCY, TURNS_MEAN, TOOL_SUCCESS)
 """An agentic run's charts: tool calls per episode, the share that failed, turns per episode, tool use that succeeded."""
@@ -50,34 +49,11 @@ CHARTED = {
     *TOOL_METRICS,
 }
 CHUNK_BYTES = 2 * 1024 * 1024
-MAX_STEP = 1 << 63  # steps are kept as signed 64-bit integers: a larger one is no step to chart
 RESERVED = frozenset(("type", "time", "step"))  # a metrics line's own fields, beside its values
 
 
 def charted(key: str) -> bool:
     return key in CHARTED or (key.startswith("rewards/") and key.endswith("/mean"))
-
-
-def parse_record(line: bytes) -> dict | None:
-    """One line's JSON object, or None (not JSON, or not an object)."""
-    try:
-        record = loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def _too_far(record: dict) -> bool:
-    step = record.get("step")
-    return record.get("type") == "metrics" and type(step) is int and step >= MAX_STEP
-
-
-def _rejection(record: dict) -> str | None:
-    """Why a line's object is no event the stream can use (as ``decode`` judges it), or None."""
-    event = decode(dict(record))
-    if isinstance(event, UnknownEvent) and event.rejected:
-        return f"{event.type_name}: {event.rejected}"
-    return None
 
 
 class Series:
@@ -292,26 +268,14 @@ class RunStream:
             records = self.tail.poll_records(self.chunk_bytes)
             self._fold_all(records, update)
             if self._why is not None:
-                self.first_rejected = (lines + self._line_of_rejected(start), self._why)
+                self.first_rejected = (
+                    lines + line_of_rejected(self.folder.events_file, start, self.tail.offset),
+                    self._why,
+                )
                 self._why = None
             if self.tail.offset == start or self.tail.offset >= self._size():  # nothing more to read now
                 break
         return update
-
-    def _line_of_rejected(self, start: int) -> int:
-        """The number (from 1) of the first line from ``start`` up to the tail's offset that is a rejected event:
-        read again only once per stream, for the first rejection (the good lines never pay for it)."""
-        try:
-            with open(self.folder.events_file, "rb") as fh:
-                fh.seek(start)
-                data = fh.read(self.tail.offset - start)
-        except OSError:
-            return 1
-        for n, line in enumerate(data.split(b"\n"), 1):
-            record = parse_record(line)
-            if record is not None and (_rejection(record) is not None or _too_far(record)):
-                return n
-        return 1
 
     def _fold_all(self, records: list[dict], update: StreamUpdate) -> None:
         """Runs of metrics lines with the same keys go in column by column; other lines are decoded."""
@@ -321,7 +285,7 @@ class RunStream:
             if record.get("type") == "metrics":
                 step = record.get("step", 0)
                 if type(step) is not int or not 0 <= step < MAX_STEP:  # rejected, as decode rejects it: no step
-                    self._reject(_rejection(record) or f"metrics: step {step} is past {MAX_STEP - 1}")
+                    self._reject(rejection(record) or f"metrics: step {step} is past {MAX_STEP - 1}")
                     continue
                 if run and record.keys() != keys:
                     self._fold_metrics(run, update)

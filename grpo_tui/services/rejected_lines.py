@@ -1,0 +1,55 @@
+"""Why a line of events.jsonl is no event the monitor's stream can use, and which line it was.
+
+The stream (``run_stream.py``) folds metrics lines column by column without decoding them one by one, so it
+judges their step itself; every other line goes through ``decode``, whose rejected ``UnknownEvent`` says why.
+Both are counted. Where the first one is (its line number) is found by reading that poll's bytes again, once
+per stream: the good lines never pay for a bad one.
+"""
+
+from __future__ import annotations
+
+import os
+
+from orjson import loads
+
+from trainer_core.contract.run.events import UnknownEvent, decode
+
+MAX_STEP = 1 << 63  # steps are kept as signed 64-bit integers: a larger one is no step to chart
+
+
+def parse_record(line: bytes) -> dict | None:
+    """One line's JSON object, or None (not JSON, or not an object)."""
+    try:
+        record = loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def rejection(record: dict) -> str | None:
+    """Why a line's object is no event the stream can use (as ``decode`` judges it), or None."""
+    event = decode(dict(record))
+    if isinstance(event, UnknownEvent) and event.rejected:
+        return f"{event.type_name}: {event.rejected}"
+    return None
+
+
+def _too_far(record: dict) -> bool:
+    step = record.get("step")
+    return record.get("type") == "metrics" and type(step) is int and step >= MAX_STEP
+
+
+def line_of_rejected(path: str | os.PathLike, start: int, end: int) -> int:
+    """The number (from 1) of the first line between byte offsets ``start`` and ``end`` of ``path`` that is a
+    rejected event (1 when none is found: the file changed under the reader)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            data = fh.read(end - start)
+    except OSError:
+        return 1
+    for n, line in enumerate(data.split(b"\n"), 1):
+        record = parse_record(line)
+        if record is not None and (rejection(record) is not None or _too_far(record)):
+            return n
+    return 1
