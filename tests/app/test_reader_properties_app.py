@@ -140,3 +140,34 @@ def test_the_monitor_shows_every_valid_step_of_any_events_file(tmp_path_factory,
         assert app.return_code in (None, 0)
 
     asyncio.run(drive())
+
+
+async def test_the_runs_list_and_the_monitor_on_a_run_with_every_file_broken(tmp_path):
+    """Each file broken as tests/unit/test_bad_files_cli.py breaks it, all in one run: the runs screen lists it
+    beside a good one, and its monitor opens and shows its steps."""
+    from textual.widgets import DataTable
+
+    from grpo_tui.screens.runs import RunsScreen
+    from tests.unit.test_bad_files_cli import BROKEN
+
+    good = make_finished_run(tmp_path, "20260101-000000-900d00", steps=5, with_warnings=False)
+    bad = make_finished_run(tmp_path, "20260101-000001-bad000", steps=STEPS, with_warnings=False)
+    for name, (data, how) in BROKEN.items():
+        path = bad / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab" if how == "append" else "wb") as fh:
+            fh.write(data)
+    app = make_app(tmp_path, hosts={})
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        table = screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 2, what="both runs listed")
+        assert {r.run_id for r in screen.runs} == {good.name, bad.name}
+        app.open_monitor(bad)
+        await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.view.step == STEPS)
+        for tab in ("warnings", "completions", "log", "checkpoints", "charts"):
+            app.screen.action_tab(tab)
+            await pilot.pause(0.1)
+        assert any("of events.jsonl skipped" in n for n in notices(app))
+    assert app.return_code in (None, 0)
