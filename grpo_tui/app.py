@@ -15,6 +15,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
+from textual.worker import WorkerFailed
 
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.folder import RunFolder, resolve_runs_dir
@@ -79,7 +80,8 @@ class GrpoApp(App):
         if self._exception is None:  # Pilot re-raises the first one in the test that drives the app
             self._exception = error
             self._exception_event.set()
-        self._exit_renderables.append(crash_notice(error, write_crash(error)))
+        cause = error.error if isinstance(error, WorkerFailed) else error  # a worker's: raised in its thread
+        self._exit_renderables.append(crash_notice(cause, write_crash(cause)))
         self.bell()
         self._close_messages_no_wait()
 

@@ -10,6 +10,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+from textual.worker import WorkerFailed
+
+from grpo_tui.app import GrpoApp
 from tests.helpers import ROOT, cli
 from tests.run_fixtures import make_finished_run
 
@@ -71,3 +75,27 @@ def test_a_user_error_is_still_a_message_not_a_crash_report(tmp_path):
     proc = cli("watch", "no-such-run", "--runs-dir", str(tmp_path), env={"XDG_STATE_HOME": str(tmp_path / "s")})
     assert proc.returncode == 2 and "error:" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "s").exists()
+
+
+async def test_a_worker_that_raises_is_reported_with_its_own_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+    class Crashing(GrpoApp):
+        def on_mount(self) -> None:
+            super().on_mount()
+            self.run_worker(self.boom, thread=True)
+
+        def boom(self) -> None:
+            text = SECRET
+            raise KeyError(text)
+
+    app = Crashing(tmp_path / "runs")
+    with pytest.raises(WorkerFailed):
+        async with app.run_test() as pilot:
+            await pilot.pause(1.0)
+    assert app.return_code == 1
+    [report] = (tmp_path / "state" / "grpo-tui" / "crashes").glob("crash-*.txt")
+    text = report.read_text()
+    assert "in boom" in text and "raise KeyError(text)" in text and text.strip().endswith(f"KeyError: '{SECRET}'")
+    notice = str(app._exit_renderables[0]) if app._exit_renderables else ""
+    assert not notice or (SECRET not in notice and "KeyError" in notice and str(report) in notice)
