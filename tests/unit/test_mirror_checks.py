@@ -12,6 +12,8 @@ import json
 import os
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grpo_tui.executors.hosts import Host
 from grpo_tui.executors.mirror import Mirror
@@ -20,7 +22,8 @@ from grpo_tui.executors.wire import MAX_OFFSET, WireError, checked_lines
 from grpo_tui.services.run_reader import read_samples_checked
 from grpo_tui.services.run_stream import RunStream
 from tests.standins.hostile_host import SCENARIOS
-from trainer_core.contract.run.folder import FORMAT_VERSION
+from tests.unit.test_reader_properties import event_files, expected_steps
+from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder
 
 
 def b64(data: bytes) -> str:
@@ -131,3 +134,33 @@ def test_checked_lines_keeps_lengths_and_blank_lines():
     assert checked == b'{"a": 1}\n\n  \n#\n#\n'
     assert bad == [(13, "a JSON int, not an object"), (15, "not JSON")]
     assert os.path.sep not in checked.decode()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(event_files(), st.lists(st.integers(1, 400), max_size=6))
+def test_any_lines_in_any_pieces_reach_the_copy_as_the_readers_would_read_them_on_the_host(
+    tmp_path_factory, made, cuts
+):
+    lines, _ = made
+    data = b"\n".join(lines) + b"\n"
+    cache = tmp_path_factory.mktemp("cache")
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+    try:
+        copy = Mirror(Connection(Host("box")), "good-run", "/runs/good-run")
+    finally:
+        del os.environ["XDG_CACHE_HOME"]
+    offset = 0
+    for cut in [*sorted(set(cuts)), len(data)]:
+        if offset < min(cut, len(data)):
+            copy._apply({"append": "events.jsonl", "offset": offset, "data": b64(data[offset:cut])})
+            offset = min(cut, len(data))
+    local = (copy.folder.path / "events.jsonl").read_bytes()
+    assert len(local) == len(data) and local.count(b"\n") == data.count(b"\n")
+    host = tmp_path_factory.mktemp("host")
+    (host / "events.jsonl").write_bytes(data)
+    here, there = RunStream(copy.folder), RunStream(RunFolder(host))
+    for _ in range(3):
+        here.poll()
+        there.poll()
+    assert list(here.steps) == list(there.steps) == expected_steps(lines)[0]
+    assert here.skipped == there.skipped
