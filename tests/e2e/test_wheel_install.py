@@ -1,12 +1,24 @@
 """Installed, not checked out: the built wheel runs the demo and the app from a folder far from the checkout.
 
 Files found relative to the source tree work in a checkout and break once installed, so this test does what a
-user does: build the wheel, install it into a fresh virtualenv, and run ``grpo-tui`` from a temporary folder.
+user does: build the wheel, install it into fresh virtualenvs, and run ``grpo-tui`` from a temporary folder.
+It installs both kinds:
 
-How the virtualenv reuses the dev environment's dependencies without seeing the checkout:
+- **The light install** (``light``): ``pip install WHEEL`` with no extra, from the package index with the
+  versions of constraints.txt, as a user installs it on a laptop. Its size and install time are printed in the
+  test output (captured or not) and written to ``light-install.json`` beside it. It must hold no torch,
+  transformers or TRL, name the ``[train]`` extra for every command that needs the trainer, and list, watch
+  and stop a run on a host (the real sshd of ``tests/sshd.py``) whose ``command:`` is this checkout's full
+  install.
+- **The full install** (``installed``): the wheel in a fresh venv that finds the trainer's packages in the dev
+  environment (installed by ``./dev``: the CPU torch first, then ``.[train,dev]`` with constraints.txt), so
+  the demo trains without installing 1.4 GB again on every run.
 
-- The wheel is built from a copy of the tree, so the build writes no ``build/`` or ``*.egg-info`` into the
-  checkout and no stale ``build/lib`` file can slip into the wheel.
+How the full virtualenv reuses the dev environment's dependencies without seeing the checkout:
+
+- The wheel is built from a copy of the tree (the files git tracks or does not ignore), so the build writes no
+  ``build/`` or ``*.egg-info`` into the checkout and no stale ``build/lib`` file or virtualenv can slip into
+  the wheel.
 - The base interpreter makes the venv without pip; ``pip --python VENV_PYTHON install --no-deps --no-index``
   installs the wheel into it while it is still empty.
 - Only then a ``.pth`` file in the venv's site-packages lists the dev venv's site-packages. A path line in a
@@ -38,9 +50,14 @@ from tools.tmux import Tmux
 from ..helpers import PATTERN_FLAGS, ROOT, wait_for
 from ..remote_hosts import remote, sshd  # noqa: F401
 
+FULL_INSTALL = os.environ.get("GRPO_TUI_WHEEL_FULL_INSTALL") == "1"
+"""Set: the full install is ``pip install 'WHEEL[train]'`` from the index (1.4 GB, minutes) instead of the wheel
+over the dev environment's packages."""
+FULL_INSTALL_TIMEOUT = 900
+
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.timeout(300),
+    pytest.mark.timeout(300 + (FULL_INSTALL_TIMEOUT if FULL_INSTALL else 0)),
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (the app is opened in tmux)"),
 ]
 
@@ -99,6 +116,25 @@ def dev_site_packages() -> list[str]:
     return list(dict.fromkeys(paths[k] for k in ("purelib", "platlib")))
 
 
+def copy_source(target: Path) -> None:
+    """The files of the tree as git sees it (tracked, and untracked ones it does not ignore): no virtualenv,
+    build output or cache of the checkout, whatever its name; outside a git checkout, the tree less NOT_SOURCE."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=60,
+    )
+    if listed.returncode:
+        shutil.copytree(ROOT, target, symlinks=True, ignore=NOT_SOURCE)
+        return
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        path = ROOT / name
+        if path.is_file() or path.is_symlink():  # a deleted file is still listed until it is committed
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target / name, follow_symlinks=False)
+
+
 def base_python() -> str:
     return getattr(sys, "_base_executable", None) or sys.executable
 
@@ -108,7 +144,7 @@ def wheel(tmp_path_factory) -> Path:
     """The wheel, built from a copy of the tree (nothing written into the checkout); shared by both installs."""
     base = tmp_path_factory.mktemp("wheel")
     source, dist = base / "source", base / "dist"
-    shutil.copytree(ROOT, source, symlinks=True, ignore=NOT_SOURCE)
+    copy_source(source)
     checked(
         subprocess.run(
             [
@@ -135,6 +171,9 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def installed(wheel, tmp_path_factory) -> Installed:
     target = Installed(tmp_path_factory.mktemp("installed"))
+    if FULL_INSTALL:
+        install_full(target, wheel)
+        return target
     checked(
         subprocess.run(
             [base_python(), "-m", "venv", "--without-pip", str(target.venv)],
@@ -165,6 +204,39 @@ def installed(wheel, tmp_path_factory) -> Installed:
     site = checked(target.python("import sysconfig; print(sysconfig.get_paths()['purelib'])")).stdout.strip()
     Path(site, "zz_dev_dependencies.pth").write_text("".join(f"{p}\n" for p in dev_site_packages()))
     return target
+
+
+def make_venv(target: Installed) -> None:
+    """A fresh venv with pip, as ``python -m venv`` makes it for a user."""
+    checked(
+        subprocess.run([base_python(), "-m", "venv", str(target.venv)], capture_output=True, text=True, timeout=120)
+    )
+
+
+def pip_install(target: Installed, *args: str, timeout: float) -> None:
+    """``VENV/bin/python -m pip install -c constraints.txt ARGS`` from the package index, with pip's own cache."""
+    env = {**target.env, "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))}
+    checked(
+        subprocess.run(
+            [target.bin("python"), "-m", "pip", "install", "-c", str(ROOT / "constraints.txt"), *args],
+            cwd=target.work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    )
+
+
+def install_full(target: Installed, wheel: Path) -> None:
+    """``pip install 'WHEEL[train]'`` into a fresh venv as ./dev installs: the CPU torch first where there is no
+    GPU (the version ./dev names), so the requirement does not pull the CUDA build."""
+    make_venv(target)
+    if shutil.which("nvidia-smi") is None:
+        torch = re.search(r"pip install -q (torch==\S+)", (ROOT / "dev").read_text())
+        assert torch, "./dev names no CPU torch to install first"
+        pip_install(target, torch.group(1), timeout=FULL_INSTALL_TIMEOUT)
+    pip_install(target, f"{wheel}[train]", timeout=FULL_INSTALL_TIMEOUT)
 
 
 def test_the_packages_import_from_the_venv_not_the_checkout(installed):
@@ -289,22 +361,10 @@ def light(wheel, tmp_path_factory, request) -> Installed:
     Its size and time go to the test output and to ``light-install.json`` beside it."""
     base = tmp_path_factory.mktemp("light")
     target = Installed(base)
-    pip_env = {**target.env, "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))}
     started = time.monotonic()
-    checked(
-        subprocess.run([base_python(), "-m", "venv", str(target.venv)], capture_output=True, text=True, timeout=120)
-    )
+    make_venv(target)
     venv_made = time.monotonic()
-    checked(
-        subprocess.run(
-            [target.bin("python"), "-m", "pip", "install", "-c", str(ROOT / "constraints.txt"), str(wheel)],
-            cwd=target.work,
-            env=pip_env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    )
+    pip_install(target, str(wheel), timeout=300)
     done = time.monotonic()
     freeze = checked(target.run(target.bin("python"), "-m", "pip", "freeze", "--all")).stdout.split()
     record = {
@@ -338,6 +398,19 @@ def test_the_light_install_has_no_trainer_and_says_so(light):
     info = json.loads(checked(light.run(light.bin("grpo-tui"), "info", "--json")).stdout)
     assert info["install"] == "light", info
     assert "install: light" in checked(light.run(light.bin("grpo-tui"), "info")).stdout
+
+
+def test_the_light_requirements_hold_no_trainer_package_and_the_train_extra_each(light):
+    code = "import importlib.metadata as m, json; print(json.dumps(m.requires('grpo-tui')))"
+    requires = json.loads(checked(light.python(code)).stdout)
+
+    def names(extra: str | None) -> set[str]:
+        marker = re.compile(rf"""extra\s*==\s*["']{extra}["']""") if extra else None
+        chosen = [r for r in requires if (marker.search(r) if marker else "extra ==" not in r)]
+        return {re.split(r"[^A-Za-z0-9_.-]", r, maxsplit=1)[0].lower() for r in chosen}
+
+    assert names(None) and not names(None) & set(TRAINER), requires
+    assert set(TRAINER) <= names("train"), requires
 
 
 TRAINER_COMMANDS = [
