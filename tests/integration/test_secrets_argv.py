@@ -16,20 +16,22 @@ import psutil
 import pytest
 import yaml
 
+from tests.remote_hosts import remote, sshd  # noqa: F401
 from trainer_core.contract.config.notify_urls import NOTIFY_ENV, NOTIFY_FILE, is_masked, mask
 from trainer_core.contract.run.process import RUN_MARKER
 
-from ..helpers import ROOT, pattern_args
+from ..helpers import PATTERN_FLAGS, ROOT, pattern_args
 from .test_notify import Receiver
 
 SECRET = "t0p-s3cr3t-h00k"
 
 
-def _shown(secret: str) -> list[str]:
-    """The command lines, and the environments of the run's processes, that hold ``secret``."""
+def _shown(secret: str, but: int | None = None) -> list[str]:
+    """The command lines, and the environments of the run's processes, that hold ``secret`` (``but``: a pid whose
+    command line the user typed it on)."""
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
-        if secret in " ".join(proc.info["cmdline"] or []):
+        if secret in " ".join(proc.info["cmdline"] or []) and proc.info["pid"] != but:
             found.append(f"pid {proc.info['pid']} argv: {proc.info['cmdline']}")
         try:
             env = proc.environ()
@@ -134,3 +136,27 @@ def test_a_real_url_holding_stars_is_hidden_in_notify_json_not_kept_in_config(tm
     masked = secure_config(tmp_path, RunConfig(notify=[real, "https://y.org/***"]))
     assert masked is not None and masked.notify == ["https://x.org/***", "https://y.org/***"]
     assert read_run_urls(tmp_path) == [real]
+
+
+@pytest.mark.slow
+def test_a_launch_on_a_host_shows_the_url_on_no_command_line_there(remote, tiny_model, receiver, tmp_path):  # noqa: F811
+    """The host is a real sshd on 127.0.0.1, so its processes (sshd's shell, its grpo-tui, the run) are seen here."""
+    url = receiver.url(f"/remote/{SECRET}")
+    argv = ["launch", "--host", "gpubox", "--model", tiny_model, *PATTERN_FLAGS, "--max-steps", "1", "--notify", url]
+    out = tmp_path / "launch.out"
+    with open(out, "wb") as fh:
+        launch = subprocess.Popen(
+            [sys.executable, "-m", "grpo_tui", *argv, "--save-steps", "1000", "--json"],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **remote.env},
+            cwd=ROOT,
+        )
+    seen = []
+    deadline = time.monotonic() + 300
+    while not [b for b in receiver.bodies(f"/remote/{SECRET}") if b["event"] == "run_end"]:
+        seen += _shown(SECRET, but=launch.pid)  # the launch itself: the command line the user typed
+        assert time.monotonic() < deadline, out.read_text()
+        time.sleep(0.05)
+    assert launch.wait(timeout=60) == 0, out.read_text()
+    assert not seen, seen
