@@ -333,30 +333,47 @@ def train_on_corpus(
     return loss
 
 
-def _marker_text(pretrained: bool) -> str:
-    return json.dumps({"format": FORMAT_VERSION, "pretrained": pretrained}) + "\n"
+VLLM_HIDDEN_SIZE = 128
+"""The ``for_vllm`` variant's width: 4 heads of 32, since vLLM's CPU attention supports head_dim 32 and up (the
+default model's 64 gives heads of 16, and vLLM's first generate on a CPU fails)."""
 
 
-def is_built(output_dir: str | os.PathLike, *, pretrain: bool = False) -> bool:
-    """Whether ``output_dir`` holds a complete model of this format and kind (random or pre-trained)."""
+def _marker_text(pretrained: bool, for_vllm: bool = False) -> str:
+    data: dict = {"format": FORMAT_VERSION, "pretrained": pretrained}
+    if for_vllm:
+        data["for_vllm"] = True
+    return json.dumps(data) + "\n"
+
+
+def is_built(output_dir: str | os.PathLike, *, pretrain: bool = False, for_vllm: bool = False) -> bool:
+    """Whether ``output_dir`` holds a complete model of this format and kind (random or pre-trained, for vLLM)."""
     try:
-        return (Path(output_dir) / MARKER).read_text() == _marker_text(pretrain)
+        return (Path(output_dir) / MARKER).read_text() == _marker_text(pretrain, for_vllm)
     except OSError:
         return False
 
 
 def build_tiny_model(
-    output_dir: str | os.PathLike, *, hidden_size: int = 64, num_layers: int = 2, seed: int = 0, pretrain: bool = False
+    output_dir: str | os.PathLike,
+    *,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    seed: int = 0,
+    pretrain: bool = False,
+    for_vllm: bool = False,
 ) -> Path:
     """Write a tiny causal LM and its tokenizer to ``output_dir``; return the folder.
 
     ``pretrain`` trains the random weights briefly (a few seconds on a CPU) so that the model writes words.
     Idempotent: a folder that already holds a complete model of the same kind and format is left as it is,
-    so callers can cache it; any other content of the folder is overwritten.
+    so callers can cache it; any other content of the folder is overwritten. ``for_vllm`` builds it
+    :data:`VLLM_HIDDEN_SIZE` wide, so that vLLM can serve it on a CPU.
     """
     out = Path(output_dir)
-    if is_built(out, pretrain=pretrain):
+    if is_built(out, pretrain=pretrain, for_vllm=for_vllm):
         return out
+    if for_vllm:
+        hidden_size = VLLM_HIDDEN_SIZE
     marker = out / MARKER
     marker.unlink(missing_ok=True)
     import torch
@@ -389,5 +406,5 @@ def build_tiny_model(
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    marker.write_text(_marker_text(pretrain))
+    marker.write_text(_marker_text(pretrain, for_vllm))
     return out

