@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 
 from orjson import dumps, loads
 
-from grpo_tui.services.run_row import RunInfo
+from grpo_tui.services.run_row import EVAL_POINTS, EvalFigures, EvalPoint, RunInfo
 from grpo_tui.services.stop_outcome import StopOutcome
 from trainer_core.contract.run.events import HealthWarning
 from trainer_core.contract.run.severity import Severity
@@ -196,7 +196,24 @@ def parse_run_row(data: Any) -> RunInfo:
         exit_reason=f.text("exit_reason"),
         alerts=list(_alerts(f)),
         queue_reason=f.text("queue_reason"),
+        held_out=_held_out(f),
     )
+
+
+def _held_out(row: _Fields, key: str = "eval") -> EvalFigures | None:
+    """A row's ``eval`` (``EvalFigures.to_dict``): null for a run without evals, else its ranking metric's name and
+    each point ``{step, value}`` or null."""
+    if row.get(key) is None:
+        return None
+    f = _Fields(row.get(key), row.name(key))
+    metric = f.text("metric", optional=False)
+    if not metric:
+        _fail(f.name("metric"), metric, "a metric's name (a non-empty string)")
+    points = {}
+    for name in EVAL_POINTS:
+        point = None if f.get(name) is None else _Fields(f.get(name), f.name(name))
+        points[name] = point and EvalPoint(point.whole("step"), point.number("value"))
+    return EvalFigures(metric, **points)
 
 
 def parse_run_rows(data: Any) -> tuple[list[RunInfo], list[str]]:

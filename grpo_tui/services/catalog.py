@@ -9,10 +9,10 @@ The held-out evaluation's figures (``run_row.EvalFigures``) come from a byte sca
 naming an ``eval`` event, remembered per file like the warnings'.
 
 A finished run is cheaper still: its state.json carries the ``summary`` written at its end
-(``trainer_core.contract.run.summary``), so listing it reads that one small file and stats events.jsonl,
-with no YAML and no process lookup; its events are scanned for evals only (a run with evals reads its
-config.yaml for its ranking metric). Runs without a valid summary (they ended before
-summaries existed, or live ones) are read as above.
+(``trainer_core.contract.run.summary``), held-out figures included, so listing it reads that one small file
+and stats events.jsonl, with no YAML, no events scan and no process lookup. Runs without a valid summary (they
+ended before summaries existed, or live ones) are read as above, and so are the evals of a run whose summary
+was written before summaries held them.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from trainer_core.contract.run.folder import RUNS_DIR_ENV, RunFolder, resolve_ru
 from trainer_core.contract.run.ledger import default_metric
 from trainer_core.contract.run.state import read_state
 from trainer_core.contract.run.status import Status
-from trainer_core.contract.run.summary import scan_warnings, summary_crash, valid_summary
+from trainer_core.contract.run.summary import EVAL_KEY, scan_warnings, summary_crash, valid_summary
 
 from . import slurm_queue
 from .run_health import watcher_warnings
@@ -187,8 +187,19 @@ def summarised_info(folder: RunFolder, state: dict, status: Status, summary: dic
         last_warning=last_warning,
         exit_reason=state.get("exit_reason"),
         alerts=alerts,
-        held_out=held_out(folder),
+        held_out=summarised_held_out(folder, summary),
     )
+
+
+def summarised_held_out(folder: RunFolder, summary: dict) -> EvalFigures | None:
+    """The held-out figures a summary stores (``eval``: None for a run without evals); the events' when it has
+    none (written before summaries held them) or holds a record that is not figures."""
+    if EVAL_KEY in summary:
+        record = summary[EVAL_KEY]
+        figures = EvalFigures.from_record(record)
+        if figures is not None or record is None:
+            return figures
+    return held_out(folder)
 
 
 def _int(value) -> int | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from trainer_core.contract.run.events import Eval, HealthWarning
 from trainer_core.contract.run.status import Status
-from trainer_core.contract.run.summary import warning_record
+from trainer_core.contract.run.summary import eval_figures, warning_record
 
 
 @dataclass(frozen=True)
@@ -27,12 +27,30 @@ class EvalPoint:
     def to_dict(self) -> dict:
         return {"step": self.step, "value": self.value}
 
+    @classmethod
+    def from_record(cls, record: object) -> EvalPoint | None:
+        """``{step, value}`` as ``to_dict`` wrote it; None when it is not one."""
+        if not isinstance(record, dict):
+            return None
+        step, value = record.get("step"), record.get("value")
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            return None
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+        ):
+            return None
+        return cls(step, value)
+
+
+EVAL_POINTS = ("baseline", "latest", "best")  # an ``eval`` record's points, after its ``metric``
+
 
 @dataclass(frozen=True)
 class EvalFigures:
     """A run's held-out evaluation in three figures of its ranking ``metric`` (``ledger.default_metric``): the
     baseline (the base model's eval, step 0), the latest eval and the best one (the highest; the later on a tie,
-    as the ledger ranks checkpoints)."""
+    as the ledger ranks checkpoints). Computed by ``summary.eval_figures``, which a finished run's summary
+    stores: a run is listed alike from its summary and from its events."""
 
     metric: str
     baseline: EvalPoint | None
@@ -42,22 +60,25 @@ class EvalFigures:
     @classmethod
     def of(cls, evals: Mapping[int, Eval], metric: str | None) -> EvalFigures | None:
         """The figures of ``evals`` (by step); None without evals or a metric."""
-        if not evals or not metric:
+        return cls.from_record(eval_figures(evals, metric))
+
+    @classmethod
+    def from_record(cls, record: object) -> EvalFigures | None:
+        """The figures ``summary.eval_figures`` made (as a summary stores them); None when ``record`` is not
+        that: None itself, or a record of the wrong shape (then its points are not trusted either)."""
+        if not isinstance(record, dict) or not isinstance(record.get("metric"), str) or not record["metric"]:
             return None
-        base = evals.get(0) or next((e for e in evals.values() if e.base), None)
-        newest = evals[max(evals)]
-        scored = [(v, step) for step, e in evals.items() if (v := e.value(metric)) is not None and math.isfinite(v)]
-        top = max(scored, default=None)
-        return cls(
-            metric,
-            None if base is None else EvalPoint(base.step, base.value(metric)),
-            EvalPoint(newest.step, newest.value(metric)),
-            None if top is None else EvalPoint(top[1], top[0]),
-        )
+        points = {}
+        for name in EVAL_POINTS:
+            value = record.get(name)
+            points[name] = EvalPoint.from_record(value)
+            if value is not None and points[name] is None:
+                return None
+        return cls(record["metric"], **points)
 
     def to_dict(self) -> dict:
         """The ``eval`` of a ``runs --json`` row."""
-        points = {"baseline": self.baseline, "latest": self.latest, "best": self.best}
+        points = {name: getattr(self, name) for name in EVAL_POINTS}
         return {"metric": self.metric, **{name: p and p.to_dict() for name, p in points.items()}}
 
 

@@ -4,8 +4,9 @@ Teams keep thousands of runs in one folder, and listing them must not read every
 YAML config each time. So when a run ends (``RunFolder.record_end``, which every writer of an end goes
 through) this computes the list's fields from the run folder once — a backward read of events.jsonl for
 the last step, a byte scan for the warnings, config.yaml for the project and model and, for a failed run,
-the watcher's crash verdict from the error events and the end of trainer.log — and the state stores them
-as ``summary`` (docs/run-format.md). A reader then needs one small JSON file per finished run.
+the watcher's crash verdict from the error events and the end of trainer.log, and the held-out evaluation's
+figures from the same scan's ``eval`` events — and the state stores them as ``summary`` (docs/run-format.md).
+A reader then needs one small JSON file per finished run.
 
 A summary belongs to one end: it records that end's ``ended`` time and the size of events.jsonl it was
 computed from, and a reader trusts it only while the state is final, has that ``ended`` and events.jsonl
@@ -15,16 +16,20 @@ and for runs that ended before summaries existed, a reader reads the files as be
 
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from trainer_core.contract.run.crash import classify_crash
 from trainer_core.contract.run.event_log import scan_events, tail_events
-from trainer_core.contract.run.events import Error, EventType, HealthWarning, RunFinished, clean, decode
+from trainer_core.contract.run.events import Error, Eval, EventType, HealthWarning, RunFinished, clean, decode
 from trainer_core.contract.run.status import Status
 
 LOG_TAIL_BYTES = 64 * 1024
 SUMMARY_KEY = "summary"
+EVAL_KEY = "eval"  # the summary's held-out figures; absent from summaries written before it existed
+SUMMARY_SCAN = (EventType.WARNING, EventType.ERROR, EventType.RUN_FINISHED, EventType.EVAL)
 
 
 def _positive(value) -> int | None:
@@ -70,6 +75,41 @@ def crash_verdict(events: list, log_file: str | os.PathLike) -> HealthWarning | 
     return classify_crash(log_tail(log_file), errors, finished)
 
 
+def ranking_metric(keep_best: object, evals: Mapping[int, Eval]) -> str | None:
+    """The metric a run's evals are ranked by, given its config's ``keep_best``: that setting's metric, else the
+    first task metric, else ``reward``; None without evals. It is ``ledger.default_metric``'s rule for a config
+    already read (the ledger imports the run folder, which imports this module, so it is not imported here)."""
+    if isinstance(keep_best, str) and keep_best.strip():
+        metric, sep, count = keep_best.strip().rpartition(":")
+        metric, count = (metric, count) if sep else (keep_best, "1")
+        if metric.strip() and count.isdigit() and int(count) >= 1:  # else not a setting: ranked as without one
+            return metric.strip()
+    for event in evals.values():
+        if event.task_metrics and isinstance(event.task_metrics[0], str):
+            return event.task_metrics[0]
+    return "reward" if evals else None
+
+
+def eval_figures(evals: Mapping[int, Eval], metric: str | None) -> dict | None:
+    """A run's held-out evaluation in three figures of its ranking ``metric``, each ``{step, value}``: the
+    ``baseline`` (the base model's eval, step 0; None without one), the ``latest`` eval and the ``best`` one (the
+    highest finite value, the later on a tie, as the ledger ranks checkpoints; None when none has a value).
+    ``evals`` are by step; None without evals or a metric. What a summary stores as ``eval``, and what
+    ``grpo-tui runs --json`` sends."""
+    if not evals or not metric:
+        return None
+    base = evals.get(0) or next((e for e in evals.values() if e.base), None)
+    newest = evals[max(evals)]
+    scored = [(v, step) for step, e in evals.items() if (v := e.value(metric)) is not None and math.isfinite(v)]
+    top = max(scored, default=None)
+    return {
+        "metric": metric,
+        "baseline": None if base is None else {"step": base.step, "value": base.value(metric)},
+        "latest": {"step": newest.step, "value": newest.value(metric)},
+        "best": None if top is None else {"step": top[1], "value": top[0]},
+    }
+
+
 def summarize(folder, status: Status | str, state: dict | None = None, config: dict | None = None) -> dict:
     """The ``summary`` of a run that has just ended with ``status`` (after its ``run_finished`` event).
 
@@ -86,9 +126,10 @@ def summarize(folder, status: Status | str, state: dict | None = None, config: d
         size = 0
     last_event, last = tail_events(events_file)
     last_time = last_event.time if last_event is not None and isinstance(last_event.time, (int, float)) else None
-    # one byte scan of the events for both the warnings and a failed run's errors
-    events, _ = scan_events(events_file, (EventType.WARNING, EventType.ERROR, EventType.RUN_FINISHED))
+    # one byte scan of the events for the warnings, a failed run's errors and the evals
+    events, _ = scan_events(events_file, SUMMARY_SCAN)
     warnings, last_warning = _alarming(events)
+    evals = {e.step: e for e in events if isinstance(e, Eval)}  # a step's latest record wins (a resumed leg)
     crash = crash_verdict(events, folder.log_file) if status is Status.FAILED else None
     return clean(
         {
@@ -103,6 +144,7 @@ def summarize(folder, status: Status | str, state: dict | None = None, config: d
             "warnings": warnings,
             "last_warning": last_warning,
             "crash": warning_record(crash) if crash else None,
+            EVAL_KEY: eval_figures(evals, ranking_metric(config.get("keep_best"), evals)),
             "duration": round(max(0.0, ended - started), 3)
             if isinstance(started, (int, float)) and isinstance(ended, (int, float))
             else None,
