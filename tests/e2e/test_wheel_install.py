@@ -348,6 +348,8 @@ def test_the_app_opens_on_the_demo_run_with_its_theme(installed, demo_run, tmux)
 
 LIGHT_MAX_BYTES = 250 << 20  # what the app needs is ~100 MiB; torch alone is several times this
 TRAINER = ("torch", "transformers", "trl", "datasets", "peft", "accelerate", "tokenizers")
+LIGHT_TIMEOUT = pytest.mark.timeout(600)
+"""Whichever light test runs first installs it: a minute or two on a busy machine, before the test itself."""
 
 
 def tree_size(path: Path) -> int:
@@ -385,6 +387,7 @@ def light(wheel, tmp_path_factory, request) -> Installed:
     return target
 
 
+@LIGHT_TIMEOUT
 def test_the_light_install_has_no_trainer_and_says_so(light):
     code = (
         "import importlib.metadata as m, importlib.util as u, json, sys; print(json.dumps({"
@@ -400,6 +403,7 @@ def test_the_light_install_has_no_trainer_and_says_so(light):
     assert "install: light" in checked(light.run(light.bin("grpo-tui"), "info")).stdout
 
 
+@LIGHT_TIMEOUT
 def test_the_light_requirements_hold_no_trainer_package_and_the_train_extra_each(light):
     code = "import importlib.metadata as m, json; print(json.dumps(m.requires('grpo-tui')))"
     requires = json.loads(checked(light.python(code)).stdout)
@@ -424,6 +428,7 @@ TRAINER_COMMANDS = [
 ]
 
 
+@LIGHT_TIMEOUT
 def test_a_command_that_needs_the_trainer_names_the_extra_in_one_line_and_exits_2(light):
     for argv in TRAINER_COMMANDS:
         done = light.run(light.bin("grpo-tui"), *argv)
@@ -434,13 +439,17 @@ def test_a_command_that_needs_the_trainer_names_the_extra_in_one_line_and_exits_
     assert sorted(p.name for p in light.work.iterdir()) == [] and not light.runs.exists()
 
 
+@LIGHT_TIMEOUT
 def test_the_light_install_lists_watches_and_stops_a_run_on_a_host(light, remote, tiny_model, tmp_path):  # noqa: F811
-    """The host's ``command`` is the dev venv's grpo-tui (the full install); this side is the light venv."""
+    """gpubox's ``command`` is the dev venv's grpo-tui (the full install); this side is the light venv, and so is
+    lightbox's, which refuses to launch, naming the extra."""
     import yaml
 
     hosts = yaml.safe_load(remote.hosts_file.read_text())
     hosts_file = tmp_path / "hosts.yaml"
-    hosts_file.write_text(yaml.safe_dump({"gpubox": hosts["gpubox"]}))
+    # lightbox: the same machine through the same sshd, where grpo-tui is the light install
+    lightbox = {**hosts["otherbox"], "ssh": "otherbox", "command": light.bin("grpo-tui")}
+    hosts_file.write_text(yaml.safe_dump({"gpubox": hosts["gpubox"], "lightbox": lightbox}))
     hosts_file.chmod(0o600)
     env = {**light.env, **remote.env, "GRPO_TUI_HOSTS": str(hosts_file), "GRPO_TUI_RUNS_DIR": str(light.runs)}
     grpo_tui = light.bin("grpo-tui")
@@ -449,6 +458,10 @@ def test_the_light_install_lists_watches_and_stops_a_run_on_a_host(light, remote
         return subprocess.run(
             [grpo_tui, *argv], cwd=light.work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True
         )
+
+    refused = run("launch", "--host", "lightbox", "--model", tiny_model, *PATTERN_FLAGS, "--json")
+    assert refused.returncode == 2 and "pip install 'grpo-tui[train]'" in refused.stderr, refused
+    assert "Traceback" not in refused.stderr and not (remote.runs / "otherbox").exists()
 
     launched = checked(
         run("launch", "--host", "gpubox", "--model", tiny_model, *PATTERN_FLAGS, "--max-steps", "2000", "--json")
@@ -462,7 +475,11 @@ def test_the_light_install_lists_watches_and_stops_a_run_on_a_host(light, remote
         term = Tmux(env=env, width=120, height=36, session="light")
         try:
             term.start([grpo_tui], light.work)
-            term.wait_screen(lambda s: run_id in s and "gpubox ✓ 1 runs" in s, timeout=90, what="the host's run")
+            term.wait_screen(
+                lambda s: run_id in s and "gpubox ✓ 1 runs" in s and "lightbox ✓" in s,
+                timeout=90,
+                what="the host's run",
+            )
             term.send("Enter")
             screen = term.wait_screen(
                 lambda s: "RUNNING" in s and shown_step(s) >= 2, timeout=120, what="the remote run RUNNING at step 2"
