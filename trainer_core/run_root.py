@@ -279,7 +279,12 @@ class RunRoot:
     def _wait_worker(self, worker: subprocess.Popen) -> int:
         while True:
             try:
-                return worker.wait()
+                if self.server is None:
+                    return worker.wait()
+                return worker.wait(timeout=POLL_S)  # with a server of its own: watch that it lives
+            except subprocess.TimeoutExpired:
+                if self._server_gone(worker):
+                    return worker.wait()
             except InterruptedError:
                 continue
 
@@ -290,22 +295,29 @@ class RunRoot:
         record = {"command": cmd, "port": port, "gpus": self.placement.server_gpus}
         self.folder.write_state(vllm_server=record)  # the command is on record even if the start fails
         log = self.folder.path / "vllm_server.log"
-        self.server = vllm_server.start(cmd, run_env(self.folder.path, self.placement.server_env()), log, port)
+        env = run_env(self.folder.path, self.placement.server_env())
+        # a CPU server (no GPUs of its own): its cache and sockets in the run's places, not in the home
+        run_dir = None if self.placement.server_gpus else self.folder.path
+        self.server = vllm_server.start(cmd, env, log, port, run_dir)
         self.folder.write_state(vllm_server={**record, "pid": self.server.process.pid})
         vllm_server.wait_healthy(self.server, self.server_timeout)
         return self.server.url
 
     def _stop_server(self) -> None:
+        """The server's whole session (its engine and workers outlive a killed main process), with the run's
+        other marked processes, then its orphaned shared memory and socket files."""
         if self.server is None:
             return
-        import psutil
+        vllm_server.stop(self.server, grace=15, extra=collect(self.folder.path, []))
 
-        try:
-            procs = collect(self.folder.path, [psutil.Process(self.server.process.pid)])
-        except psutil.NoSuchProcess:
-            procs = []
-        terminate(procs, grace=15)
-        self.server.process.poll()
+    def _server_gone(self, worker: subprocess.Popen) -> bool:
+        """A server that died while the trainer ran is the run's cause: recorded, and the trainer is stopped."""
+        if self.server is None or (gone := vllm_server.died(self.server)) is None:
+            return False
+        tail = vllm_server.log_tail(self.server.log)
+        self._record_failure(ErrorKind.VLLM_SERVER, f"{gone} while the trainer ran; the run stopped.\n{tail}")
+        self._end_worker_tree(worker)
+        return True
 
     def _record_trainer_exit(self, code: int) -> None:
         """The trainer died without its end: killed, or (often) it could not write that end on a full disk,

@@ -1,0 +1,210 @@
+"""Real vLLM on the CPU (docs/vllm-cpu.md): colocate training through ``grpo-tui train`` of .venv-vllm, with the
+weight sync on (TRL's logged log-prob difference stays small, no ``sampling_mismatch``) and off on purpose
+(``GRPO_TUI_VLLM_NO_SYNC=1``: the difference grows and the rule fires), and the life of a real ``trl vllm-serve``
+as vllm_server.py runs it: start on 127.0.0.1 in its own session, readiness, a generate, and after a graceful
+stop, a force stop and a main process killed mid-run, nothing left (processes, /dev/shm/psm_*, sockets, port).
+
+Opt-in: ``GRPO_TUI_VLLM_TESTS=1``. The first run builds .venv-vllm with ``./dev vllm-env`` (minutes; cached by
+its stamp afterwards), and each engine start takes tens of seconds on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from trainer_core import vllm_server
+from trainer_core.contract.config.ports import free_port
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.events import HealthWarning, Metrics
+
+from ..helpers import PATTERN_FLAGS, ROOT, events_of, only_run
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("GRPO_TUI_VLLM_TESTS") != "1", reason="real vLLM on the CPU: set GRPO_TUI_VLLM_TESTS=1"
+    ),
+]
+LOGP_DIFFERENCE = "sampling/sampling_logp_difference/"
+SYNCED_MAX_DIFFERENCE = 0.05
+
+
+@pytest.fixture(scope="session")
+def vllm_bin() -> Path:
+    """.venv-vllm/bin, built once (``./dev vllm-env`` is instant when its stamp is current)."""
+    subprocess.run([str(ROOT / "dev"), "vllm-env"], check=True, timeout=1800)
+    return ROOT / ".venv-vllm" / "bin"
+
+
+@pytest.fixture(scope="session")
+def vllm_model(tmp_path_factory) -> str:
+    """The --for-vllm tiny model (head_dim 32), random weights: building it takes seconds, not minutes."""
+    from trainer_core.tiny_model import build_tiny_model
+
+    return str(build_tiny_model(tmp_path_factory.mktemp("tiny-vllm"), pretrain=False, for_vllm=True))
+
+
+def colocate(vllm_bin: Path, model: str, runs: Path, home: Path, steps: int, **env: str):
+    home.mkdir(exist_ok=True)
+    result = subprocess.run(
+        [
+            str(vllm_bin / "grpo-tui"),
+            "train",
+            "--model",
+            model,
+            *PATTERN_FLAGS,
+            "--lr",  # after PATTERN_FLAGS' own: the last one counts
+            "0.01",
+            # top-k off: TRL compares vLLM's processed log-probs (after top-k) with the trainer's full softmax
+            "--rl-top-k",
+            "0",
+            "--use-vllm",
+            "--vllm-mode",
+            "colocate",
+            "--max-steps",
+            str(steps),
+            "--runs-dir",
+            str(runs),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "HOME": str(home), "PYTHONUNBUFFERED": "1", **env},
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run = only_run(runs)
+    events = events_of(run)
+    return run, [e for e in events if isinstance(e, Metrics)], [e for e in events if isinstance(e, HealthWarning)]
+
+
+def test_colocate_trains_on_the_cpu_with_the_weights_synced(vllm_bin, vllm_model, tmp_path):
+    home = tmp_path / "home"
+    run, metrics, warnings = colocate(vllm_bin, vllm_model, tmp_path / "runs", home, steps=6)
+    assert [m.step for m in metrics] == [1, 2, 3, 4, 5, 6]
+    for m in metrics:
+        differences = {k: v for k, v in m.values.items() if k.startswith(LOGP_DIFFERENCE)}
+        assert differences and all(v <= SYNCED_MAX_DIFFERENCE for v in differences.values()), (m.step, differences)
+    assert not [w for w in warnings if w.rule == "sampling_mismatch"]
+    # the engine wrote in the run folder, not in the home, and its socket folder is gone
+    assert (run / "vllm" / "cache").is_dir() and not (home / ".cache" / "vllm").exists()
+    assert not (run / "vllm" / "tmp").exists() or not any((run / "vllm" / "tmp").iterdir())
+
+
+def test_colocate_without_the_sync_raises_sampling_mismatch(vllm_bin, vllm_model, tmp_path):
+    _, metrics, warnings = colocate(
+        vllm_bin, vllm_model, tmp_path / "runs", tmp_path / "home", steps=7, GRPO_TUI_VLLM_NO_SYNC="1"
+    )
+    means = [m.values[LOGP_DIFFERENCE + "mean"] for m in metrics]
+    assert means[-1] > means[0] and means[-1] > 0.3, means
+    assert [w for w in warnings if w.rule == "sampling_mismatch"], means
+
+
+# -- the server's life ------------------------------------------------------------------------------------------
+GENERATE = """
+import json, sys
+from trl.generation.vllm_client import VLLMClient
+client = VLLMClient(base_url=sys.argv[1], connection_timeout=60)
+out = client.generate(prompts=[[5, 6, 7]], n=2, max_tokens=4)
+print(json.dumps({"completions": len(out["completion_ids"])}))
+"""
+
+
+def shm_segments() -> set[str]:
+    return {p.name for p in Path("/dev/shm").glob("psm_*")}
+
+
+def port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as a next server binds: TIME_WAIT is no obstacle
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def launch_server(vllm_bin: Path, model: str, run: Path) -> tuple[vllm_server.RunningServer, int]:
+    run.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    config = RunConfig(model=model, use_vllm=True, vllm_mode="server")
+    cmd = vllm_server.server_command(config, port, [str(vllm_bin / "trl"), "vllm-serve"])
+    env = {**os.environ, "HOME": str(run / "home")}
+    return vllm_server.start(cmd, env, run / "vllm_server.log", port, run), port
+
+
+def left_behind(server: vllm_server.RunningServer, port: int, shm_before: set[str]) -> list[str]:
+    found = []
+    session = [p.pid for p in psutil.process_iter() if _sid(p.pid) == server.process.pid]
+    if session:
+        found.append(f"processes of its session: {session}")
+    if shm_segments() - shm_before:
+        found.append(f"shared memory: {sorted(shm_segments() - shm_before)}")
+    if server.tmp is not None and server.tmp.exists() and any(server.tmp.iterdir()):
+        found.append(f"socket files: {sorted(p.name for p in server.tmp.iterdir())}")
+    if not port_free(port):
+        found.append(f"port {port} in use")
+    return found
+
+
+def _sid(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
+
+
+def test_a_real_vllm_server_starts_serves_and_leaves_nothing_after_it_stops(vllm_bin, vllm_model, tmp_path):
+    """Two servers start side by side (one engine start's wait for both): the first is stopped gracefully (TERM);
+    the second's main process is killed mid-run, which leaves its engine and workers, and the stop then KILLs its
+    session at once (a force stop, no grace)."""
+    shm_before = shm_segments()
+    started = time.monotonic()
+    servers = [launch_server(vllm_bin, vllm_model, tmp_path / name) for name in ("graceful", "killed")]
+    try:
+        for server, _ in servers:
+            vllm_server.wait_healthy(server, timeout=900)
+        print(f"two engines up in {time.monotonic() - started:.1f}s", file=sys.stderr)
+        for server, port in servers:
+            assert _sid(server.process.pid) == server.process.pid  # its own session
+            assert server.url == f"http://127.0.0.1:{port}"
+            out = subprocess.run(
+                [str(vllm_bin / "python"), "-c", GENERATE, server.url], capture_output=True, text=True, timeout=300
+            )
+            assert out.returncode == 0, out.stderr[-3000:]
+            assert json.loads(out.stdout.splitlines()[-1]) == {"completions": 2}
+        (graceful, graceful_port), (killed, killed_port) = servers
+        os.kill(killed.process.pid, signal.SIGKILL)
+        killed.process.wait()
+        assert vllm_server.died(killed) == "the vLLM server was killed by signal 9"
+        assert [p.pid for p in psutil.process_iter() if _sid(p.pid) == killed.process.pid]  # the engine stays
+        t = time.monotonic()
+        assert vllm_server.stop(graceful, grace=30) == []
+        print(f"graceful stop in {time.monotonic() - t:.1f}s", file=sys.stderr)
+        assert vllm_server.stop(killed, grace=0) == []
+        assert left_behind(graceful, graceful_port, set()) == []
+        assert left_behind(killed, killed_port, set()) == []
+        assert shm_segments() - shm_before == set()
+    finally:
+        for server, _ in servers:
+            vllm_server.stop(server, grace=0)
+
+
+def test_a_server_that_is_not_ready_in_time_shows_its_log(vllm_bin, vllm_model, tmp_path):
+    server, _ = launch_server(vllm_bin, vllm_model, tmp_path / "run")
+    try:
+        with pytest.raises(vllm_server.ServerError, match=r"not healthy .* after 3s") as info:
+            vllm_server.wait_healthy(server, timeout=3)
+        assert "last lines of vllm_server.log" in str(info.value)
+    finally:
+        vllm_server.stop(server, grace=5)
