@@ -5,7 +5,9 @@ model before training; ``best``, ``final``, ``last`` or a step, through the chec
 checkpoint as base + adapter, never merged to disk), scores it on the run's held-out set (or ``--dataset``)
 with the run's own metrics, seed and sampling, and prints them side by side, with a few prompts whose
 verdict changed between the first model named (the base, when it is named) and the others. Because an eval
-seeds its own sampling, a checkpoint scores here as it scored when the run recorded it.
+seeds its own sampling, a checkpoint scores here as it scored when the run recorded it. An agentic run's
+episodes are played by a GRPOTrainer built around each model with the run's settings and tools, as during
+the run (agentic_eval.py).
 """
 
 from __future__ import annotations
@@ -69,6 +71,13 @@ def evaluate_run(run_dir: Path, which: list[str], dataset: str | None = None) ->
     results, per_prompt = [], []
     for spec in which:
         label, step, model = _load(config, spec, folder)
+        if setup.heldout.agentic:
+            from .agentic_eval import TrainerEpisodes, eval_trainer
+            from .trl_setup import build_grpo_config
+
+            trainer = eval_trainer(config, tokenizer, setup, model, build_grpo_config)
+            model = trainer.model
+            evaluator.episodes = TrainerEpisodes(trainer, config.eval_temperature)
         setup.bind(model)
         scored = evaluator.score(model)
         results.append(

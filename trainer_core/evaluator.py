@@ -5,7 +5,9 @@ An eval must never change the training it interrupts, so it runs in its own rand
 torch, CUDA, numpy and ``random`` are saved, seeded with the run's seed (every eval of every checkpoint
 samples alike, so ``grpo-tui eval`` later reproduces what the run recorded), and put back; the model goes
 back to the mode it was in. Generation is the model's own ``generate`` on the unwrapped model (base +
-adapter for LoRA), on the process that calls it.
+adapter for LoRA), on the process that calls it. In an agentic run (``heldout.agentic``) each sample is an
+episode, played with its tool calls by the trainer's own generation and tool loop (``episodes``,
+agentic_eval.py), and the metrics get each episode's messages and its environment instance.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from statistics import fmean, pstdev
 from typing import Any
 
+from .agentic import transcript_text
 from .contract.config.run_config import RunConfig
 from .contract.run.events import Eval
 from .environments import prompt_text
@@ -60,6 +64,8 @@ class Evaluator:
         self.heldout = heldout
         limit = config.eval_max_prompts
         self.rows = heldout.rows[:limit] if limit else heldout.rows
+        # an agentic run's episode player (agentic_eval.TrainerEpisodes), bound once its trainer exists
+        self.episodes: Callable[[list[dict]], Any] | None = None
 
     def evaluate(self, model, step: int, *, base: bool = False, train_reward: float | None = None) -> Eval:
         started = time.monotonic()
@@ -91,15 +97,23 @@ class Evaluator:
         size = self.config.eval_batch_size
         for start in range(0, len(self.rows), size):
             rows = self.rows[start : start + size]
-            texts = generate(model, self.tokenizer, [r["prompt"] for r in rows], k, self.config)
-            completions.extend(texts[i * k : (i + 1) * k] for i in range(len(rows)))
             prompts = [r["prompt"] for r in rows for _ in range(k)]
-            shaped = [
-                [{"role": "assistant", "content": t}] if isinstance(p, list) else t for p, t in zip(prompts, texts)
-            ]
             repeated = [r for r in rows for _ in range(k)]
+            environments = None
+            if self.heldout.agentic:
+                if self.episodes is None:
+                    raise RuntimeError("an agentic held-out set is scored with its trainer's episodes: bind them first")
+                played = self.episodes(repeated)
+                shaped, environments = played.completions, played.environments
+                texts = [transcript_text(c) for c in shaped]
+            else:
+                texts = generate(model, self.tokenizer, [r["prompt"] for r in rows], k, self.config)
+                shaped = [
+                    [{"role": "assistant", "content": t}] if isinstance(p, list) else t for p, t in zip(prompts, texts)
+                ]
+            completions.extend(texts[i * k : (i + 1) * k] for i in range(len(rows)))
             for name, scorer in self.heldout.scorers.items():
-                flat = scorer(prompts, shaped, repeated)
+                flat = scorer(prompts, shaped, repeated, environments)
                 values[name].extend(list(flat[i * k : (i + 1) * k]) for i in range(len(rows)))
         return Scored(values, completions)
 

@@ -8,8 +8,11 @@ have trained on, and is not.
 
 Metrics: the reward functions (each by its name, and ``reward``, their weighted total) and the task
 metrics, which do not depend on the reward: an environment's ``eval_metrics(completion, **row) -> dict``,
-or ``--eval-metric`` functions called as reward functions are. Each value must be a finite number in
-[0, 1]; anything else stops the run with the user's traceback and the case, as a bad score does.
+or ``--eval-metric`` functions called as reward functions are. In an agentic run a completion is an
+episode: the reward functions get its messages and ``environments`` (each episode's instance), as TRL gives
+them; ``eval_metrics`` is called on the episode's own instance, after the episode, with the transcript.
+Each value must be a finite number in [0, 1]; anything else stops the run with the user's traceback and
+the case, as a bad score does.
 Everything here is checked before the model loads (a probe call learns the environment's metric names).
 """
 
@@ -29,18 +32,22 @@ from .environments import TRL_REWARD_KWARGS, EnvError, checked_score, completion
 
 EVAL_ROWS_FILE = "eval_rows.json"
 _PREVIEW = 200
+Scorer = Callable[[list, list, list[dict], Any], list[float]]
 
 
 @dataclass
 class HeldOut:
     """The held-out prompts (``rows``: the dataset's rows, ``prompt`` included), where they came from, and the
     functions that score a batch of completions: ``scorers`` maps a metric's name to
-    ``f(prompts, completions, rows) -> list[float]``; ``task`` names the task metrics among them."""
+    ``f(prompts, completions, rows, environments) -> list[float]`` (``environments``: each episode's instance in
+    an agentic run, else None); ``task`` names the task metrics among them. ``agentic``: the model calls tools,
+    so each completion is an episode played by the trainer's tool loop."""
 
     rows: list[dict]
     source: str
-    scorers: dict[str, Callable[[list, list, list[dict]], list[float]]] = field(default_factory=dict)
+    scorers: dict[str, Scorer] = field(default_factory=dict)
     task: list[str] = field(default_factory=list)
+    agentic: bool = False
 
 
 def wants_eval(config: RunConfig, env: Any) -> bool:
@@ -127,9 +134,10 @@ def _columns(rows: list[dict]) -> dict[str, list]:
 def function_scorer(name: str, func: Callable):
     """A function with a reward function's signature, as a metric scorer."""
 
-    def score(prompts, completions, rows):
+    def score(prompts, completions, rows, environments=None):
+        given = {} if environments is None else {"environments": environments}
         try:
-            values = func(prompts=prompts, completions=completions, **_columns(rows))
+            values = func(prompts=prompts, completions=completions, **given, **_columns(rows))
         except Exception as exc:
             first = completion_text(completions[0])[:_PREVIEW] if completions else ""
             raise EnvError(
@@ -142,9 +150,14 @@ def function_scorer(name: str, func: Callable):
     return score
 
 
-def env_metric_names(env, row: dict) -> list[str]:
+def env_metric_names(env, row: dict, factory: Callable | None = None) -> list[str]:
     """The names ``eval_metrics`` returns, learnt from one call on an empty completion (before the model
-    loads), with its return checked: a mapping of names to numbers."""
+    loads), with its return checked: a mapping of names to numbers. ``factory``: an agentic run's
+    environment_factory; the call is made on a rollout's instance reset with ``row``, as an episode's is."""
+    if factory is not None:
+        rollout = factory()
+        rollout.reset(**row)
+        env = rollout.env
     try:
         probe = env.eval_metrics(completion="", **{k: v for k, v in row.items() if k != "prompt"})
     except Exception as exc:
@@ -161,19 +174,24 @@ def env_metric_names(env, row: dict) -> list[str]:
     return list(probe)
 
 
-def env_scorers(env, names: list[str]) -> dict[str, Callable]:
-    """One scorer per name of the environment's ``eval_metrics``; a call computes them all once per batch."""
+def env_scorers(env, names: list[str], agentic: bool = False) -> dict[str, Scorer]:
+    """One scorer per name of the environment's ``eval_metrics``; a call computes them all once per batch.
+    ``agentic``: each completion is an episode, scored on its transcript by its own instance when it has one."""
+    from .agentic import EpisodeEnvironment, transcript_text
+
     cache: dict[int, dict[str, list[float]]] = {}
 
-    def all_of(prompts, completions, rows):
+    def all_of(prompts, completions, rows, environments=None):
         key = id(completions)
         if key not in cache:
             cache.clear()
             table: dict[str, list[float]] = {n: [] for n in names}
-            for completion, row in zip(completions, rows):
-                text = completion_text(completion)
+            for i, (completion, row) in enumerate(zip(completions, rows)):
+                text = transcript_text(completion) if agentic else completion_text(completion)
                 columns = {k: v for k, v in row.items() if k != "prompt"}
-                result = _call_env_metrics(env, text, columns)
+                rollout = environments[i] if environments else None
+                owner = rollout.env if isinstance(rollout, EpisodeEnvironment) else env
+                result = _call_env_metrics(owner, text, columns)
                 for n in names:
                     if n not in result:
                         raise EnvError(
@@ -187,7 +205,7 @@ def env_scorers(env, names: list[str]) -> dict[str, Callable]:
             cache[key] = table
         return cache[key]
 
-    return {n: (lambda p, c, r, n=n: all_of(p, c, r)[n]) for n in names}
+    return {n: (lambda p, c, r, e=None, n=n: all_of(p, c, r, e)[n]) for n in names}
 
 
 def _call_env_metrics(env, text: str, columns: dict) -> dict:
@@ -205,7 +223,7 @@ def _call_env_metrics(env, text: str, columns: dict) -> dict:
     return result
 
 
-def reward_scorers(funcs: list, weights: list[float] | None) -> dict[str, Callable]:
+def reward_scorers(funcs: list, weights: list[float] | None) -> dict[str, Scorer]:
     """The reward functions as metrics, each by its name, and ``reward``: their weighted total, as TRL sums it."""
     from types import SimpleNamespace
 
@@ -217,11 +235,12 @@ def reward_scorers(funcs: list, weights: list[float] | None) -> dict[str, Callab
     def ignore(*args, **kwargs):
         return None
 
-    def all_of(prompts, completions, rows):
+    def all_of(prompts, completions, rows, environments=None):
         key = id(completions)
         if key not in cache:
             cache.clear()
             table: dict[str, list[float]] = {}
+            given = {} if environments is None else {"environments": environments}
             for name, func in zip(names, funcs):
                 values = func(
                     prompts=prompts,
@@ -229,6 +248,7 @@ def reward_scorers(funcs: list, weights: list[float] | None) -> dict[str, Callab
                     trainer_state=state,
                     log_extra=ignore,
                     log_metric=ignore,
+                    **given,
                     **_columns(rows),
                 )
                 table[name] = [math.nan if v is None else float(v) for v in values]
@@ -240,15 +260,18 @@ def reward_scorers(funcs: list, weights: list[float] | None) -> dict[str, Callab
         return cache[key]
 
     if len(names) == 1:
-        return {"reward": lambda p, c, r: all_of(p, c, r)[names[0]]}
-    return {n: (lambda p, c, r, n=n: all_of(p, c, r)[n]) for n in ["reward", *names]}
+        return {"reward": lambda p, c, r, e=None: all_of(p, c, r, e)[names[0]]}
+    return {n: (lambda p, c, r, e=None, n=n: all_of(p, c, r, e)[n]) for n in ["reward", *names]}
 
 
-def task_scorers(config: RunConfig, env: Any, first_row: dict) -> dict[str, Callable]:
-    """The task metrics: ``--eval-metric`` functions, and an environment's ``eval_metrics``."""
+def task_scorers(
+    config: RunConfig, env: Any, first_row: dict, *, agentic: bool = False, factory: Callable | None = None
+) -> dict[str, Scorer]:
+    """The task metrics: ``--eval-metric`` functions, and an environment's ``eval_metrics``. ``agentic``: each
+    completion is an episode; ``factory``: the run's environment_factory, whose instances play them."""
     from .reward_funcs import display_name, load_reward_function
 
-    scorers: dict[str, Callable] = {}
+    scorers: dict[str, Scorer] = {}
     for spec in config.eval_metric:
         try:
             func = load_reward_function(spec)
@@ -261,7 +284,8 @@ def task_scorers(config: RunConfig, env: Any, first_row: dict) -> dict[str, Call
         scorer([prompt], [[{"role": "assistant", "content": ""}] if isinstance(prompt, list) else ""], [first_row])
         scorers[display_name(func)] = scorer  # called once above on an empty completion: its return is checked now
     if env is not None and callable(getattr(env, "eval_metrics", None)):
-        for name, scorer in env_scorers(env, env_metric_names(env, first_row)).items():
+        names = env_metric_names(env, first_row, factory)
+        for name, scorer in env_scorers(env, names, agentic).items():
             scorers.setdefault(name, scorer)
     return scorers
 

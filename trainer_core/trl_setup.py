@@ -294,7 +294,7 @@ def reward_setup(config: RunConfig, tokenizer, run: RunContext | None, stats: Sa
         rewards = RewardFunctions(config.reward_funcs, on_samples=on_samples, tools=bool(tools))
         dataset, heldout = held_out_set(config, None, tokenizer, run, dataset, bool(tools))
         if heldout is not None:
-            plain = RewardFunctions(config.reward_funcs)
+            plain = RewardFunctions(config.reward_funcs, tools=bool(tools))
             add_scorers(config, heldout, None, plain.funcs, plain.weights)
         return RewardSetup(dataset, rewards.funcs, rewards.weights, tools=tools, heldout=heldout)
     env = load_environment(
@@ -313,9 +313,10 @@ def reward_setup(config: RunConfig, tokenizer, run: RunContext | None, stats: Sa
     )
     extra_funcs, extra_weights = extra_reward_functions(env)
     dataset, heldout = held_out_set(config, env, tokenizer, run, dataset, bool(own_tools or tools))
-    eval_score = ScoreEpisodeReward(env, tokenizer)
+    factory = environment_factory(env, config.rl_env_config) if own_tools else None
+    eval_score = EpisodeReward(env, tokenizer) if own_tools or tools else ScoreEpisodeReward(env, tokenizer)
     if heldout is not None:
-        add_scorers(config, heldout, env, [eval_score, *extra_funcs], [1.0, *extra_weights])
+        add_scorers(config, heldout, env, [eval_score, *extra_funcs], [1.0, *extra_weights], factory)
 
     def bind(model):
         score.model = model
@@ -327,7 +328,7 @@ def reward_setup(config: RunConfig, tokenizer, run: RunContext | None, stats: Sa
         [1.0, *extra_weights] if extra_funcs else None,
         bind,
         tools=[*standalone(env, own_tools), *tools],
-        factory=environment_factory(env, config.rl_env_config) if own_tools else None,
+        factory=factory,
         heldout=heldout,
     )
 
@@ -347,25 +348,30 @@ def held_out_set(config: RunConfig, env, tokenizer, run: RunContext | None, data
                 )
         return dataset, None
     if agentic:
-        raise ConfigError(
-            "eval_dataset",
-            "held-out evaluation of a run whose model calls tools is not supported yet: drop --eval-dataset/"
-            "--eval-fraction (or build_eval_dataset) for this run.",
-        )
+        from .agentic_eval import check_trl_version
+
+        check_trl_version()
     if config.eval_fraction:
         dataset, held = split_off(dataset, config, run.folder.path if run is not None and run.main else None)
         source_name = "fraction"
     else:
         eval_source_, source_name = eval_source(config, env)
         what = "build_eval_dataset" if source_name == "environment" else f"--eval-dataset {config.eval_dataset}"
-        held = prepare_dataset(eval_source_, tokenizer, config, None, what=what)
-    return dataset, HeldOut([dict(row) for row in held], source_name)
+        held = prepare_dataset(eval_source_, tokenizer, config, None, agentic=agentic, what=what)
+    return dataset, HeldOut([dict(row) for row in held], source_name, agentic=agentic)
 
 
-def add_scorers(config: RunConfig, heldout: HeldOut, env, funcs: list, weights: list[float] | None) -> None:
-    """The held-out metrics: the task metrics first, then the reward functions (``reward``: their total)."""
-    task = task_scorers(config, env, heldout.rows[0])
+def add_scorers(
+    config: RunConfig, heldout: HeldOut, env, funcs: list, weights: list[float] | None, factory: Callable | None = None
+) -> None:
+    """The held-out metrics: the task metrics first, then the reward functions (``reward``: their total), and in
+    an agentic run ``tool_success`` (the share of episodes whose tool calls all succeeded)."""
+    task = task_scorers(config, env, heldout.rows[0], agentic=heldout.agentic, factory=factory)
     heldout.scorers = {**task, **reward_scorers(funcs, weights)}
+    if heldout.agentic:
+        from .agentic_eval import TOOL_SUCCESS, tool_success
+
+        heldout.scorers.setdefault(TOOL_SUCCESS, lambda p, c, r, e=None: tool_success(c))
     heldout.task = list(task)
     check_keep_best(config, list(heldout.scorers))
 
@@ -497,4 +503,8 @@ def build_trainer(config: RunConfig, run: RunContext):
     setup.bind(trainer.model)
     if evaluation is not None:
         evaluation.trainer = trainer
+        if setup.heldout is not None and setup.heldout.agentic:
+            from .agentic_eval import TrainerEpisodes
+
+            evaluation.evaluator.episodes = TrainerEpisodes(trainer, config.eval_temperature)
     return trainer

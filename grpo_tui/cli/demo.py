@@ -6,7 +6,8 @@ same demo with a learning rate far too high, for people evaluating the health wa
 ``kl_explosion`` warning fires with its advice, and the run stops itself with a checkpoint. ``--agent`` runs
 the agentic demo instead: the model books hotel rooms through tools that TRL calls while it generates
 (``hotel_agent_env.py``), and learns to use them; piped, it ends with how often a tool call succeeded in its
-first and last steps.
+first and last steps. Both demos evaluate the model on held-out prompts (at step 0 and every few steps);
+piped, they end with each held-out task metric at the base model and at the last eval.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ def register(sub) -> None:
         "--agent",
         action="store_true",
         help="the agentic demo: the model books hotel rooms through tools called while it generates "
-        "(check_availability, book_room) and learns to use them; its transcripts are in the Completions tab "
-        "(default 50 steps, a few minutes on a laptop CPU)",
+        "(check_availability, book_room) and learns to use them; its transcripts are in the Completions tab, "
+        "its held-out bookings (booked_right, tool_success) in the evals (default 50 steps, a few minutes on a "
+        "laptop CPU)",
     )
     add_theme(parser)
     parser.set_defaults(handler=run)
@@ -82,6 +84,7 @@ def run(args) -> int:
         code = run_foreground(folder, placement, options(start))
         if args.agent:
             print(tool_success_summary(folder.path))
+        print(heldout_summary(folder.path))
         return code
     start_root(folder, placement, options(start))
     code = run_app(args.runs_dir, args.theme, watch=folder.path, start="watch")
@@ -117,3 +120,21 @@ def tool_success_summary(run: Path) -> str:
         f"{span} steps, "
         f"{last:.0%} in the last {span}"
     )
+
+
+def heldout_summary(run: Path) -> str:
+    """Each held-out task metric at the base model's eval and at the last one."""
+    from trainer_core.contract.run.event_log import EventTail
+    from trainer_core.contract.run.events import Eval
+
+    evals = [e for e in EventTail(run / "events.jsonl").poll() if isinstance(e, Eval)]
+    if len(evals) < 2:
+        return "held-out evaluation: too few evals to compare"
+    first, last = evals[0], evals[-1]
+    names = [*first.task_metrics, *(n for n in ("tool_success",) if n in first.metrics)]
+    parts = []
+    for name in names:
+        before, after = first.value(name), last.value(name)
+        if before is not None and after is not None:
+            parts.append(f"{name} {before:.0%} at step {first.step}, {after:.0%} at step {last.step}")
+    return f"held-out ({first.prompts} prompts x {first.generations}): " + "; ".join(parts)

@@ -10,6 +10,10 @@ row's request, and ``get_reward`` scores what was booked.
 
 Partial credit keeps GRPO's groups apart: the right room for the right nights is 1.0, the right room for
 other nights 0.6, a booking of another room 0.2, and checking the requested room without booking 0.2.
+Held-out requests (``build_eval_dataset``) are ones the training set never asks for (another draw, each
+request's text absent from the training rows); the held-out task metric (``eval_metrics``) is
+``booked_right``: the episode booked the requested room for the requested nights. The eval also reports
+``tool_success``, the share of episodes whose tool calls all succeeded.
 The demo (``grpo-tui demo --agent``) trains the tiny model on it; ``examples/hotel_agent_env.py`` links here.
 """
 
@@ -51,6 +55,10 @@ def hotel_requests(num_requests: int, seed: int = 0) -> list[dict]:
     return rows
 
 
+def _as_dataset(rows: list[dict]) -> Dataset:
+    return Dataset.from_list([{"prompt": [{"role": "user", "content": r["request"]}], **r} for r in rows])
+
+
 def _room_type(room: str) -> str:
     name = str(room).strip().lower()
     if name not in ROOMS:
@@ -61,14 +69,28 @@ def _room_type(room: str) -> str:
 class HotelAgentEnv:
     """Book the room a guest asks for, through the hotel's check_availability and book_room tools."""
 
-    def __init__(self, num_requests: int = 64, seed: int = 0):
+    def __init__(self, num_requests: int = 64, seed: int = 0, num_eval_requests: int = 32):
         self.num_requests = num_requests
         self.seed = seed
+        self.num_eval_requests = num_eval_requests
         self.reset(room="cheap", nights=1, free=[1, 1, 1])
 
     def build_dataset(self, tokenizer=None) -> Dataset:
-        rows = hotel_requests(self.num_requests, self.seed)
-        return Dataset.from_list([{"prompt": [{"role": "user", "content": r["request"]}], **r} for r in rows])
+        return _as_dataset(hotel_requests(self.num_requests, self.seed))
+
+    def build_eval_dataset(self, tokenizer=None) -> Dataset:
+        """Requests the training rows never make: another draw, without any request text trained on."""
+        trained = {r["request"] for r in hotel_requests(self.num_requests, self.seed)}
+        rows, seen = [], set(trained)
+        for row in hotel_requests(20 * self.num_eval_requests, self.seed + 1):
+            if row["request"] not in seen:
+                seen.add(row["request"])
+                rows.append(row)
+        return _as_dataset(rows[: self.num_eval_requests])
+
+    def eval_metrics(self, completion: str, room: str, nights: int, **row) -> dict[str, float]:
+        """``booked_right``: this episode's booking is the requested room for the requested nights."""
+        return {"booked_right": float(self.booking == (str(room), int(nights)))}
 
     def get_tool_functions(self) -> list:
         return [self.check_availability, self.book_room]
