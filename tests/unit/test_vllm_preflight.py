@@ -102,3 +102,12 @@ def test_the_cli_refuses_server_mode_training_on_this_cpu_and_starts_nothing(tmp
     # passed (a node whose GPUs the launcher could not see), gives the NCCL line above
     assert result.returncode == 2, result.stderr
     assert "server mode needs 1 GPU(s) for the server" in result.stderr and not runs.exists()
+
+
+def test_tiny_model_for_vllm_has_heads_vllm_can_serve_on_a_cpu(tmp_path):
+    out = tmp_path / "tiny-vllm"
+    result = cli("tiny-model", str(out), "--random", "--for-vllm")
+    assert result.returncode == 0, result.stderr
+    assert model_head_dim(str(out)) == CPU_HEAD_DIM
+    assert json.loads((out / ".grpo-tui-tiny-model").read_text())["for_vllm"] is True
+    assert vllm_problems(str(out), CPU, "0.31.0+cpu", vllm_mode="colocate") == []
