@@ -39,7 +39,7 @@ print("ENGINE_READY_S", json.dumps(ready))  # vLLM writes to stdout too
 
 
 def steps_per_second(events_file: Path) -> float:
-    points = sorted((e.step, e.time) for e in read_events(events_file) if isinstance(e, Metrics))
+    points = sorted((e.step, e.time) for e in read_events(events_file) if isinstance(e, Metrics) and e.time is not None)
     if len(points) < 2 or points[-1][1] <= points[0][1]:
         raise ValueError(f"need two timed steps at least, got {points}")
     return (points[-1][0] - points[0][0]) / (points[-1][1] - points[0][1])
