@@ -1,7 +1,8 @@
 """The demo is what a new user sees first: its model writes words, and its run visibly learns without a warning.
 
 The quick tests look at the pre-trained tiny model itself; the slow one runs ``grpo-tui demo`` from a cold cache
-to its end, on the CPU, exactly as a user would.
+to its end, on the CPU, exactly as a user would, and checks that it learns, in training and on the held-out
+prompts its evals score.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 from grpo_tui.resources import demo_config_file, demo_env_file
 from trainer_core.contract.config.run_config import RunConfig
-from trainer_core.contract.run.events import HealthWarning, Metrics, RunFinished
+from trainer_core.contract.run.events import Eval, HealthWarning, Metrics, RunFinished
 from trainer_core.contract.run.status import Status
 from trainer_core.tiny_model import MARKER, is_built
 
@@ -93,6 +94,12 @@ def test_the_default_demo_learns_without_a_warning(tmp_path):
     assert not warnings, warnings
     finished = events[-1]
     assert isinstance(finished, RunFinished) and finished.status is Status.COMPLETED
+    evals = [e for e in events if isinstance(e, Eval)]
+    config = RunConfig.load(demo_config_file())
+    assert [e.step for e in evals] == [*range(0, max_steps, config.eval_steps or max_steps), max_steps]
+    assert evals[0].base and evals[0].task_metrics == ["wrote_target"]
+    assert evals[-1].value("wrote_target") > evals[0].value("wrote_target")  # the held-out counts are obeyed too
+    assert "held-out (16 prompts x 4): wrote_target" in result.stdout
 
     samples = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
     at_start = [s["completion"] for s in samples if s["step"] == 1]
