@@ -15,14 +15,15 @@ from .common import needs_trainer
 
 BUILD = (
     "import sys; from trainer_core.tiny_model import build_tiny_model\n"
-    "print(build_tiny_model(sys.argv[1], pretrain=sys.argv[2] == 'pretrained'))"
+    "print(build_tiny_model(sys.argv[1], pretrain=sys.argv[2] == 'pretrained', for_vllm=sys.argv[3:] == ['vllm']))"
 )
 # builds the demo's model unless the cache already holds a current one, and says so before it does
 ENSURE = (
     "import sys; from trainer_core.tiny_model import build_tiny_model, is_built\n"
-    "if not is_built(sys.argv[1], pretrain=True):\n"
+    "vllm = sys.argv[2:] == ['vllm']\n"
+    "if not is_built(sys.argv[1], pretrain=True, for_vllm=vllm):\n"
     "    print(f'building the tiny demo model in {sys.argv[1]} ...', flush=True)\n"
-    "    build_tiny_model(sys.argv[1], pretrain=True)"
+    "    build_tiny_model(sys.argv[1], pretrain=True, for_vllm=vllm)"
 )
 
 
@@ -60,9 +61,10 @@ def cache_dir() -> Path:
     return Path(base) / "grpo-tui"
 
 
-def cached_tiny_model() -> Path:
-    """The demo's tiny pre-trained model, built once into the cache (and again when its format changes)."""
-    path = cache_dir() / "tiny-model"
+def cached_tiny_model(for_vllm: bool = False) -> Path:
+    """The demo's tiny pre-trained model, built once into the cache (and again when its format changes); the
+    ``for_vllm`` variant (head_dim 32) is cached apart from it."""
+    path = cache_dir() / ("tiny-model-vllm" if for_vllm else "tiny-model")
     sys.stdout.flush()
-    subprocess.run([sys.executable, "-c", ENSURE, str(path)], check=True)
+    subprocess.run([sys.executable, "-c", ENSURE, str(path), *(["vllm"] if for_vllm else [])], check=True)
     return path
