@@ -138,8 +138,11 @@ def aggregate(values: dict[str, list[list[float]]], k: int) -> dict[str, dict[st
     return out
 
 
-def generate(model, tokenizer, prompts: list[Any], k: int, config: RunConfig) -> list[str]:
-    """``k`` sampled completions of each prompt, prompt by prompt (prompt i's are at [i*k, (i+1)*k))."""
+def generate(
+    model, tokenizer, prompts: list[Any], k: int, config: RunConfig, temperature: float | None = None
+) -> list[str]:
+    """``k`` sampled completions of each prompt, prompt by prompt (prompt i's are at [i*k, (i+1)*k)), with the
+    run's sampling at ``temperature`` (default: the eval temperature)."""
     import torch
 
     texts = [prompt_text(p, tokenizer) for p in prompts]
@@ -148,7 +151,7 @@ def generate(model, tokenizer, prompts: list[Any], k: int, config: RunConfig) ->
         out = model.generate(
             **inputs,
             do_sample=True,
-            temperature=config.eval_temperature,
+            temperature=config.eval_temperature if temperature is None else temperature,
             top_p=config.rl_top_p,
             top_k=config.rl_top_k or None,
             max_new_tokens=config.rl_max_new_tokens,

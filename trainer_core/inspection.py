@@ -41,6 +41,7 @@ from .contract.run.events import clean
 from .contract.run.folder import write_json_atomic
 from .contract.run.severity import Severity
 from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, load_environment
+from .evaluator import generate
 
 if TYPE_CHECKING:
     import datasets
@@ -191,7 +192,11 @@ def _inspect_rows(config, dataset, score_group, weights, out_dir, samples, progr
         for index, row in enumerate(cast("Iterable[dict[str, Any]]", rows)):  # an unformatted Dataset's rows
             columns = {k: v for k, v in row.items() if k != "prompt"}
             text = prompt_text(row["prompt"], tokenizer)
-            completions = _generate(model, tokenizer, text, g, config) if model is not None else [None] * g
+            completions = (
+                generate(model, tokenizer, [text], g, config, config.rl_temperature)
+                if model is not None
+                else [None] * g
+            )
             group = score_group(index, text, row["prompt"], completions, columns)
             for record in group:
                 writer.write(record)
@@ -300,24 +305,6 @@ def _dataset_run_scoring(config: RunConfig, tokenizer):
         return group
 
     return dataset, score_group, dict(zip(rewards.names, rewards.weights))
-
-
-def _generate(model, tokenizer, text: str, n: int, config: RunConfig) -> list[str]:
-    import torch
-
-    inputs = tokenizer([text] * n, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
-    with torch.no_grad():
-        out = model.generate(
-            **inputs,
-            do_sample=True,
-            temperature=config.rl_temperature,
-            top_p=config.rl_top_p,
-            top_k=config.rl_top_k or None,
-            max_new_tokens=config.rl_max_new_tokens,
-            pad_token_id=tokenizer.pad_token_id,
-        )
-    new = out[:, inputs["input_ids"].shape[1] :]
-    return tokenizer.batch_decode(new, skip_special_tokens=True)
 
 
 def _score(scorer: ScoreEpisodeReward, index: int, prompt: str, completion: str, columns: dict) -> dict:

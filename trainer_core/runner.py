@@ -25,7 +25,7 @@ from .contract.config.run_config import ConfigError, RunConfig
 from .contract.health.monitor import config_warnings
 from .contract.run.checkpoints import check_checkpoint, torn_checkpoint_warning
 from .contract.run.disk import disk_fault, last_complete_checkpoint, make_reserve, release_reserve
-from .contract.run.events import Checkpoint, Error, ErrorKind, RunStarted
+from .contract.run.events import USER_MISTAKE, Checkpoint, Error, ErrorKind, RunStarted
 from .contract.run.folder import RunFolder, resolve_runs_dir
 from .contract.run.status import Status
 from .environments import EnvError, user_traceback
@@ -172,9 +172,6 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         run.stopper.uninstall()
         run.close()
     return RunResult(folder.run_id, folder.path, status, run.end_reason or reason, run.last_step, bad_input)
-
-
-USER_MISTAKE = "user_mistake"  # an error event's flag: found before training, the user's to fix (exit 2)
 
 
 def _mistake(at_start: bool) -> dict:

@@ -35,6 +35,7 @@ from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from trainer_core.contract.run.events import Checkpoint, Eval, HealthWarning
+from trainer_core.contract.run.ranking import ranking_metric
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import Status
 
@@ -43,7 +44,7 @@ from ..executors.watched_run import WatchedRun
 from ..safe_text import clean_line
 from ..services import run_reader
 from ..services.backlog import Backlog
-from ..services.checkpoint_list import CheckpointList, metric_names, ranking_metric, read_checkpoints
+from ..services.checkpoint_list import CheckpointList, metric_names, read_checkpoints
 from ..services.gpus import GPU
 from ..services.run_reader import Post
 from ..services.run_status import run_duration, run_total

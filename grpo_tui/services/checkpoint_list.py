@@ -22,7 +22,6 @@ from trainer_core.contract.run.ledger import (
     best_entries,
     default_metric,
     eval_of,
-    parse_keep_best,
     read_ledger,
 )
 
@@ -93,23 +92,6 @@ def ledger_from_events(events: Iterable[Event], metric: str | None) -> list[Ledg
         )
         marked.append(LedgerEntry(e.name, e.path, e.step, e.size, e.metrics, marks))
     return marked
-
-
-def ranking_metric(keep_best: object, evals: Iterable[Eval]) -> str | None:
-    """The metric the run's best eval is the highest of, as the ledger ranks (``default_metric``) but from what
-    the caller holds: the ``keep_best`` setting's, else the first task metric, else ``reward``; None without evals."""
-    try:
-        keep = parse_keep_best(keep_best)
-    except ValueError:
-        keep = None
-    if keep is not None:
-        return keep.metric
-    evals = list(evals)
-    for event in evals:
-        task = event.task_metrics
-        if isinstance(task, list) and task and isinstance(task[0], str):
-            return task[0]
-    return "reward" if evals else None
 
 
 def metric_names(evals: Iterable[Eval]) -> list[str]:

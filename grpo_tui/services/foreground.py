@@ -22,6 +22,7 @@ from rich.text import Text
 from trainer_core.contract.config.placement import Placement
 from trainer_core.contract.run.event_log import EventTail
 from trainer_core.contract.run.events import (
+    USER_MISTAKE,
     Checkpoint,
     Error,
     Event,
@@ -39,7 +40,6 @@ from ..palette import plain_palette
 from ..safe_text import clean
 from .supervisor import LaunchOptions, start_root
 
-USER_MISTAKE = "user_mistake"  # an error event's flag (trainer_core/runner.py): the user's to fix, exit 2
 EXIT_BAD_INPUT = 2
 
 

@@ -18,8 +18,9 @@ from grpo_tui.services.catalog import list_runs, run_info
 from grpo_tui.services.run_row import EvalFigures
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.ledger import default_metric, evals_by_step
+from trainer_core.contract.run.ranking import ranking_metric
 from trainer_core.contract.run.status import Status
-from trainer_core.contract.run.summary import EVAL_KEY, eval_figures, ranking_metric, summarize
+from trainer_core.contract.run.summary import EVAL_KEY, eval_figures, summarize
 
 from ..run_fixtures import TASK_METRIC, eval_at, make_eval_run, make_finished_run
 from .test_catalog import IDS, emit, emit_steps, make_run

@@ -13,12 +13,12 @@ from typing import Any
 
 from trainer_core.contract.config.checks import ConfigError, reward_func_kind
 from trainer_core.contract.health.core import finite
-from trainer_core.contract.run.ledger import KeepBest
-from trainer_core.contract.run.ledger import parse_keep_best as read_keep_best
+from trainer_core.contract.run.ranking import KeepBest
+from trainer_core.contract.run.ranking import parse_keep_best as read_keep_best
 
 
 def parse_keep_best(value: Any) -> KeepBest | None:
-    """``--keep-best`` as a KeepBest (the ledger's reading, run/ledger.py), or a ConfigError naming the fix."""
+    """``--keep-best`` as a KeepBest (run/ranking.py's reading), or a ConfigError naming the fix."""
     try:
         return read_keep_best(value)
     except ValueError as exc:

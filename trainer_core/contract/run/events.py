@@ -48,6 +48,9 @@ class ErrorKind(ValueEnum):
     IO_ERROR = "io_error"
 
 
+USER_MISTAKE = "user_mistake"  # an error event's flag: found before training, the user's to fix (exit 2)
+
+
 def now() -> float:
     return round(_time.time(), 3)
 

@@ -20,6 +20,7 @@ from trainer_core.contract.run.checkpoints import TORN_DIR, check_checkpoints, c
 from trainer_core.contract.run.event_log import read_events
 from trainer_core.contract.run.events import Eval
 from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.ranking import KeepBest, ranking_metric
 
 EVAL_FILE = "grpo_tui_eval.json"
 FINAL = "final"
@@ -165,46 +166,13 @@ def read_ledger(run_path: Path, metric: str | None = None) -> list[LedgerEntry]:
 
 
 def default_metric(run_path: Path, evals: dict[int, Eval] | None = None) -> str | None:
-    """The metric a run is ranked by: its ``keep_best`` setting's, else its first task metric, else ``reward``."""
+    """The metric the run at ``run_path`` is ranked by (run/ranking.py), from its config and its evals."""
     try:
-        keep = parse_keep_best(RunFolder(Path(run_path)).read_config().get("keep_best"))
+        keep_best = RunFolder(Path(run_path)).read_config().get("keep_best")
     except (ValueError, OSError):
-        keep = None
-    if keep is not None:
-        return keep.metric
+        keep_best = None
     evals = evals_by_step(Path(run_path) / "events.jsonl") if evals is None else evals
-    for event in evals.values():
-        if event.task_metrics and isinstance(event.task_metrics[0], str):
-            return event.task_metrics[0]
-    return "reward" if evals else None
-
-
-DEFAULT_KEEP_BEST = 1
-
-
-@dataclass(frozen=True)
-class KeepBest:
-    """``--keep-best METRIC[:K]``: keep the K checkpoints with the highest held-out ``metric``."""
-
-    metric: str
-    count: int = DEFAULT_KEEP_BEST
-
-
-def parse_keep_best(value: object) -> KeepBest | None:
-    """``METRIC`` or ``METRIC:K``; None for no setting. Raises ValueError for anything else."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"keep_best must be text METRIC[:K], got {value!r}.")
-    metric, sep, count = value.strip().rpartition(":")
-    if not sep:
-        metric, count = value.strip(), str(DEFAULT_KEEP_BEST)
-    if not metric.strip() or not count.isdigit() or int(count) < 1:
-        raise ValueError(
-            f"keep_best must be METRIC or METRIC:K with K a whole number of at least 1, got {value!r}. "
-            "Example: --keep-best answer_correct:2"
-        )
-    return KeepBest(metric.strip(), int(count))
+    return ranking_metric(keep_best, evals)
 
 
 def kept(entries: list[LedgerEntry], last: int | None, keep: KeepBest | None) -> set[str]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from trainer_core.contract.run.crash import classify_crash
 from trainer_core.contract.run.event_log import scan_events, tail_events
 from trainer_core.contract.run.events import Error, Eval, EventType, HealthWarning, RunFinished, clean, decode
+from trainer_core.contract.run.ranking import ranking_metric
 from trainer_core.contract.run.status import Status
 
 LOG_TAIL_BYTES = 64 * 1024
@@ -73,21 +74,6 @@ def crash_verdict(events: list, log_file: str | os.PathLike) -> HealthWarning | 
     errors = [e for e in events if isinstance(e, Error)]
     finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
     return classify_crash(log_tail(log_file), errors, finished)
-
-
-def ranking_metric(keep_best: object, evals: Mapping[int, Eval]) -> str | None:
-    """The metric a run's evals are ranked by, given its config's ``keep_best``: that setting's metric, else the
-    first task metric, else ``reward``; None without evals. It is ``ledger.default_metric``'s rule for a config
-    already read (the ledger imports the run folder, which imports this module, so it is not imported here)."""
-    if isinstance(keep_best, str) and keep_best.strip():
-        metric, sep, count = keep_best.strip().rpartition(":")
-        metric, count = (metric, count) if sep else (keep_best, "1")
-        if metric.strip() and count.isdigit() and int(count) >= 1:  # else not a setting: ranked as without one
-            return metric.strip()
-    for event in evals.values():
-        if event.task_metrics and isinstance(event.task_metrics[0], str):
-            return event.task_metrics[0]
-    return "reward" if evals else None
 
 
 def eval_figures(evals: Mapping[int, Eval], metric: str | None) -> dict | None:
