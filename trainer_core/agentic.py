@@ -76,7 +76,8 @@ def check_tool(func: Callable, owner: str = "") -> None:
         f'def {name}(self, room: str) -> str:\n    """Say what one night costs.\n\n    Args:\n'
         '        room: The room type.\n    """'
     )
-    if not inspect.getdoc(func):
+    # its own docstring: inspect.getdoc would take a parent class's, which the rollout's copy of the tool lacks
+    if not (getattr(func, "__doc__", None) or "").strip():
         raise EnvError(
             f"tool {where} has no docstring: the model is told what a tool does and what its arguments mean from its "
             f"Google-style docstring. Add a summary line and an Args: section with a line per argument, e.g.\n"

@@ -155,7 +155,13 @@ def render(report: dict) -> str:
             f"changed {change['from']} -> {change['to']}: {change['before']:.2f} -> {change['after']:.2f} "
             f"{change['prompt']!r}\n    before: {change['completion_before']!r}\n    after:  {change['completion_after']!r}"
         )
-    return "\n".join(lines)
+    return "\n".join(_visible(line) for line in "\n".join(lines).split("\n"))
+
+
+def _visible(text: str) -> str:
+    """A line for the terminal: names from the run folder and the user's code are data, so a control character
+    in one is shown escaped (``\\x1b``), never sent."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def main(argv: list[str]) -> int:

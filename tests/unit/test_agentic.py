@@ -225,3 +225,22 @@ def test_get_reward_is_checked_as_score_episode_is(tmp_path):
     rollout.env.get_reward = lambda: 1.5
     with pytest.raises(EnvError, match=r"ToolHotel.get_reward returned 1.5, outside \[0, 1\]"):
         reward(["p"], [EPISODE], environments=[rollout], room=["cheap"], nights=[2], free=[[1, 1, 1]])
+
+
+def test_a_tool_overridden_without_a_docstring_is_refused_though_its_parent_has_one():
+    class Base:
+        def look(self, room: str) -> str:
+            """Look at a room.
+
+            Args:
+                room: The room type.
+            """
+            return room
+
+    class Child(Base):
+        def look(self, room: str) -> str:
+            return room.upper()
+
+    check_tool(Base().look, "Base")
+    with pytest.raises(EnvError, match="tool Child.look has no docstring"):
+        check_tool(Child().look, "Child")
