@@ -50,11 +50,6 @@ class HeldOut:
     agentic: bool = False
 
 
-def wants_eval(config: RunConfig, env: Any) -> bool:
-    """A run evaluates when it has a held-out set: a dataset, a fraction, or the environment's own."""
-    return bool(config.eval_dataset or config.eval_fraction or callable(getattr(env, "build_eval_dataset", None)))
-
-
 def split_off(dataset, config: RunConfig, run_dir=None):
     """(training rows, held-out rows) with ``eval_fraction`` of the rows held out, chosen with the run's seed.
     The held-out row numbers are written to ``RUN/eval_rows.json`` so the split can be checked later."""
@@ -75,28 +70,20 @@ def split_off(dataset, config: RunConfig, run_dir=None):
     return dataset.select([i for i in range(total) if i not in chosen]), dataset.select(held)
 
 
-def eval_source(config: RunConfig, env: Any):
-    """What stands where ``build_dataset`` stands for the held-out set: --eval-dataset or the environment's."""
-    if config.eval_dataset:
-        from .dataset_source import HeldOutSource
-
-        return HeldOutSource(config), "dataset"
-    return _EnvEvalSource(env), "environment"
-
-
-class _EnvEvalSource:
-    def __init__(self, env):
-        self.env = env
-
-    def build_dataset(self, tokenizer):
-        try:
-            return self.env.build_eval_dataset(tokenizer)
-        except EnvError:
-            raise
-        except Exception as exc:
-            raise EnvError(
-                f"build_eval_dataset raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
-            ) from exc
+def environment_eval_dataset(env: Any, tokenizer):
+    """The environment's ``build_eval_dataset(tokenizer)``, or None when it has none or returns None (a held-out
+    set the environment's config leaves off); a raise carries the user's traceback."""
+    build = getattr(env, "build_eval_dataset", None)
+    if not callable(build):
+        return None
+    try:
+        return build(tokenizer)
+    except EnvError:
+        raise
+    except Exception as exc:
+        raise EnvError(
+            f"build_eval_dataset raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
+        ) from exc
 
 
 def _check_values(name: str, values: Any, count: int, completions: list, rows: list[dict]) -> list[float]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, cast
 
 from .agentic import EpisodeReward, check_tool_calling, environment_factory, load_tools, standalone, tool_functions
@@ -29,8 +30,16 @@ from .contract.health.monitor import HealthMonitor, RunFacts, Thresholds, warnin
 from .contract.health.sample_stats import SampleStats
 from .contract.run.rules import HealthRule
 from .contract.run.severity import Severity
+from .dataset_source import HeldOutSource
 from .environments import EnvError, ScoreEpisodeReward, extra_reward_functions, get_tools, load_environment, prompt_text
-from .heldout import HeldOut, check_keep_best, eval_source, reward_scorers, split_off, task_scorers, wants_eval
+from .heldout import (
+    HeldOut,
+    check_keep_best,
+    environment_eval_dataset,
+    reward_scorers,
+    split_off,
+    task_scorers,
+)
 from .run_context import RunContext
 
 
@@ -337,8 +346,10 @@ def held_out_set(config: RunConfig, env, tokenizer, run: RunContext | None, data
     """(training dataset, HeldOut or None): the held-out prompts of the run, checked as training prompts are;
     with --eval-fraction they are taken out of the training dataset. Settings that need a held-out set are
     refused without one."""
-    source = env if env is not None else object()
-    if not wants_eval(config, source):
+    env_held = None
+    if env is not None and not (config.eval_dataset or config.eval_fraction):
+        env_held = environment_eval_dataset(env, tokenizer)  # None: no held-out set this run
+    if not (config.eval_dataset or config.eval_fraction or env_held is not None):
         for name in ("keep_best", "eval_metric"):
             if getattr(config, name):
                 raise ConfigError(
@@ -354,10 +365,14 @@ def held_out_set(config: RunConfig, env, tokenizer, run: RunContext | None, data
     if config.eval_fraction:
         dataset, held = split_off(dataset, config, run.folder.path if run is not None and run.main else None)
         source_name = "fraction"
+    elif env_held is not None:
+        source_name = "environment"
+        built = SimpleNamespace(build_dataset=lambda tokenizer: env_held)
+        held = prepare_dataset(built, tokenizer, config, None, agentic=agentic, what="build_eval_dataset")
     else:
-        eval_source_, source_name = eval_source(config, env)
-        what = "build_eval_dataset" if source_name == "environment" else f"--eval-dataset {config.eval_dataset}"
-        held = prepare_dataset(eval_source_, tokenizer, config, None, agentic=agentic, what=what)
+        source_name = "dataset"
+        what = f"--eval-dataset {config.eval_dataset}"
+        held = prepare_dataset(HeldOutSource(config), tokenizer, config, None, agentic=agentic, what=what)
     return dataset, HeldOut([dict(row) for row in held], source_name, agentic=agentic)
 
 

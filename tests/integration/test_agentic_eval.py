@@ -54,7 +54,18 @@ def runs(pretrained_tiny_model, tmp_path_factory):
     plain.write_text(NO_EVAL_ENV.format(path=str(demo_env_file(agent=True))))
     out = {}
     for name, module, extra in (
-        ("on", str(demo_env_file(agent=True)), ("--eval-steps", str(EVERY), "--eval-max-prompts", str(PROMPTS))),
+        (
+            "on",
+            str(demo_env_file(agent=True)),
+            (
+                "--eval-steps",
+                str(EVERY),
+                "--eval-max-prompts",
+                str(PROMPTS),
+                "--rl-env-config",
+                '{"num_eval_requests": 32}',
+            ),
+        ),
         ("off", str(plain), ()),
     ):
         done = cli(*agent_run(pretrained_tiny_model, folder / name, module, *extra))

@@ -79,9 +79,11 @@ def test_the_early_2025_open_r1_recipe_is_refused_per_hardware_setting_then_trai
         assert note in refused.stderr, note
     assert "warning: " + f"{recipe}: vllm_device: 'auto' is ignored" in refused.stderr
 
+    # the recipe evaluates its Hub dataset's test split (eval_strategy: steps): here, the local prompts
     result = train(
-        recipe, tiny_model, problems / "open_r1.jsonl", runs, "--batch-size", "7", "--on-missing", "fallback"
-    )
+        recipe, tiny_model, problems / "open_r1.jsonl", runs, "--batch-size", "7", "--on-missing", "fallback",
+        "--eval-dataset", str(problems / "open_r1.jsonl"), "--eval-split", "train",
+    )  # fmt: skip
     run, events = trained(result, runs)
     for setting in HARDWARE:
         assert f"warning: hardware: fallback: {setting}: " in result.stderr, setting

@@ -14,6 +14,7 @@ import pytest
 
 from tests.helpers import ROOT, events_of, wait_for
 from tests.remote_hosts import remote, sshd  # noqa: F401
+from trainer_core.contract.run.folder import FORMAT_VERSION
 
 pytestmark = pytest.mark.slow
 
@@ -193,4 +194,4 @@ def test_a_missing_or_different_grpo_tui_on_the_host_is_named(remote, tmp_path):
     assert "host bare: grpo-tui is not installed there as `/nonexistent/bin/grpo-tui`" in bare.stderr
     future = remote.cli("watch", "latest", "--host", "future", env=env)
     assert future.returncode == 2 and future.stderr.count("\n") == 1
-    assert "host future: its grpo-tui 9.0.0 writes run format 99, this one reads 1" in future.stderr
+    assert f"host future: its grpo-tui 9.0.0 writes run format 99, this one reads {FORMAT_VERSION}" in future.stderr

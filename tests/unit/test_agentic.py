@@ -242,5 +242,5 @@ def test_a_tool_overridden_without_a_docstring_is_refused_though_its_parent_has_
             return room.upper()
 
     check_tool(Base().look, "Base")
-    with pytest.raises(EnvError, match="tool Child.look has no docstring"):
+    with pytest.raises(EnvError, match=r"tool Child\.look has no docstring"):
         check_tool(Child().look, "Child")

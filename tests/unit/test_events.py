@@ -22,6 +22,7 @@ from trainer_core.contract.run.events import (
     TYPED,
     Checkpoint,
     Error,
+    Eval,
     EventType,
     HealthWarning,
     Metrics,
@@ -129,6 +130,19 @@ ONE_OF_EACH = [
     ),
     NotifyFailed(
         time=9.0, url="https://hooks.slack.com/***", reason="connection refused", alert="run_end", attempts=3, step=9
+    ),
+    Eval(
+        time=10.0,
+        step=0,
+        metrics={
+            "answer": {"mean": 0.5, "pass@4": 0.75, "std": 0.1},
+            "reward": {"mean": 0.2, "pass@4": None, "std": 0.0},
+        },
+        task_metrics=["answer"],
+        prompts=8,
+        generations=4,
+        seconds=1.25,
+        base=True,
     ),
 ]
 

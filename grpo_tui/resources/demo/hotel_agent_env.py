@@ -69,7 +69,7 @@ def _room_type(room: str) -> str:
 class HotelAgentEnv:
     """Book the room a guest asks for, through the hotel's check_availability and book_room tools."""
 
-    def __init__(self, num_requests: int = 64, seed: int = 0, num_eval_requests: int = 32):
+    def __init__(self, num_requests: int = 64, seed: int = 0, num_eval_requests: int = 0):
         self.num_requests = num_requests
         self.seed = seed
         self.num_eval_requests = num_eval_requests
@@ -78,8 +78,11 @@ class HotelAgentEnv:
     def build_dataset(self, tokenizer=None) -> Dataset:
         return _as_dataset(hotel_requests(self.num_requests, self.seed))
 
-    def build_eval_dataset(self, tokenizer=None) -> Dataset:
-        """Requests the training rows never make: another draw, without any request text trained on."""
+    def build_eval_dataset(self, tokenizer=None) -> Dataset | None:
+        """``num_eval_requests`` requests the training rows never make: another draw, without any request text
+        trained on; none (no held-out set) unless the config asks for some."""
+        if not self.num_eval_requests:
+            return None
         trained = {r["request"] for r in hotel_requests(self.num_requests, self.seed)}
         rows, seen = [], set(trained)
         for row in hotel_requests(20 * self.num_eval_requests, self.seed + 1):

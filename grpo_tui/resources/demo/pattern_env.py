@@ -50,7 +50,7 @@ def target_fraction(completion: str, target: str) -> float:
 class PatternEnv:
     """Reward completions made of the target letter."""
 
-    def __init__(self, target: str = "a", num_prompts: int = 64, num_eval_prompts: int = 16):
+    def __init__(self, target: str = "a", num_prompts: int = 64, num_eval_prompts: int = 0):
         if not target or target != target.strip():
             raise ValueError("target must be a non-empty string without surrounding whitespace")
         self.target = target
@@ -61,7 +61,10 @@ class PatternEnv:
         prompts = pattern_prompts(self.target, self.num_prompts)
         return Dataset.from_dict({"prompt": prompts, "target": [self.target] * len(prompts)})
 
-    def build_eval_dataset(self, tokenizer=None) -> Dataset:
+    def build_eval_dataset(self, tokenizer=None) -> Dataset | None:
+        """``num_eval_prompts`` held-out prompts; none (no held-out set) unless the config asks for some."""
+        if not self.num_eval_prompts:
+            return None
         prompts = held_out_prompts(self.target, self.num_eval_prompts)
         return Dataset.from_dict({"prompt": prompts, "target": [self.target] * len(prompts)})
 
