@@ -25,6 +25,10 @@ from trainer_core.contract.run.folder import RunFolder
         ({"type": "warning", "rule": "kl_explosion", "step": 3, "evidence": "e"}, "evidence must be an object"),
         ({"type": "error", "message": 5}, "message must be text"),
         ({"type": "run_finished", "status": "completed", "step": 2.5}, "step must be a whole number"),
+        ({"type": "eval", "step": 3, "metrics": ["m"]}, "metrics must be an object"),
+        ({"type": "eval", "step": 3, "metrics": {}, "task_metrics": "answer"}, "task_metrics must be a list"),
+        ({"type": "eval", "step": 3, "metrics": {}, "task_metrics": [1]}, "task_metrics must be a list"),
+        ({"type": "eval", "step": 3, "metrics": {}, "prompts": "8"}, "prompts must be a whole number"),
     ],
 )
 def test_a_field_of_the_wrong_kind_is_rejected_with_its_reason(record, why):

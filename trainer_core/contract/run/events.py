@@ -313,6 +313,13 @@ def _field_problem(record: dict) -> str | None:
     for key in ("evidence", "metrics"):
         if key in record and not isinstance(record[key], dict):
             return f"{key} must be an object; got {type(record[key]).__name__}"
+    names = record.get("task_metrics", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return f"task_metrics must be a list of names; got {str(names)[:40]!r}"
+    for key in ("prompts", "generations"):
+        value = record.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return f"{key} must be a whole number, 0 or more; got {str(value)[:40]!r}"
     return _step_problem(record) if "step" in record else None
 
 
