@@ -4,8 +4,9 @@ The run's root process (``run_root.py``, machine 0) starts a ``Notifier`` before
 events.jsonl as the trainer writes it (``EventTail``: by byte offset, a torn last line kept for later) and
 turns a ``warning`` at or above a URL's severity, an auto-stop (``stop_requested`` ``auto-stop: …``) and the
 run's end (``run_finished``; a failed run with its crash rule, as the watcher would judge it) into alerts,
-one HTTP POST per URL (``trainer_core/contract/alerts/targets.py`` says where and in which body). It runs in the root, not
-the app, so detached, remote and Slurm runs notify with no app open.
+sent to each URL by ``trainer_core/contract/alerts/delivery.py`` (a webhook's POST, or apprise for the
+service an apprise URL names; ``targets.py`` says where and in which body). It runs in the root, not the
+app, so detached, remote and Slurm runs notify with no app open.
 
 Sending never blocks or fails training: each URL has a queue and a thread of its own (a dead URL does not
 hold up a live one), each request a timeout, each alert a few attempts with backoff, and then one
@@ -13,7 +14,7 @@ hold up a live one), each request a timeout, each alert a few attempts with back
 end the root gives the queues a bounded time to drain, then exits with the code it would have had anyway.
 Events are appended like the trainer's (``JsonlWriter``: each line under an exclusive lock of the file, a
 failed write undone to where that line began), so the two writers' lines never mix and neither cuts the
-other's. Stdlib only: the root stays light.
+other's. Stdlib only, and apprise for its URLs: the root stays light.
 """
 
 from __future__ import annotations
@@ -27,14 +28,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from .contract.alerts.delivery import DeliveryError, deliver
 from .contract.alerts.targets import (
     Alert,
     SettingsError,
     Target,
     load_settings,
-    request_body,
     run_targets,
     settings_file,
 )
@@ -51,106 +51,16 @@ from .contract.run.status import Status
 from .contract.run.summary import end_summary, log_tail
 
 FLUSH_S = 15.0  # how long the end of a run waits for its alerts to go out
-TIMEOUT_S = 5.0  # per request
+TIMEOUT_S = 5.0  # per attempt
 BACKOFF = Backoff(1.0, factor=3.0, cap=3.0)  # waits of 1 s, then 3 s, between attempts
 ATTEMPTS = 3
 POLL_S = 0.5  # how often events.jsonl is read
 QUEUE_LIMIT = 100  # alerts waiting per URL; more are dropped (a URL that cannot keep up)
-RETRY_AFTER_MAX_S = 10.0
 AUTO_STOP = re.compile(r"auto-stop: (?P<rule>[\w-]+) at step (?P<step>\d+)")
 UNMATCHED = (
     "only the masked form of this URL is in the run's config.yaml, with no real URL behind it in notify.json "
     "(a config copied from another run?); pass the real URL with --notify or put it in the settings file"
 )
-
-
-class DeliveryError(Exception):
-    """One attempt that failed: ``reason`` in words (no secret in it), whether trying again may help."""
-
-    def __init__(self, reason: str, retry: bool, wait: float | None = None):
-        super().__init__(reason)
-        self.reason, self.retry, self.wait = reason, retry, wait
-
-
-def post(target: Target, alert: Alert, timeout: float = TIMEOUT_S) -> None:
-    """POST ``alert`` to ``target`` in its body format; DeliveryError unless it answers 2xx. Redirects are not
-    followed (the body would go to a URL nobody configured); proxies come from the environment, as usual."""
-    import urllib.request
-
-    url, headers = target.endpoint()
-    body, body_headers = request_body(target.format, alert)
-    request = urllib.request.Request(url, data=body, method="POST", headers={**headers, **body_headers})
-    request.add_header("User-Agent", "grpo-tui")
-    try:
-        with _get_opener().open(request, timeout=timeout) as response:
-            response.read(4096)
-    except Exception as exc:
-        raise _delivery_error(exc, target, timeout) from None
-
-
-_opener = None
-_opener_lock = threading.Lock()
-
-
-def _get_opener():
-    """One urllib opener for the process, built at the first request (urllib.request imports ssl and more),
-    that does not follow redirects (urllib then raises the 3xx as an HTTPError)."""
-    global _opener
-    with _opener_lock:
-        if _opener is None:
-            import urllib.request
-
-            class NoRedirect(urllib.request.HTTPRedirectHandler):
-                def redirect_request(self, req, fp, code, msg, headers, newurl):
-                    return None
-
-            _opener = urllib.request.build_opener(NoRedirect)
-        return _opener
-
-
-def _delivery_error(exc: BaseException, target: Target, timeout: float) -> DeliveryError:
-    import http.client
-    import ssl
-    import urllib.error
-
-    if isinstance(exc, urllib.error.HTTPError):
-        code = exc.code
-        if 300 <= code < 400:
-            return DeliveryError(f"HTTP {code}: the URL redirects elsewhere, which is not followed", False)
-        wait = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
-        return DeliveryError(_scrub(f"HTTP {code} {exc.reason}", target), code == 429 or code >= 500, wait)
-    inner: object = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-    if isinstance(inner, ConnectionRefusedError):
-        reason, retry = "connection refused", True
-    elif isinstance(inner, (TimeoutError, socket.timeout)):
-        reason, retry = f"no answer within {timeout:g} s", True
-    elif isinstance(inner, socket.gaierror):
-        reason, retry = f"host {urlsplit(target.url).hostname} not found", True
-    elif isinstance(inner, ssl.SSLError):
-        reason, retry = f"TLS error: {getattr(inner, 'reason', None) or inner}", False
-    elif isinstance(inner, ConnectionResetError):
-        reason, retry = "the connection was closed before an answer", True
-    elif isinstance(inner, http.client.HTTPException):
-        reason, retry = f"not a valid HTTP answer ({type(inner).__name__})", True
-    elif isinstance(inner, OSError):
-        reason, retry = (inner.strerror or type(inner).__name__).lower(), True
-    else:
-        reason, retry = f"{type(exc).__name__}: {inner}", False
-    return DeliveryError(_scrub(reason, target), retry)
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return min(max(float(value), 0.0), RETRY_AFTER_MAX_S) if value else None
-    except ValueError:
-        return None
-
-
-def _scrub(text: str, target: Target) -> str:
-    """``text`` with every secret part of the URL replaced by its mask (an error may quote the URL)."""
-    for secret in target.secrets():
-        text = text.replace(secret, "***")
-    return text
 
 
 class _Sender:
@@ -200,7 +110,7 @@ class _Sender:
             if self.abort.is_set():
                 return
             try:
-                post(self.target, alert, self.timeout)
+                deliver(self.target, alert, self.timeout)
                 self.failed = False
                 return
             except DeliveryError as exc:
@@ -471,4 +381,4 @@ def safe_start(folder: RunFolder, config: RunConfig) -> Notifier | None:
         return None
 
 
-__all__ = ["FLUSH_S", "DeliveryError", "Notifier", "post", "safe_start", "start_for_run"]
+__all__ = ["FLUSH_S", "DeliveryError", "Notifier", "safe_start", "start_for_run"]

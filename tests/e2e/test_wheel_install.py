@@ -92,9 +92,10 @@ class Installed:
     def bin(self, name: str) -> str:
         return str(self.venv / "bin" / name)
 
-    def run(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(self, *argv: str, timeout: float = 120, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+        env = {**self.env, **(env_extra or {})}
         return subprocess.run(
-            argv, cwd=self.work, env=self.env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
+            argv, cwd=self.work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
         )
 
     def python(self, code: str) -> subprocess.CompletedProcess:
@@ -437,6 +438,20 @@ def test_a_command_that_needs_the_trainer_names_the_extra_in_one_line_and_exits_
         assert done.stderr.startswith(f"error: grpo-tui {argv[0]} needs the trainer"), said
         assert "pip install 'grpo-tui[train]'" in done.stderr, said
     assert sorted(p.name for p in light.work.iterdir()) == [] and not light.runs.exists()
+
+
+@LIGHT_TIMEOUT
+def test_the_light_install_sends_a_test_alert_by_mail_through_apprise(light):
+    from ..integration.test_notify import SECRET, Mailbox
+
+    mailbox = Mailbox()
+    try:
+        done = light.run(light.bin("grpo-tui"), "notify-test", env_extra={"GRPO_TUI_NOTIFY": mailbox.url()})
+        said = done.stdout + done.stderr
+        assert done.returncode == 0 and "mailto://***: delivered" in done.stdout and SECRET not in said, said
+        assert len(mailbox.mails) == 1 and "Subject: grpo-tui: test alert" in mailbox.mails[0]
+    finally:
+        mailbox.server.stop()
 
 
 @LIGHT_TIMEOUT

@@ -1,7 +1,8 @@
 """Alerts that reach people: detached runs of the tiny model whose root process POSTs their warnings, their
-auto-stop and their end to an HTTP receiver on 127.0.0.1, in the JSON, Slack and Discord bodies, without a
-secret of the URLs landing in the run folder; and a run whose URL nobody answers completes, with one
-``notify_failed``.
+auto-stop and their end to an HTTP receiver on 127.0.0.1, in the JSON, Slack and Discord bodies, and through
+apprise URLs to the same receiver (``json://``) and to an SMTP server on 127.0.0.1 (``mailto://``, with a
+login), without a secret of the URLs landing in the run folder; and a run whose URL nobody answers
+completes, with one ``notify_failed``.
 
 The two runs are launched together and shared by the tests (each takes a few seconds of training)."""
 
@@ -20,6 +21,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult
 
 from grpo_tui.api import RunHandle
 from trainer_core.contract.alerts.targets import SETTINGS_ENV
@@ -87,6 +90,42 @@ class Receiver:
         return [r.json() for r in self.requests if r.path == path]
 
 
+@dataclass
+class Mailbox:
+    """A real SMTP server on 127.0.0.1 (aiosmtpd) that takes mail from ``user``/``password`` only and keeps it."""
+
+    user: str = "alerts"
+    password: str = SECRET
+    port: int = field(default_factory=free_port)
+    mails: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        mails, user, password = self.mails, self.user.encode(), self.password.encode()
+
+        class Handler:
+            async def handle_DATA(self, server, session, envelope):
+                mails.append(envelope.content.decode())
+                return "250 OK"
+
+        def login(server, session, envelope, mechanism, auth):
+            return AuthResult(success=(auth.login, auth.password) == (user, password))
+
+        self.server = Controller(
+            Handler(), hostname="127.0.0.1", port=self.port, authenticator=login, auth_require_tls=False
+        )
+        self.server.start()
+
+    def url(self, password: str | None = None) -> str:
+        secret = self.password if password is None else password
+        return f"mailto://{self.user}:{secret}@127.0.0.1:{self.port}?from=grpo@example.org&to=ops@example.org&mode=insecure"
+
+    def subjects(self) -> list[str]:
+        """Each mail's subject, unfolded and decoded."""
+        from email import message_from_string, policy
+
+        return [" ".join(str(message_from_string(m, policy=policy.default)["Subject"]).split()) for m in self.mails]
+
+
 def launch(model, runs_dir, *extra, settings: str) -> RunHandle:
     """``grpo-tui launch`` of a constant-reward run (no learning signal from its first steps), with this
     settings file on the host (the launcher's environment reaches the run's root)."""
@@ -109,7 +148,14 @@ def receiver():
 
 
 @pytest.fixture(scope="module")
-def runs(tiny_model, receiver, tmp_path_factory):
+def mailbox():
+    server = Mailbox()
+    yield server
+    server.server.stop()
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_model, receiver, mailbox, tmp_path_factory):
     base = tmp_path_factory.mktemp("notify")
     closed = free_port()  # nothing listens there: connection refused
     settings = base / "settings.yaml"
@@ -128,6 +174,10 @@ def runs(tiny_model, receiver, tmp_path_factory):
         receiver.url(f"/slack?token={SECRET}#slack"),
         "--notify",
         receiver.url(f"/discord?token={SECRET}#discord"),
+        "--notify",
+        f"json://bot:{SECRET}@127.0.0.1:{receiver.port}/apprise",
+        "--notify",
+        mailbox.url(),
         *QUICK,
         settings=os.devnull,
     )
@@ -169,6 +219,29 @@ def test_slack_and_discord_urls_get_their_own_bodies(runs, receiver):
         assert all(runs.stopping.run_id in t for t in texts)
 
 
+def test_apprise_urls_reach_a_json_receiver_and_a_mail_server(runs, receiver, mailbox):
+    """The same alerts through apprise: its JSON body to a receiver that checks the login, and mail through
+    an SMTP server that takes it only with the URL's password."""
+    run_id = runs.stopping.run_id
+    posted = [r for r in receiver.requests if r.path == "/apprise"]
+    assert posted and all(r.headers.get("Authorization") == _basic("bot", SECRET) for r in posted)
+    titles = [r.json()["title"] for r in posted]
+    assert any(f"WARN {RULE}" in t for t in titles) and any("auto-stop" in t for t in titles), titles
+    assert "stopped at step" in titles[-1] and all(run_id in t for t in titles)
+    end = posted[-1].json()["message"]
+    assert f"Run: {run_id}" in end and "Status: stopped" in end and "Advice: Continue it with" in end
+    subjects = mailbox.subjects()
+    assert len(subjects) == len(titles) and all(s.startswith("grpo-tui: ") for s in subjects), subjects
+    assert any(f"WARN {RULE}" in s for s in subjects) and "stopped at step" in subjects[-1]
+    assert not [e for e in events_of(runs.stopping.path) if isinstance(e, NotifyFailed)]
+
+
+def _basic(user: str, password: str) -> str:
+    import base64
+
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
 def test_no_secret_of_a_url_is_written_into_the_run_folder(runs, receiver):
     for handle, secret in ((runs.stopping, SECRET), (runs.failing, DEAD)):
         for name in RUN_FILES:
@@ -179,6 +252,8 @@ def test_no_secret_of_a_url_is_written_into_the_run_folder(runs, receiver):
         f"http://127.0.0.1:{port}/***",
         f"http://127.0.0.1:{port}/***#slack",
         f"http://127.0.0.1:{port}/***#discord",
+        "json://***",
+        "mailto://***",
     ]
     private = runs.stopping.path / NOTIFY_FILE  # the real URLs, for the root (and a resume) alone
     assert SECRET in private.read_text() and stat.S_IMODE(private.stat().st_mode) == 0o600

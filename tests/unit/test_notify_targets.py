@@ -77,6 +77,41 @@ def test_no_secret_part_survives_masking(secret, place):
     assert secret not in Target(url).masked
 
 
+APPRISE = [
+    "mailto://alice:hunter2@smtp.example.com?to=ops@example.com",
+    "tgram://123456789:AAbbCCddSECRETtoken/-100123",
+    "ntfy://my-private-topic",
+    "json://bot:s3cret@alerts.example.com:8443/in",
+    "pover://userkey@apptoken",
+    "matrix://alice:hunter2@matrix.example.org/#ops",
+    "pagerduty://integrationkey@apikey",
+]
+
+
+@pytest.mark.parametrize("url", APPRISE)
+def test_an_apprise_url_is_masked_to_its_scheme(url):
+    """Which part of an apprise URL is a secret depends on the service (a Telegram URL's host is its bot
+    token): only the scheme is kept."""
+    target = Target(url)
+    assert target.kind == "apprise" and target.masked == url.split("://")[0] + "://***"
+    assert is_masked(target.masked) and not is_masked(url)
+    assert all(part not in target.masked for part in target.secrets() if len(part) > 8)
+
+
+@given(secret=st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-", min_size=6, max_size=40))
+def test_an_apprise_message_is_scrubbed_of_every_part_of_its_url(secret):
+    from trainer_core.contract.config.apprise_urls import scrub
+
+    for url in (
+        f"tgram://{secret}/-100",
+        f"mailto://u:{secret}@h.example.com",
+        f"ntfy://{secret}",
+        f"json://h/{secret}",
+    ):
+        said = f"Failed to send to {url} (token {secret}) for {url.split('://')[1]}"
+        assert secret not in scrub(said, Target(url).secrets())
+
+
 # -- formats and bodies -------------------------------------------------------------------------------------
 
 
@@ -166,8 +201,9 @@ def test_a_target_wants_warnings_from_its_severity_up_and_every_end():
 @pytest.mark.parametrize(
     "url,says",
     [
-        ("ftp://files.example.com/x?token=SECRET", "must start with http:// or https://"),
-        ("hooks.slack.com/services/SECRET", "must start with http:// or https://"),
+        ("ftpx://files.example.com/x?token=SECRET", "neither http(s) nor a service apprise knows"),
+        ("hooks.slack.com/services/SECRET", "must start with a scheme and ://"),
+        ("tgram://SECRET", "not a tgram:// URL apprise can read"),
         ("https:///SECRET", "has no host"),
         ("https://example.com/SECRET#slak", "not a body format"),
         ("https://example.com:99999/SECRET", "not a valid URL"),
@@ -183,6 +219,7 @@ def test_a_bad_url_is_refused_masked_with_the_fix(url, says):
 
 def test_good_urls_masked_ones_and_severities_pass():
     assert RunConfig(**VALID, notify=[SLACK, DISCORD, "http://127.0.0.1:1/x#json", mask(SLACK)]).problems() == []
+    assert RunConfig(**VALID, notify=[*APPRISE, *(mask(u) for u in APPRISE)]).problems() == []
     [problem] = RunConfig(**VALID, notify_severity="loud").problems()  # pyright: ignore[reportArgumentType]
     assert problem.field == "notify_severity" and "info, warn, critical" in str(problem)
     [problem] = RunConfig.from_dict({**VALID, "notify": {"url": SLACK}}).problems()
@@ -253,7 +290,7 @@ def test_a_settings_file_others_may_write_is_refused(tmp_path, mode):
     "text,says",
     [
         (f"notfy: [{SLACK}]\n", "did you mean 'notify'"),
-        ("notify: [ftp://host/slacksecret]\n", "must start with http"),
+        ("notify: [ftp://host/slacksecret]\n", "nor a service apprise knows"),
         (f"notify: [{SLACK}]\nnotify_severity: loud\n", "must be one of info, warn, critical"),
         ("- just a list\n", "must be a mapping"),
         (f"notify: [{SLACK}\n", "is not valid YAML"),

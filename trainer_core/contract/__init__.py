@@ -5,9 +5,10 @@
 - ``health/``: the health rules judged over a run's metrics and folder. Imports ``run/``.
 - ``config/``: RunConfig and its checks, placement, ports, hardware and disk preflights, notify URLs as a
   config value, the user's settings files. Imports ``run/`` and ``health/``.
-- ``alerts/``: where a run's alerts go and the body each target gets. Imports the domains below it.
+- ``alerts/``: where a run's alerts go, the body each target gets, one attempt at sending one. Imports the
+  domains below it.
 - ``recipes/``: ``trl grpo`` recipes read into a RunConfig. Imports the domains below it.
 
-Both sides import it, so it imports neither: only the standard library, psutil, PyYAML and orjson. The
-layers and these rules are import contracts in pyproject.toml (see docs/architecture.md).
+Both sides import it, so it imports neither: only the standard library, psutil, PyYAML, orjson and apprise
+(lazily, for alerts). The layers and these rules are import contracts in pyproject.toml (see docs/architecture.md).
 """

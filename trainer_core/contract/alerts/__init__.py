@@ -1,7 +1,9 @@
 """Alerts: where a run's warnings and its end are sent, and the body each kind of target gets.
 
-Owns the run's targets and the user's notify settings (``targets``). The sending itself is the trainer's
-(``trainer_core/notify.py``); a URL's checks and masking belong to the config (``config/notify_urls.py``).
+Owns the run's targets and the user's notify settings (``targets``) and one attempt at sending an alert
+(``delivery``: a webhook's POST, or apprise). Following a run and retrying is the root's
+(``trainer_core/notify.py``); a URL's checks and masking belong to the config (``config/notify_urls.py``,
+``config/apprise_urls.py``).
 
-May import: ``config/``, ``health/``, ``run/``, the standard library and PyYAML.
+May import: ``config/``, ``health/``, ``run/``, the standard library, PyYAML and apprise (lazily).
 """

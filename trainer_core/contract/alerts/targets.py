@@ -3,8 +3,9 @@
 URLs are secrets, checked, masked and kept out of config.yaml by ``config/notify_urls.py``: only the
 real URLs of notify.json and of the settings file are sent to.
 
-The sender is ``trainer_core/notify.py``; docs/alerts.md is the user's page. Stdlib only (PyYAML lazily, for
-the settings file), like the rest of the contract layer.
+A webhook URL (``http``/``https``) gets the body its format says; any other scheme is apprise's
+(``delivery.py`` sends either). The run's root sends (``trainer_core/notify.py``); docs/alerts.md is the
+user's page. Stdlib only (PyYAML lazily, for the settings file; apprise lazily, in ``delivery.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from trainer_core.contract.config.apprise_urls import is_apprise, secret_parts
 from trainer_core.contract.config.checks import word_list
 from trainer_core.contract.config.notify_urls import (
     BODY_FORMATS,
@@ -35,7 +37,7 @@ from trainer_core.contract.config.user_files import SETTINGS, UserFileError
 from trainer_core.contract.run.severity import Severity
 
 SETTINGS_ENV = SETTINGS.env
-AlertKind = Literal["warning", "auto_stop", "run_end"]
+AlertKind = Literal["warning", "auto_stop", "run_end", "test"]
 ALERT_KINDS: tuple[str, ...] = get_args(AlertKind)
 
 SETTINGS_KEYS = ("notify", "notify_severity")
@@ -80,6 +82,11 @@ class Target:
         return mask(self.url)
 
     @property
+    def kind(self) -> Literal["webhook", "apprise"]:
+        """How alerts reach it: a POST of our own body, or through apprise to the service its scheme names."""
+        return "apprise" if is_apprise(self.url) else "webhook"
+
+    @property
     def format(self) -> BodyFormat:
         return body_format(self.url)
 
@@ -100,6 +107,8 @@ class Target:
 
     def secrets(self) -> list[str]:
         """The parts of the URL that must never appear in a message (for scrubbing an error's text)."""
+        if self.kind == "apprise":
+            return secret_parts(self.url)
         parts = urlsplit(self.url.strip())
         found = [self.url, self.endpoint()[0], parts.path, parts.query, parts.password or "", parts.username or ""]
         return sorted((s for s in found if s and s != "/"), key=len, reverse=True)
@@ -109,7 +118,8 @@ class Target:
 class Alert:
     """What happened, as every body format tells it. ``event``: a ``warning`` at or above the target's
     severity, an ``auto_stop`` (a --stop-on rule fired) or the ``run_end`` (``status`` completed, failed,
-    stopped; a failed run's ``rule`` is its crash rule and ``error_kind`` its error event's kind)."""
+    stopped; a failed run's ``rule`` is its crash rule and ``error_kind`` its error event's kind), or a
+    ``test`` (``grpo-tui notify-test``)."""
 
     event: AlertKind
     run_id: str
@@ -126,6 +136,8 @@ class Alert:
 
     def headline(self) -> str:
         where = f"run {self.run_id} on {self.host}"
+        if self.event == "test":
+            return f"test alert from {self.host}"
         if self.event == "warning":
             return f"{self.severity.value.upper()} {self.rule} at step {self.step} in {where}"
         if self.event == "auto_stop":

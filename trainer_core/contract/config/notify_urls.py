@@ -1,8 +1,11 @@
 """Notify URLs as a config value: checked, masked, and kept out of config.yaml.
 
-A webhook URL is a secret: the path of a Slack or Discord webhook is its token, an ntfy topic is readable by
-anyone who knows it, and a query string or ``user:pass@`` may carry a password. So a URL is shown and stored
-only masked (``mask``: the scheme, host and port, then ``/***``) everywhere but one file: ``notify.json`` in
+A notify URL is a webhook (``http``/``https``) or an apprise URL (any other scheme: ``mailto://``,
+``tgram://``, …; ``apprise_urls.py``). Either is a secret: the path of a Slack or Discord webhook is its
+token, an ntfy topic is readable by anyone who knows it, a query string or ``user:pass@`` may carry a
+password, and an apprise URL's host is often a token (``tgram://BOT_TOKEN/CHAT``). So a URL is shown and
+stored only masked (``mask``: a webhook's scheme, host and port, then ``/***``; an apprise URL's scheme, then
+``***``, since which of its parts are secret depends on the service) everywhere but one file: ``notify.json`` in
 the run folder (0600, never mirrored or exported), which the run's root process reads, so a resumed run
 keeps notifying. A masked URL read back from config.yaml is recognised (``is_masked``: exactly the form
 ``mask`` writes, never a URL that merely contains ``***``) and never sent to. URLs reach a run's processes
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
+from trainer_core.contract.config.apprise_urls import WEBHOOK_SCHEMES, apprise_problem, is_apprise, scheme_of
 from trainer_core.contract.config.checks import ConfigError
 from trainer_core.contract.run.atomic_files import write_bytes_atomic
 
@@ -34,12 +38,14 @@ MASK = "***"
 NOTIFY_FILE = "notify.json"  # in the run folder: the run's own real URLs, mode 0600
 NOTIFY_ENV = "GRPO_TUI_NOTIFY"  # URLs for `train`/`launch` that no command line shows (whitespace between)
 NOTIFY_FD_ENV = "GRPO_TUI_NOTIFY_FD"  # a pipe `train` hands its own --notify URLs through when it re-executes
-SCHEMES = ("http", "https")
+SCHEMES = WEBHOOK_SCHEMES
 EXAMPLE = "--notify https://hooks.slack.com/services/T000/B000/XXXX"
-# what ``mask`` writes: scheme://host[:port]/*** and maybe a body format; nothing else is a masked URL
+# what ``mask`` writes: scheme://host[:port]/*** and maybe a body format, or an apprise URL's scheme://***;
+# nothing else is a masked URL
 _MASKED = re.compile(
-    r"[a-z][a-z0-9+.-]*://(\[[0-9A-Za-z:.%]+\]|[^\s/?#@:\[\]]+)(:[0-9]{1,5})?/\*\*\*"
+    r"https?://(\[[0-9A-Za-z:.%]+\]|[^\s/?#@:\[\]]+)(:[0-9]{1,5})?/\*\*\*"
     rf"(#({'|'.join(BODY_FORMATS)}))?"
+    r"|[a-z][a-z0-9+.-]*://\*\*\*"
 )
 
 
@@ -54,6 +60,8 @@ def mask(url: str) -> str:
     fragment such as ``#slack`` is kept: it is no secret, and it says how the URL is sent to)."""
     if is_masked(url):
         return url
+    if is_apprise(url):
+        return f"{scheme_of(url)}://{MASK}"
     try:
         parts = urlsplit(url.strip())
         host, port = parts.hostname, parts.port
@@ -84,21 +92,25 @@ def masked_urls(urls: Any) -> Any:
 def url_problem(url: Any) -> str | None:
     """Why ``url`` cannot be sent to (a phrase to follow its masked form, with the fix), or None. A masked URL
     passes: it is what config.yaml holds once a run has started, and a resume checks that config again."""
-    fix = f"give an http:// or https:// URL with a host, e.g. {EXAMPLE}"
+    fix = f"give an http:// or https:// webhook URL with a host (e.g. {EXAMPLE}) or an apprise URL such as mailto://"
     if not isinstance(url, str):
         return f"is not text: {fix}"
     if not url.strip():
         return f"is empty: {fix}"
     if any(c.isspace() for c in url.strip()):
         return "contains whitespace: give one URL per --notify (a URL has no spaces; encode one as %20)"
+    if is_masked(url):
+        return None
+    if is_apprise(url):
+        return apprise_problem(url)
     try:
         parts = urlsplit(url.strip())
         _ = parts.port  # raises ValueError for a port that is not a number in 0-65535
     except ValueError:
         return f"is not a valid URL (a bad port or address): {fix}"
     if parts.scheme.lower() not in SCHEMES:
-        shown = f"'{parts.scheme}://'" if parts.scheme else "no scheme"
-        return f"must start with http:// or https:// (it has {shown}): {fix}"
+        shown = f"'{parts.scheme}:'" if parts.scheme else "no scheme"
+        return f"must start with a scheme and :// (it has {shown}): {fix}"
     if not parts.hostname:
         return f"has no host: {fix}"
     if parts.fragment and parts.fragment not in BODY_FORMATS:

@@ -221,9 +221,10 @@ class RunConfig:
     # -- alerts (docs/alerts.md), shown with health -----------------------------------------------------
     notify: list[str] = _f(
         [],
-        "Send this run's alerts as an HTTP POST to these URLs (CLI: --notify URL, repeatable): each warning at or "
-        "above --notify-severity, an auto-stop and the run's end. Slack and Discord webhooks get their own body, "
-        "any other URL a JSON record; #slack, #discord, #json or #text at the end picks one. Added to the notify "
+        "Send this run's alerts to these URLs (CLI: --notify URL, repeatable): each warning at or above "
+        "--notify-severity, an auto-stop and the run's end. An https:// webhook gets a POST: Slack and Discord "
+        "webhooks their own body, any other URL a JSON record (#slack, #discord, #json or #text at the end picks "
+        "one); any other scheme is an apprise URL (mailto://, tgram://, workflows:// for Teams, …). Added to the notify "
         "URLs of the settings file on the host that runs it (~/.config/grpo-tui/settings.yaml). The URLs are "
         "secrets: config.yaml keeps them masked. See docs/alerts.md.",
         "health",
