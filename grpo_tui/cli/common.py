@@ -7,12 +7,11 @@ import sys
 from contextlib import contextmanager
 
 from grpo_tui.config_flags import config_from_args
-from grpo_tui.executors.wire import missing_trainer
+from grpo_tui.executors.wire import TRAIN_EXTRA, missing_trainer
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import RUNS_DIR_ENV, RunFolder
 
 EXIT_BAD_INPUT = 2
-TRAIN_EXTRA = "pip install 'grpo-tui[train]'"
 
 
 class BadInput(Exception):

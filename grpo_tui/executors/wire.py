@@ -284,6 +284,9 @@ def missing_trainer() -> list[str]:
     return missing
 
 
+TRAIN_EXTRA = "pip install 'grpo-tui[train]'"
+
+
 def install_kind() -> str:
     """``train`` where this interpreter can run the trainer, else ``light`` (``pip install grpo-tui``: the app and
     the CLI, which watch, list, stop and export runs anywhere and launch on hosts that have the trainer)."""

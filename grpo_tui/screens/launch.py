@@ -40,6 +40,7 @@ from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from ..executors.base import Executor, RunRef, place_args
 from ..executors.hosts import LOCAL
 from ..executors.registry import ExecutorRegistry
+from ..executors.wire import TRAIN_EXTRA, missing_trainer
 from ..presets import PRESETS, preset_values
 from ..safe_text import literal
 from ..services.gpus import GPU, list_gpus, visible_indices
@@ -341,6 +342,14 @@ class LaunchScreen(Screen):
             return
         gpus, num_processes = self.placement_request(config)
         executor = self.executor
+        missing = missing_trainer() if executor.folders_here else []
+        if missing:  # a light install: its runs (and the inspection gate) would fail in their logs
+            self._launch_status.show(
+                f"cannot launch here: this install lacks the trainer (no {', '.join(missing)}): {TRAIN_EXTRA}, or "
+                "pick a host whose grpo-tui has it",
+                "-error",
+            )
+            return
         self._set_launching(True)
         if not executor.folders_here:
             config.inspection = SKIPPED

@@ -128,6 +128,27 @@ async def test_a_config_handed_to_the_screen_shows_its_problems_and_a_failed_lau
         assert not screen.query_one("#launch").disabled
 
 
+async def test_a_light_install_refuses_to_launch_here_naming_the_extra(runs_dir, no_gpus, monkeypatch):
+    """Without the trainer (``pip install grpo-tui``), a launch on this machine would fail in its log: the form
+    says so at once, with what to install, and nothing is created."""
+    from ..unit.test_light_install import lacking
+
+    lacking(monkeypatch, "torch", "trl")
+    config = RunConfig(model="some/model", rl_env_config={"target": "a"}, **PATTERN)
+    app = make_app(runs_dir, start="launch", launch_config=config)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await launch_screen(pilot)
+        await settle(pilot)
+        await pilot.press("ctrl+l")
+        await settle(pilot, 0.2)
+        assert note(screen, "#launch-status") == (
+            "cannot launch here: this install lacks the trainer (no torch, trl): pip install 'grpo-tui[train]', "
+            "or pick a host whose grpo-tui has it"
+        )
+        assert isinstance(app.screen, LaunchScreen) and not screen.launching
+    assert not runs_dir.exists() or not any(runs_dir.iterdir())
+
+
 async def skip_the_gate(pilot, click: bool = False) -> None:
     """Launch deliberately without a reward inspection (the gate's skip, by key or button, confirmed)."""
     from grpo_tui.screens.inspect import InspectScreen
