@@ -21,9 +21,11 @@ docstring; an environment with tools needs ``reset``. docs/agents.md.
 from __future__ import annotations
 
 import ast
+import asyncio
 import functools
 import inspect
 import json
+import threading
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -153,9 +155,71 @@ def check_tool_calling(tokenizer, model: str) -> None:
         )
 
 
-def _method_call(name: str, original: Callable) -> Callable:
+class ToolTimeout(Exception):
+    """A tool call that ran past ``tool_timeout``: TRL counts it as a failed call, with this as its error."""
+
+
+def _timeout_message(name: str, seconds: float) -> str:
+    """Short: the model reads it as the tool's answer, and it takes room from the completion's tokens."""
+    return f"{name} timed out after {seconds:g} s"
+
+
+def call_with_timeout(func: Callable, args: tuple, kwargs: dict, seconds: float, name: str) -> Any:
+    """``func(*args, **kwargs)``, or ToolTimeout once ``seconds`` pass (0: wait for it). The call runs in a
+    thread of its own, which is left to finish by itself (a thread cannot be killed): its result is dropped."""
+    if not seconds:
+        return func(*args, **kwargs)
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["value"] = func(*args, **kwargs)
+        except BaseException as exc:
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=f"tool {name}", daemon=True).start()
+    if not done.wait(seconds):
+        raise ToolTimeout(_timeout_message(name, seconds))
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def timed(func: Callable, seconds: float) -> Callable:
+    """``func`` as TRL should call it: bounded by ``seconds`` (0: as it is). Keeps its name, signature and
+    docstring, which describe it to the model, and whether it is a coroutine function (TRL awaits those)."""
+    if not seconds:
+        return func
+    name = getattr(func, "__name__", "tool")
+    if inspect.iscoroutinefunction(func):
+
+        async def waited(*args, **kwargs):
+            try:
+                return await asyncio.wait_for(func(*args, **kwargs), seconds)
+            except asyncio.TimeoutError:
+                raise ToolTimeout(_timeout_message(name, seconds)) from None
+
+        return functools.update_wrapper(waited, func)
+
+    def bounded(*args, **kwargs):
+        return call_with_timeout(func, args, kwargs, seconds, name)
+
+    return functools.update_wrapper(bounded, func)
+
+
+def _method_call(name: str, original: Callable, seconds: float) -> Callable:
+    if inspect.iscoroutinefunction(original):
+
+        async def waited(self, *args, **kwargs):
+            return await timed(getattr(self.env, name), seconds)(*args, **kwargs)
+
+        return functools.update_wrapper(waited, original)
+
     def call(self, *args, **kwargs):
-        return getattr(self.env, name)(*args, **kwargs)
+        return call_with_timeout(getattr(self.env, name), args, kwargs, seconds, name)
 
     return functools.update_wrapper(call, original)
 
@@ -171,6 +235,12 @@ class EpisodeEnvironment:
 
     def __init__(self, env):
         self.env = env
+
+    def _close(self) -> None:  # private: TRL takes every public method of a rollout for a tool
+        """The user's instance's ``close()``, if it has one: the run is over for this rollout's instance."""
+        closer = getattr(self.env, "close", None)
+        if callable(closer):
+            closer()
 
     def reset(self, **row):
         columns = _columns(row)
@@ -191,9 +261,42 @@ class EpisodeEnvironment:
         return observation
 
 
-def environment_factory(env, config: dict | None) -> Callable[[], EpisodeEnvironment]:
+class EpisodeFactory:
+    """TRL's ``environment_factory`` for the user's environment (see ``environment_factory``), which keeps the
+    instances it made so that ``close()`` reaches each one when the run ends."""
+
+    def __init__(self, episode_cls: type[EpisodeEnvironment], cls: type, config: dict | None):
+        self.episode_cls, self.cls, self.config = episode_cls, cls, config or {}
+        self.instances: list[EpisodeEnvironment] = []
+
+    def __call__(self) -> EpisodeEnvironment:
+        try:
+            made = self.episode_cls(self.cls(**self.config))
+        except Exception as exc:
+            raise EnvError(
+                f"{self.cls.__name__}(**{self.config}) raised {type(exc).__name__}: {exc}. Check --rl-env-config.",
+                user_traceback=traceback.format_exc(),
+            ) from exc
+        self.instances.append(made)
+        return made
+
+    def close(self) -> list[str]:
+        """Call ``close()`` on every instance made (once); what raised, one line each (never raises: the run's
+        outcome is decided already)."""
+        problems = []
+        instances, self.instances = self.instances, []
+        for instance in instances:
+            try:
+                instance._close()
+            except Exception as exc:
+                problems.append(f"{self.cls.__name__}.close() raised {type(exc).__name__}: {exc}")
+        return problems
+
+
+def environment_factory(env, config: dict | None, tool_timeout: float = 0) -> EpisodeFactory:
     """TRL's ``environment_factory`` for the user's environment ``env`` (already checked by tool_functions):
-    each call builds ``type(env)(**config)`` inside a class whose only public methods are its tools and reset."""
+    each call builds ``type(env)(**config)`` inside a class whose only public methods are its tools (each
+    call bounded by ``tool_timeout`` seconds) and reset."""
     cls = type(env)
     names = [f.__name__ for f in tool_functions(env) if getattr(f, "__self__", None) is env]
     namespace: dict[str, Any] = {
@@ -202,24 +305,14 @@ def environment_factory(env, config: dict | None) -> Callable[[], EpisodeEnviron
         "tool_names": tuple(names),
     }
     for name in names:
-        namespace[name] = _method_call(name, getattr(cls, name))
-    episode_cls = type(cls.__name__, (EpisodeEnvironment,), namespace)
-
-    def make() -> EpisodeEnvironment:
-        try:
-            return episode_cls(cls(**(config or {})))
-        except Exception as exc:
-            raise EnvError(
-                f"{cls.__name__}(**{config or {}}) raised {type(exc).__name__}: {exc}. Check --rl-env-config.",
-                user_traceback=traceback.format_exc(),
-            ) from exc
-
-    return make
+        namespace[name] = _method_call(name, getattr(cls, name), tool_timeout)
+    return EpisodeFactory(type(cls.__name__, (EpisodeEnvironment,), namespace), cls, config)
 
 
-def standalone(env, funcs: list[Callable]) -> list[Callable]:
-    """The functions of ``get_tool_functions()`` that are not ``env``'s own methods: shared by every rollout."""
-    return [f for f in funcs if getattr(f, "__self__", None) is not env]
+def standalone(env, funcs: list[Callable], tool_timeout: float = 0) -> list[Callable]:
+    """The functions of ``get_tool_functions()`` that are not ``env``'s own methods: shared by every rollout,
+    each call bounded by ``tool_timeout`` seconds."""
+    return [timed(f, tool_timeout) for f in funcs if getattr(f, "__self__", None) is not env]
 
 
 def play_episode(model, tokenizer, prompt: list[dict], tools: list[Callable], config) -> list[dict]:

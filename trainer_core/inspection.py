@@ -30,6 +30,7 @@ from .agentic import (
     play_episode,
     rollout_tools,
     standalone,
+    timed,
     tool_functions,
     transcript_text,
 )
@@ -220,8 +221,8 @@ def _inspect_rows(config, dataset, score_group, weights, out_dir, samples, progr
 def _episode_scoring(config: RunConfig, env, tokenizer, model, own_tools, shared_tools):
     """(score_group, weights) of an agentic environment: each completion is a real episode with the tools,
     played on an instance of its own (as in training), and scored by get_reward or score_episode."""
-    factory = environment_factory(env, config.rl_env_config) if own_tools else None
-    shared = [*standalone(env, own_tools), *shared_tools]
+    factory = environment_factory(env, config.rl_env_config, config.tool_timeout) if own_tools else None
+    shared = [*standalone(env, own_tools, config.tool_timeout), *(timed(t, config.tool_timeout) for t in shared_tools)]
     scorer = EpisodeReward(env, tokenizer)
     scorer.model = model
 

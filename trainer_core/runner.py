@@ -168,10 +168,23 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
             run.emit(Error(kind=ErrorKind.EXCEPTION, message=reason, traceback=tb, step=run.last_step))
             print(tb, file=sys.stderr)
     finally:
+        _close_environments(trainer)
         run.finish(status, reason)
         run.stopper.uninstall()
         run.close()
     return RunResult(folder.run_id, folder.path, status, run.end_reason or reason, run.last_step, bad_input)
+
+
+def _close_environments(trainer) -> None:
+    """Call the environment's ``close()`` on every per-rollout instance the run made (and the eval's); what
+    raises is one line in trainer.log: the run's outcome is decided already."""
+    from .agentic import EpisodeFactory
+
+    factories = getattr(trainer, "environment_factories", None) or {}
+    for factory in factories.values():
+        if isinstance(factory, EpisodeFactory):
+            for problem in factory.close():
+                print(f"warning: {problem}", file=sys.stderr, flush=True)
 
 
 def _mistake(at_start: bool) -> dict:

@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, cast
 
-from .agentic import EpisodeReward, check_tool_calling, environment_factory, load_tools, standalone, tool_functions
+from .agentic import (
+    EpisodeReward,
+    check_tool_calling,
+    environment_factory,
+    load_tools,
+    standalone,
+    timed,
+    tool_functions,
+)
 from .contract.config.checks import ConfigError, is_dataset_run, trackers
 from .contract.config.hardware import (
     STATE_KEY,
@@ -322,7 +330,7 @@ def reward_setup(config: RunConfig, tokenizer, run: RunContext | None, stats: Sa
     )
     extra_funcs, extra_weights = extra_reward_functions(env)
     dataset, heldout = held_out_set(config, env, tokenizer, run, dataset, bool(own_tools or tools))
-    factory = environment_factory(env, config.rl_env_config) if own_tools else None
+    factory = environment_factory(env, config.rl_env_config, config.tool_timeout) if own_tools else None
     eval_score = EpisodeReward(env, tokenizer) if own_tools or tools else ScoreEpisodeReward(env, tokenizer)
     if heldout is not None:
         add_scorers(config, heldout, env, [eval_score, *extra_funcs], [1.0, *extra_weights], factory)
@@ -336,7 +344,7 @@ def reward_setup(config: RunConfig, tokenizer, run: RunContext | None, stats: Sa
         [score, *extra_funcs],
         [1.0, *extra_weights] if extra_funcs else None,
         bind,
-        tools=[*standalone(env, own_tools), *tools],
+        tools=[*standalone(env, own_tools, config.tool_timeout), *(timed(t, config.tool_timeout) for t in tools)],
         factory=factory,
         heldout=heldout,
     )

@@ -40,22 +40,22 @@ AGENT_FLAGS = (
 )
 
 
-@pytest.fixture(scope="module")
-def agentic_run(pretrained_tiny_model, tmp_path_factory):
-    """Four steps of the hotel agent, every tool call the training process made written to calls.jsonl."""
-    folder = tmp_path_factory.mktemp("agentic")
+def train_agent(model: str, folder, env_config: dict, steps: int, *flags: str):
+    """``steps`` steps of the hotel agent in ``folder``, every tool call the training process made written to
+    calls.jsonl there: (run folder, calls, samples)."""
     log = folder / "calls.jsonl"
     done = cli(
         "train",
         "--model",
-        pretrained_tiny_model,
+        model,
         "--rl-env-module",
         str(AGENT_ENV),
         *AGENT_FLAGS,
+        *flags,
         "--rl-env-config",
-        json.dumps({"log": str(log)}),
+        json.dumps({"log": str(log), **env_config}),
         "--max-steps",
-        "4",
+        str(steps),
         "--samples-per-step",
         "16",
         "--runs-dir",
@@ -68,9 +68,16 @@ def agentic_run(pretrained_tiny_model, tmp_path_factory):
     return run, calls, samples
 
 
+@pytest.fixture(scope="module")
+def agentic_run(pretrained_tiny_model, tmp_path_factory):
+    """Four steps of the hotel agent."""
+    return train_agent(pretrained_tiny_model, tmp_path_factory.mktemp("agentic"), {}, 4)
+
+
 @pytest.mark.slow
 def test_tools_are_called_with_the_parsed_arguments_and_their_results_reach_the_next_turn(agentic_run):
     _, calls, samples = agentic_run
+    calls = [c for c in calls if "tool" in c]
     assert calls, "the model never called a tool"
     assert {c["tool"] for c in calls} <= {"check_availability", "book_room"}
     for call in calls:  # TRL parsed the JSON arguments into the types the tool's schema gives
@@ -90,6 +97,28 @@ def test_tools_are_called_with_the_parsed_arguments_and_their_results_reach_the_
     assert any(i + 1 < len(sample["turns"]) for sample, i, _ in answered)
     for sample, _, turn in answered:
         assert f"[{turn['tool']}] {turn['result']}" in sample["completion"]  # the transcript score_episode sees
+
+
+@pytest.mark.slow
+def test_a_tool_that_never_returns_times_out_as_a_failed_call_and_the_run_completes(pretrained_tiny_model, tmp_path):
+    """Every booking sleeps forever; with --tool-timeout 1 each one is a failed call, and the run completes."""
+    flags = ("--max-tool-calls", "3", "--tool-timeout", "1")  # the later of two --max-tool-calls counts
+    run, calls, samples = train_agent(pretrained_tiny_model, tmp_path, {"hang_every": 1}, 2, *flags)
+    hung = [c for c in calls if c.get("hung")]
+    assert hung, "no booking in two steps"
+    message = "book_room timed out after 1 s"
+    calls_made = [t for s in samples for t in s["turns"] if t.get("tool") == "book_room"]
+    timed_out = [t for t in calls_made if t.get("error") == message]
+    assert timed_out, "no episode shows a booking that timed out"
+    assert not [t for t in calls_made if "result" in t]  # a hung call's answer is its timeout, never a result
+    hung_arguments = [json.dumps(c["arguments"], sort_keys=True) for c in hung]
+    assert all(json.dumps(t["arguments"], sort_keys=True) in hung_arguments for t in timed_out)
+    events = events_of(run)
+    assert [e.status for e in events if isinstance(e, RunFinished)] == [Status.COMPLETED]
+    assert any(e.values["tools/failure_frequency"] > 0 for e in events if isinstance(e, Metrics))
+    # each rollout's instance (and the held-out eval's, if any) was closed once the run ended
+    closed = [c for c in calls if "closed" in c]
+    assert closed and len({c["closed"] for c in closed}) == len(closed)
 
 
 @pytest.mark.slow

@@ -3,18 +3,22 @@ per-rollout class TRL sees, and episodes read back into turns and transcript tex
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import time
 
 import pytest
 
 from trainer_core.agentic import (
     MAX_TURN_CHARS,
     EpisodeReward,
+    ToolTimeout,
     check_tool,
     check_tool_calling,
     environment_factory,
     episode_turns,
     load_tools,
+    timed,
     tool_functions,
     transcript_text,
 )
@@ -75,7 +79,71 @@ def test_max_tool_calls_becomes_trls_max_tool_calling_iterations_and_a_config_st
     config = RunConfig.from_dict({"model": "m", "tools": "a.py:f b.py:g,h", "max_tool_calls": 3})
     assert config.tools == ["a.py:f", "b.py:g,h"]
     assert grpo_config_kwargs(config, "/tmp/out")["max_tool_calling_iterations"] == 3
-    assert "max_tool_calling_iterations" not in grpo_config_kwargs(RunConfig(model="m"), "/tmp/out")
+    assert grpo_config_kwargs(RunConfig(model="m"), "/tmp/out")["max_tool_calling_iterations"] == 10  # finite
+    assert "max_tool_calling_iterations" not in grpo_config_kwargs(
+        RunConfig(model="m", max_tool_calls=None), "/tmp/out"
+    )
+
+
+@pytest.mark.parametrize("value", [-1, True, float("nan"), float("inf"), "5"])
+def test_tool_timeout_must_be_a_number_of_seconds(value):
+    [problem] = RunConfig(model="m", rl_env_module="e.py", rl_env_class="E", tool_timeout=value).problems()
+    assert problem.field == "tool_timeout" and repr(value) in str(problem) and "--tool-timeout 30" in str(problem)
+
+
+def _slow(seconds: float) -> str:
+    """Sleep a while.
+
+    Args:
+        seconds: How long.
+    """
+    time.sleep(seconds)
+    return "done"
+
+
+async def _slow_async(seconds: float) -> str:
+    """Sleep a while, awaited.
+
+    Args:
+        seconds: How long.
+    """
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+def test_a_timed_tool_answers_in_time_or_fails_at_its_timeout_and_keeps_its_description():
+    from transformers.utils.chat_template_utils import get_json_schema
+
+    for tool in (_slow, _slow_async):
+        bounded = timed(tool, 0.5)
+        assert get_json_schema(bounded) == get_json_schema(tool)
+        assert inspect.iscoroutinefunction(bounded) == inspect.iscoroutinefunction(tool)
+        run = (
+            (lambda f, s: asyncio.run(f(seconds=s)))
+            if inspect.iscoroutinefunction(tool)
+            else (lambda f, s: f(seconds=s))
+        )
+        assert run(bounded, 0.01) == "done"
+        started = time.monotonic()
+        with pytest.raises(ToolTimeout, match=rf"^{tool.__name__} timed out after 0\.5 s$"):
+            run(bounded, 30)
+        assert time.monotonic() - started < 5
+    assert timed(_slow, 0) is _slow  # 0: no limit
+
+
+def test_a_rollouts_tools_are_timed_and_close_reaches_every_instance_once():
+    _, env = hotel(log="")
+    make = environment_factory(env, {"log": "", "hang_every": 1}, tool_timeout=0.3)
+    rollout = make()
+    rollout.reset(prompt=[{"role": "user", "content": "x"}], room="cheap", nights=2, free=[1, 0, 1])
+    with pytest.raises(ToolTimeout, match=r"^book_room timed out after 0\.3 s$"):
+        rollout.book_room(room="cheap", nights=2)
+    closed = []
+    for instance in (rollout, make()):
+        instance.env.close = lambda instance=instance: closed.append(instance)
+    make().env.close = lambda: (_ for _ in ()).throw(RuntimeError("socket gone"))
+    assert make.close() == ["ToolHotel.close() raised RuntimeError: socket gone"]
+    assert len(closed) == 2 and make.close() == []
 
 
 def test_grpo_args_cannot_set_max_tool_calling_iterations_behind_max_tool_calls():

@@ -107,10 +107,17 @@ class RunConfig:
         metavar="FILE.py:FN[,FN]",
     )
     max_tool_calls: int | None = _f(
-        None,
-        "Rounds of tool calls an episode may take before it ends (GRPOConfig.max_tool_calling_iterations; "
-        "default: no limit).",
+        10,
+        "Rounds of tool calls an episode may take before it ends (GRPOConfig.max_tool_calling_iterations); null "
+        "in a config for no limit but the completion length.",
         "model",
+    )
+    tool_timeout: float = _f(
+        30.0,
+        "Seconds one tool call may take: a call still running then counts as a failed call ('NAME timed out after "
+        "N s'), its result is dropped, and the episode goes on. 0: no limit.",
+        "model",
+        metavar="S",
     )
 
     # -- GRPO -------------------------------------------------------------------------------------------
@@ -332,7 +339,7 @@ class RunConfig:
     def _problems(self, world_size: int):
         yield from iter_problems(self, world_size)
         yield from notify_problems(self.notify, self.notify_severity)
-        yield from tool_problems(self.tools, self.max_tool_calls)
+        yield from tool_problems(self.tools, self.max_tool_calls, self.tool_timeout)
         yield from eval_problems(self)
 
     def to_dict(self) -> dict:

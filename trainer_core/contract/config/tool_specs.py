@@ -1,5 +1,5 @@
-"""The ``tools`` and ``max_tool_calls`` settings: which standalone functions the model may call while it
-generates, and how many rounds of calls an episode may take.
+"""The ``tools``, ``max_tool_calls`` and ``tool_timeout`` settings: which standalone functions the model may
+call while it generates, how many rounds of calls an episode may take, and how long one call may run.
 
 A tools entry names functions the way reward functions are named: ``FILE.py:fn`` or ``FILE.py:fn,fn2`` (a
 file, several functions of it), or a dotted import path ``pkg.module.fn``. They are checked here for their
@@ -9,6 +9,7 @@ checks each function's docstring and type hints (``trainer_core/agentic.py``). d
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +45,7 @@ def parse_tool_spec(entry: str) -> ToolSpec | None:
     return None
 
 
-def tool_problems(tools: Any, max_tool_calls: Any) -> Iterator[ConfigError]:
+def tool_problems(tools: Any, max_tool_calls: Any, tool_timeout: Any = 0) -> Iterator[ConfigError]:
     if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
         yield ConfigError(
             "tools", f"tools must be a list of FILE.py:FUNCTION[,FUNCTION] or pkg.module.function, got {tools!r}."
@@ -62,6 +63,17 @@ def tool_problems(tools: Any, max_tool_calls: Any) -> Iterator[ConfigError]:
     ):
         yield ConfigError(
             "max_tool_calls",
-            f"max_tool_calls must be a whole number of at least 1 (rounds of tool calls per episode), or unset for "
+            f"max_tool_calls must be a whole number of at least 1 (rounds of tool calls per episode), or null for "
             f"no limit; got {max_tool_calls!r}.",
+        )
+    if (
+        isinstance(tool_timeout, bool)
+        or not isinstance(tool_timeout, (int, float))
+        or not math.isfinite(tool_timeout)
+        or tool_timeout < 0
+    ):
+        yield ConfigError(
+            "tool_timeout",
+            f"tool_timeout must be a number of seconds, 0 or more (0: no limit), e.g. --tool-timeout 30; "
+            f"got {tool_timeout!r}.",
         )
