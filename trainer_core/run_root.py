@@ -6,7 +6,7 @@ run owns one, starts the trainer (one worker, or ``accelerate launch``) on the t
 requests on, stops the server when training ends, and — if the trainer died without writing its end
 (killed, out of memory, a crash in native code) — writes the ``error`` and ``run_finished`` events itself.
 Machine 0's root also sends the run's alerts to its notify URLs (``notify.py``), and gives the last ones a
-bounded time to go out before it exits.
+bounded time to go out before it exits; and it judges a stall of the trainer itself (``stall_watch.py``).
 
 A run on several machines has one root per machine (``--machine-rank N``, or ``slurm`` for $SLURM_NODEID),
 each starting its share of the ranks through ``accelerate launch``. Only machine 0's root keeps the record
@@ -42,12 +42,20 @@ from .contract.run.folder import RunFolder
 from .contract.run.process import collect, process_start_time, run_env, spawn_logged, terminate
 from .contract.run.status import Status, exit_code
 from .contract.run.summary import log_tail
+from .stall_watch import StallWatch
 
 DEFAULT_SERVER_TIMEOUT = 600.0
 SLURM_NODE_ENV = "SLURM_NODEID"
 LINGER_S = 60.0  # how long another machine's ranks may outlive the run's recorded end before they are ended
 POLL_S = 1.0
 RECORD_WAIT_S = 120.0  # how long a follower waits, after a stop request, for machine 0 to record the end
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def worker_command(
@@ -169,8 +177,13 @@ class RunRoot:
                 extra[SERVER_URL_ENV] = self._start_server(config)
             cmd = placement_command(self.folder.path, self.placement, self.accelerate_config)
             self.folder.write_state(command=cmd)
+            offset = _size(self.folder.events_file)
             self.worker = spawn_logged(cmd, self.folder.log_file, run_env(self.folder.path, extra))
-            code = self._wait_worker(self.worker)
+            watch = StallWatch(self.folder, config, self.worker, offset).start()
+            try:
+                code = self._wait_worker(self.worker)
+            finally:
+                watch.close()
         except vllm_server.ServerError as exc:
             self._record_failure(ErrorKind.VLLM_SERVER, str(exc))
             code = 1

@@ -1,49 +1,22 @@
-"""Health rules only a viewer judges: a stalled trainer and a filling disk (why a run crashed is the contract's
+"""Health rules a viewer judges: a stalled trainer and a filling disk (why a run crashed is the contract's
 ``run/crash.py``, which the run's own summary uses too; the rules' names and advice are ``run/rules.py``).
 
 A hung process cannot report its own hang, and a process killed by the kernel writes nothing, so these
 run on the viewing side (``grpo-tui runs``/``watch``, the app) over the run folder: the metrics
-timestamps, whether the process is alive, the error events and the end of trainer.log.
+timestamps, whether the process is alive, the error events and the end of trainer.log. The stall rule is
+the contract's (``health/stall.py``): the run's own root judges it too, with nobody watching.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import pairwise
-from statistics import median
-
 from trainer_core.contract.health.monitor import Thresholds
+from trainer_core.contract.health.stall import stall_warning
 from trainer_core.contract.run.disk import Usage, human
 from trainer_core.contract.run.events import HealthWarning, warning
+
+__all__ = ["disk_space_warning", "stall_warning"]
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
-
-
-def stall_warning(
-    step_times: Sequence[float], last_step: int, now: float, process_alive: bool, thresholds: Thresholds | None = None
-) -> HealthWarning | None:
-    """``stall`` when no step has landed for k x the median step time while the trainer is alive."""
-    t = thresholds or Thresholds()
-    if not process_alive or len(step_times) < 3:
-        return None
-    deltas = [b - a for a, b in pairwise(step_times) if b >= a]
-    typical = median(deltas[-20:]) if deltas else 0.0
-    limit = max(t.stall_factor * typical, t.stall_min_seconds)
-    waited = now - step_times[-1]
-    if waited <= limit:
-        return None
-    severity = Severity.CRITICAL if waited > 3 * limit else Severity.WARN
-    return warning(
-        HealthRule.STALL,
-        severity,
-        last_step,
-        f"No new step for {waited:.0f}s after step {last_step}; a step usually takes {typical:.1f}s.",
-        {
-            "seconds_since_last_step": round(waited, 1),
-            "median_step_seconds": round(typical, 3),
-            "limit_seconds": round(limit, 1),
-        },
-    )
 
 
 def disk_space_warning(
