@@ -5,6 +5,8 @@ shows the user's frames, and only those."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from trainer_core.contract.run.events import Error, RunFinished
@@ -47,10 +49,23 @@ def train(tiny_model, runs_dir, *extra):
     return cli("train", *flags(tiny_model, runs_dir, *extra))
 
 
+CRASH = ["--rl-env-class", "DatasetRaises"]
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_model, tmp_path_factory):
+    """Every case's ``grpo-tui train``, three at a time (each mostly waits on imports): {case: (result, runs dir)}."""
+    cases = {**{name: argv for name, (argv, _) in CASES.items()}, "crash": CRASH}
+    dirs = {name: tmp_path_factory.mktemp(name) / "runs" for name in cases}
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {name: pool.submit(train, tiny_model, dirs[name], *argv) for name, argv in cases.items()}
+        return {name: (future.result(), dirs[name]) for name, future in futures.items()}
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_mistake_exits_2_with_one_message_and_no_traceback(case, tiny_model, runs_dir):
-    flags, said = CASES[case]
-    done = train(tiny_model, runs_dir, *flags)
+def test_a_mistake_exits_2_with_one_message_and_no_traceback(case, trained):
+    _, said = CASES[case]
+    done, runs_dir = trained[case]
     out = done.stdout + done.stderr
     assert done.returncode == 2, out
     assert "Traceback" not in out and not any(f"{pkg}/" in out for pkg in OURS), out
@@ -77,8 +92,8 @@ def test_a_class_the_file_never_names_is_refused_before_a_run_folder_is_made(tin
         assert "--rl-env-class" in out and not (runs_dir.exists() and any(runs_dir.iterdir()))
 
 
-def test_a_crash_in_the_users_code_at_start_shows_the_users_frames_only(tiny_model, runs_dir):
-    done = train(tiny_model, runs_dir, "--rl-env-class", "DatasetRaises")
+def test_a_crash_in_the_users_code_at_start_shows_the_users_frames_only(trained):
+    done, _ = trained["crash"]
     out = done.stdout + done.stderr
     assert done.returncode == 2, out
     assert "FileNotFoundError: no such file: rows.jsonl" in out
