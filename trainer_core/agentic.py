@@ -188,6 +188,16 @@ def call_with_timeout(func: Callable, args: tuple, kwargs: dict, seconds: float,
     return outcome["value"]
 
 
+async def await_with_timeout(coro, seconds: float, name: str) -> Any:
+    """``await coro``, or ToolTimeout (the coroutine cancelled) once ``seconds`` pass (0: wait for it)."""
+    if not seconds:
+        return await coro
+    try:
+        return await asyncio.wait_for(coro, seconds)
+    except asyncio.TimeoutError:
+        raise ToolTimeout(_timeout_message(name, seconds)) from None
+
+
 def timed(func: Callable, seconds: float) -> Callable:
     """``func`` as TRL should call it: bounded by ``seconds`` (0: as it is). Keeps its name, signature and
     docstring, which describe it to the model, and whether it is a coroutine function (TRL awaits those)."""
@@ -197,10 +207,7 @@ def timed(func: Callable, seconds: float) -> Callable:
     if inspect.iscoroutinefunction(func):
 
         async def waited(*args, **kwargs):
-            try:
-                return await asyncio.wait_for(func(*args, **kwargs), seconds)
-            except asyncio.TimeoutError:
-                raise ToolTimeout(_timeout_message(name, seconds)) from None
+            return await await_with_timeout(func(*args, **kwargs), seconds, name)
 
         return functools.update_wrapper(waited, func)
 
@@ -214,7 +221,7 @@ def _method_call(name: str, original: Callable, seconds: float) -> Callable:
     if inspect.iscoroutinefunction(original):
 
         async def waited(self, *args, **kwargs):
-            return await timed(getattr(self.env, name), seconds)(*args, **kwargs)
+            return await await_with_timeout(getattr(self.env, name)(*args, **kwargs), seconds, name)
 
         return functools.update_wrapper(waited, original)
 

@@ -36,7 +36,7 @@ from .contract.config.placement import Placement
 from .contract.config.ports import SERVER_URL_ENV, check_port, free_port
 from .contract.config.run_config import ConfigError, RunConfig
 from .contract.run.disk import fault_from_log, last_complete_checkpoint, release_reserve
-from .contract.run.event_log import EventWriter, last_step
+from .contract.run.event_log import EventWriter, complete_size, last_step
 from .contract.run.events import Error, ErrorKind
 from .contract.run.folder import RunFolder
 from .contract.run.process import collect, process_start_time, run_env, spawn_logged, terminate
@@ -49,13 +49,6 @@ SLURM_NODE_ENV = "SLURM_NODEID"
 LINGER_S = 60.0  # how long another machine's ranks may outlive the run's recorded end before they are ended
 POLL_S = 1.0
 RECORD_WAIT_S = 120.0  # how long a follower waits, after a stop request, for machine 0 to record the end
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def worker_command(
@@ -177,7 +170,7 @@ class RunRoot:
                 extra[SERVER_URL_ENV] = self._start_server(config)
             cmd = placement_command(self.folder.path, self.placement, self.accelerate_config)
             self.folder.write_state(command=cmd)
-            offset = _size(self.folder.events_file)
+            offset = complete_size(self.folder.events_file)
             self.worker = spawn_logged(cmd, self.folder.log_file, run_env(self.folder.path, extra))
             watch = StallWatch(self.folder, config, self.worker, offset).start()
             try:

@@ -96,10 +96,9 @@ class StallWatch:
             self._stop(found)
         return found
 
-    def _emit(self, *events) -> None:
+    def _emit(self, event) -> None:
         with EventWriter(self.folder.events_file) as writer:
-            for event in events:
-                writer.emit(event)
+            writer.emit(event)
 
     def _stop(self, found: HealthWarning) -> None:
         if self.stop_asked is None:

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from trainer_core.contract.config.placement import Placement
-from trainer_core.contract.run.event_log import EventTail
+from trainer_core.contract.run.event_log import EventTail, complete_size
 from trainer_core.contract.run.events import (
     USER_MISTAKE,
     Checkpoint,
@@ -101,18 +101,6 @@ class EventPrinter:
         return self.error is not None and self.error.extra.get(USER_MISTAKE) is True
 
 
-def _complete_size(path) -> int:
-    """Where the events written from now on begin: after the file's last complete line."""
-    try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, 2)
-            fh.seek(max(size - 65536, 0))
-            tail = fh.read()
-    except FileNotFoundError:
-        return 0
-    return size - len(tail) + tail.rfind(b"\n") + 1 if b"\n" in tail else size
-
-
 def run_foreground(
     folder: RunFolder,
     placement: Placement,
@@ -123,7 +111,7 @@ def run_foreground(
     console = console or Console(highlight=False, soft_wrap=True)
     printer = EventPrinter(console, folder)
     resuming = bool(folder.read_state().get("resume_from"))  # print the new leg, not the run's history again
-    offset = _complete_size(folder.events_file) if resuming else 0
+    offset = complete_size(folder.events_file) if resuming else 0
     proc = start_root(folder, placement, options)
 
     def on_signal(signum, frame):

@@ -138,8 +138,8 @@ def apprise_message(alert: Alert) -> tuple[str, str]:
 def _notify_type(apprise, alert: Alert):
     if alert.severity is Severity.CRITICAL or alert.status == "failed":
         return apprise.NotifyType.FAILURE
-    if alert.event == "test" or alert.status == "completed":
-        return apprise.NotifyType.SUCCESS if alert.status == "completed" else apprise.NotifyType.INFO
+    if alert.status == "completed":
+        return apprise.NotifyType.SUCCESS
     return apprise.NotifyType.WARNING if alert.severity is Severity.WARN else apprise.NotifyType.INFO
 
 

@@ -212,6 +212,18 @@ class EventTail:
             self.first_bad = (lines_before + data.count(b"\n", 0, begin) + 1, why)
 
 
+def complete_size(path: str | os.PathLike) -> int:
+    """Where the events written from now on begin: after the file's last complete line (0 without a file)."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(size - 65536, 0))
+            tail = fh.read()
+    except FileNotFoundError:
+        return 0
+    return size - len(tail) + tail.rfind(b"\n") + 1 if b"\n" in tail else size
+
+
 def read_records(path: str | Path) -> list[dict]:
     """Every complete JSON object line of a JSONL file that is not an event stream (samples, inspections)."""
     try:
