@@ -45,7 +45,7 @@ FAILURES = (  # (error kind, message, what trainer.log ends with)
         "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
     ),
 )
-VERSION = 2  # of what is generated: a cached runs dir of another version is made again
+VERSION = 3  # of what is generated: a cached runs dir of another version is made again
 
 
 def run_plan(i: int) -> tuple[Status, int, int]:

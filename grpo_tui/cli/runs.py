@@ -1,5 +1,9 @@
 """``grpo-tui runs``: every run with its status, step, last reward and warnings, as a table or JSON.
 
+A run whose events.jsonl ends with lines that are no event (``line_check.py``: its last 64 KiB are checked, never
+a whole long file) gets a ``skipped`` column, shown only when some listed run has such lines, and every JSON row
+says it in ``skipped_lines``; ``grpo-tui watch --once RUN`` names the first of them.
+
 With ``--host`` (repeatable) or ``--all-hosts`` the runs of several machines are listed together, each
 host asked in parallel; a host that cannot be reached gets its one-line error and does not hide the others.
 """
@@ -26,7 +30,12 @@ from .common import BadInput, add_runs_dir
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("runs", help="list runs: status, step, last reward, warnings (of one host or several)")
+    parser = sub.add_parser(
+        "runs",
+        help="list runs: status, step, last reward, warnings, lines of events.jsonl skipped (of one host or several)",
+        description="List runs. A 'skipped' column appears when some run's events.jsonl has lines at its end (the "
+        "last 64 KiB are checked) that are no event and were skipped; 'grpo-tui watch --once RUN' names the first.",
+    )
     parser.add_argument("refs", nargs="*", metavar="RUN", help="list only these runs (id, prefix, 'latest')")
     add_runs_dir(parser)
     parser.add_argument(
@@ -38,7 +47,10 @@ def register(sub) -> None:
     )
     parser.add_argument("--all-hosts", action="store_true", help="this machine and every host of the hosts file")
     parser.add_argument(
-        "--json", action="store_true", help="print the list as JSON (each row has its host; null: this machine)"
+        "--json",
+        action="store_true",
+        help="print the list as JSON (each row has its host, null: this machine; and skipped_lines: "
+        '{"events.jsonl": {count, first, checked_from}}, {} when none, null when not checked)',
     )
     parser.set_defaults(handler=run)
 
@@ -113,7 +125,9 @@ def run(args) -> int:
 
 
 def plain_table(runs: list[RunInfo], hosts: bool = False) -> str:
-    """Columns padded to their widest cell, two spaces apart, nothing cut (as ``docker ps`` prints)."""
+    """Columns padded to their widest cell, two spaces apart, nothing cut (as ``docker ps`` prints); ``skipped`` comes
+    last, and only when some run has skipped lines."""
+    skipped = any(run.skipped for run in runs)
     header = (["host"] if hosts else []) + [
         "id",
         "status",
@@ -125,6 +139,8 @@ def plain_table(runs: list[RunInfo], hosts: bool = False) -> str:
         "model",
         "project",
     ]
+    if skipped:
+        header.append("skipped")
     rows = [header]
     for run in runs:
         reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
@@ -144,6 +160,7 @@ def plain_table(runs: list[RunInfo], hosts: bool = False) -> str:
                     run.model or "-",
                     run.project or "-",
                 ]
+                + ([skipped_text(run)] if skipped else [])
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
@@ -155,8 +172,16 @@ def status_text(run: RunInfo) -> str:
     return f"{run.status} ({run.queue_reason})" if run.queue_reason else str(run.status)
 
 
+def skipped_text(run: RunInfo) -> str:
+    """A run's skipped lines: ``2 (events.jsonl)``; ``0`` when none, ``-`` when not checked (a host that does not say)."""
+    if run.skipped is None:
+        return "-"
+    return ", ".join(f"{s.count} ({name})" for name, s in run.skipped.items()) or "0"
+
+
 def format_table(runs: list[RunInfo], hosts: bool = False) -> Table:
     palette = plain_palette()
+    skipped = any(run.skipped for run in runs)
     table = Table(box=None, header_style="bold", pad_edge=False, collapse_padding=True)
     columns = (("host",) if hosts else ()) + (
         "id",
@@ -166,6 +191,7 @@ def format_table(runs: list[RunInfo], hosts: bool = False) -> Table:
         "step",
         "reward",
         "warnings",
+        *(("skipped",) if skipped else ()),
         "started",
         "duration",
     )
@@ -187,6 +213,7 @@ def format_table(runs: list[RunInfo], hosts: bool = False) -> Table:
             no_wrap=True,
             overflow="ellipsis",
         )
+        marker = Text(clean_line(skipped_text(run)), style=palette.role("warning") if run.skipped else "dim")
         cells = [
             _cell(run.run_id),
             _cell(run.project or "-"),
@@ -195,6 +222,7 @@ def format_table(runs: list[RunInfo], hosts: bool = False) -> Table:
             _cell(format_steps(run.step, run.total)),
             reward,
             warnings,
+            *([marker] if skipped else []),
             format_time(run.started),
             format_duration(run.duration),
         ]

@@ -15,7 +15,12 @@ def register(sub) -> None:
     parser = sub.add_parser("watch", help="live view of a run's metrics, warnings and state")
     add_run_ref(parser)
     add_host(parser)
-    parser.add_argument("--once", action="store_true", help="print the current view once (plain text) and exit")
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="print the current view once (plain text) and exit; a line says how many lines at the end of "
+        "events.jsonl (its last 64 KiB) were no event and were skipped, and where the first is",
+    )
     add_theme(parser)
     parser.set_defaults(handler=run)
 

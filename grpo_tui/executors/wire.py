@@ -30,6 +30,7 @@ from orjson import dumps, loads
 from grpo_tui.services.run_row import EVAL_POINTS, EvalFigures, EvalPoint, RunInfo
 from grpo_tui.services.stop_outcome import StopOutcome
 from trainer_core.contract.run.events import HealthWarning
+from trainer_core.contract.run.line_check import SkippedLines
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.state import StateError, parse_object
 from trainer_core.contract.run.status import Status
@@ -197,6 +198,7 @@ def parse_run_row(data: Any) -> RunInfo:
         alerts=list(_alerts(f)),
         queue_reason=f.text("queue_reason"),
         held_out=_held_out(f),
+        skipped=_skipped(f),
     )
 
 
@@ -214,6 +216,23 @@ def _held_out(row: _Fields, key: str = "eval") -> EvalFigures | None:
         point = None if f.get(name) is None else _Fields(f.get(name), f.name(name))
         points[name] = point and EvalPoint(point.whole("step"), point.number("value"))
     return EvalFigures(metric, **points)
+
+
+def _skipped(row: _Fields, key: str = "skipped_lines") -> dict[str, SkippedLines] | None:
+    """A row's ``skipped_lines``: ``SkippedLines.to_record`` by file name (names other than the run's JSONL files are
+    left out); null when the host did not check (a grpo-tui before it did)."""
+    if row.get(key) is None:
+        return None
+    f = _Fields(row.get(key), row.name(key))
+    found = {}
+    for name in APPENDED:
+        if f.get(name) is not None:
+            one = _Fields(f.get(name), f.name(name))
+            count = one.whole("count")
+            if not count:
+                _fail(one.name("count"), count, "a whole number from 1")
+            found[name] = SkippedLines(count, one.text("first", optional=False), one.whole("checked_from", default=0))
+    return found
 
 
 def parse_run_rows(data: Any) -> tuple[list[RunInfo], list[str]]:

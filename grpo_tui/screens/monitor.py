@@ -46,6 +46,7 @@ from ..services import run_reader
 from ..services.backlog import Backlog
 from ..services.checkpoint_list import CheckpointList, metric_names, read_checkpoints
 from ..services.gpus import GPU
+from ..services.rejected_lines import skipped_notice
 from ..services.run_reader import Post
 from ..services.run_status import run_duration, run_total
 from ..services.run_stream import ChartData, ChartRequest, RunStream, StreamView
@@ -249,8 +250,7 @@ class MonitorScreen(Screen):
         if not count or not where or file in self.skipped_noticed:
             return
         self.skipped_noticed.add(file)
-        lines = "1 line" if count == 1 else f"{count} lines"
-        self.notify(f"{lines} of {file} skipped, the rest shown; first: {where}", severity="warning", timeout=15)
+        self.notify(skipped_notice(count, where), severity="warning", timeout=15)
 
     def _add_evals(self, evals: tuple[Eval, ...]) -> None:
         if not self.evals:

@@ -6,13 +6,14 @@ blocks, and warnings from a byte scan that parses only the lines naming a warnin
 a refreshing list rescans only what was appended.
 
 The held-out evaluation's figures (``run_row.EvalFigures``) come from a byte scan that parses only the lines
-naming an ``eval`` event, remembered per file like the warnings'.
+naming an ``eval`` event, remembered per file like the warnings'. Lines that readers skip (not an event) are
+counted in the file's last 64 KiB only (``line_check.check_end``): a whole file is never parsed for them.
 
 A finished run is cheaper still: its state.json carries the ``summary`` written at its end
 (``trainer_core.contract.run.summary``), held-out figures included, so listing it reads that one small file
 and stats events.jsonl, with no YAML, no events scan and no process lookup. Runs without a valid summary (they
 ended before summaries existed, or live ones) are read as above, and so are the evals of a run whose summary
-was written before summaries held them.
+was written before summaries held them (and the skipped lines of one written before summaries held those).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from trainer_core.contract.run.event_log import scan_events, tail_events
 from trainer_core.contract.run.events import Eval, EventType
 from trainer_core.contract.run.folder import RUNS_DIR_ENV, RunFolder, resolve_runs_dir
 from trainer_core.contract.run.ledger import default_metric
+from trainer_core.contract.run.line_check import EVENTS_FILE, SkippedLines, check_end
 from trainer_core.contract.run.state import read_state
 from trainer_core.contract.run.status import Status
-from trainer_core.contract.run.summary import EVAL_KEY, scan_warnings, summary_crash, valid_summary
+from trainer_core.contract.run.summary import EVAL_KEY, scan_warnings, summary_crash, summary_skipped, valid_summary
 
 from . import slurm_queue
 from .run_health import watcher_warnings
@@ -105,6 +107,13 @@ def held_out_evals(path: str | os.PathLike) -> dict[int, Eval]:
     return evals
 
 
+def skipped_lines(folder: RunFolder) -> dict[str, SkippedLines]:
+    """The lines at the end of the run's events.jsonl that readers skip (``line_check.check_end``: its last 64 KiB,
+    never the whole of a long file), by file name; empty when there are none."""
+    skipped = check_end(os.path.join(folder.path, EVENTS_FILE))
+    return {} if skipped is None else {EVENTS_FILE: skipped}
+
+
 def held_out(folder: RunFolder) -> EvalFigures | None:
     """The run's held-out figures of its ranking metric; None for a run without evals."""
     evals = held_out_evals(os.path.join(folder.path, "events.jsonl"))  # no Path made: thousands of runs
@@ -159,6 +168,7 @@ def run_info(folder: RunFolder, now: float | None = None, state: dict | None = N
         alerts=alerts,
         queue_reason=queue_reason,
         held_out=held_out(folder),
+        skipped=skipped_lines(folder),
     )
 
 
@@ -188,6 +198,7 @@ def summarised_info(folder: RunFolder, state: dict, status: Status, summary: dic
         exit_reason=state.get("exit_reason"),
         alerts=alerts,
         held_out=summarised_held_out(folder, summary),
+        skipped=summarised_skipped(folder, summary),
     )
 
 
@@ -200,6 +211,13 @@ def summarised_held_out(folder: RunFolder, summary: dict) -> EvalFigures | None:
         if figures is not None or record is None:
             return figures
     return held_out(folder)
+
+
+def summarised_skipped(folder: RunFolder, summary: dict) -> dict[str, SkippedLines]:
+    """The skipped lines a summary stores; the events' own end when it has none (written before summaries held
+    them)."""
+    skipped = summary_skipped(summary)
+    return skipped_lines(folder) if skipped is None else skipped
 
 
 def _int(value) -> int | None:

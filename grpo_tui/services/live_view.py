@@ -4,6 +4,9 @@ It reads only the run folder, so it works on a run started by anyone, from any t
 stops by itself once the run is no longer live (it finished, or its process is gone). A long run's events
 file is never parsed whole: the dashboard catches up from the file's end and the few lines that name
 warnings and errors, then tails new events by byte offset. A run's log is followed by ``log_follow.py``.
+Lines of events.jsonl that are no event are counted in the file's last 64 KiB when the view starts
+(``line_check.check_end``, as ``grpo-tui runs`` counts them), and one line above the first frame says how many and
+where the first is (never wrapped, so a pipe gets it whole).
 """
 
 from __future__ import annotations
@@ -30,11 +33,13 @@ from trainer_core.contract.run.events import (
     StopRequested,
 )
 from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.line_check import SkippedLines, check_end
 from trainer_core.contract.run.status import Status
 
 from ..formatting import format_duration, format_steps, short_model
 from ..palette import plain_palette
 from ..safe_text import clean, clean_line
+from .rejected_lines import end_notice
 from .run_health import watcher_warnings
 from .run_status import is_live, live_status, run_duration, run_total
 
@@ -104,6 +109,7 @@ class RunView:
         for event in sorted(events + metrics, key=lambda e: e.time or 0):
             self.add(event)
         self.tail = EventTail(path, offset=end)
+        self.skipped: SkippedLines | None = check_end(path)  # lines at the end that are no event (line_check.py)
 
     def add(self, event: Event) -> None:
         if isinstance(event, Metrics):
@@ -268,11 +274,15 @@ def _footer(snap: Snapshot) -> Text | None:
 def watch(folder: RunFolder, console: Console | None = None, refresh: float = 0.5, once: bool = False) -> Status:
     """Show the run live until it is no longer live; returns its status then.
 
-    ``once`` prints a single frame. On a console that is not a terminal (a pipe, a file) the first frame is
-    followed by one line per new event. Ctrl-C leaves the view (the run goes on) and returns the current status.
+    ``once`` prints a single frame. Lines at the end of events.jsonl that are no event are named first, in one
+    line. On a console that is not a terminal (a pipe, a file) the first frame is followed by one line per new
+    event. Ctrl-C leaves the view (the run goes on) and returns the current status.
     """
     console = console or Console()
     view = RunView(folder)
+    if view.skipped:
+        notice = Text(clean_line(end_notice(view.skipped)), style=plain_palette().role("warning"))
+        console.print(notice, soft_wrap=True)
     if once:
         console.print(render(view.snapshot()))
         return view.status

@@ -1,9 +1,13 @@
-"""Why a line of events.jsonl is no event the monitor's stream can use, and which line it was.
+"""Why a line of events.jsonl is no event the monitor's stream can use, which line it was, and the one line that
+tells a user how many lines of a file were skipped.
 
 The stream (``run_stream.py``) folds metrics lines column by column without decoding them one by one, so it
 judges their step itself; every other line goes through ``decode``, whose rejected ``UnknownEvent`` says why.
 Both are counted. Where the first one is (its line number) is found by reading that poll's bytes again, once
 per stream: the good lines never pay for a bad one.
+
+``skipped_notice`` words it for every view: the monitor's notice and ``grpo-tui watch --once``'s line (which
+checks the end of the file only: ``line_check.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 from orjson import loads
 
 from trainer_core.contract.run.events import UnknownEvent, decode
+from trainer_core.contract.run.line_check import SkippedLines
 
 MAX_STEP = 1 << 63  # steps are kept as signed 64-bit integers: a larger one is no step to chart
 
@@ -53,3 +58,17 @@ def line_of_rejected(path: str | os.PathLike, start: int, end: int) -> int:
         if record is not None and (rejection(record) is not None or _too_far(record)):
             return n
     return 1
+
+
+def skipped_notice(count: int, where: str, scope: str = "") -> str:
+    """One line: how many lines of a file were skipped, and where the first is and why (``where``: ``FILE line N:
+    why`` or ``FILE at byte B: why``, whose first word names the file); ``scope``: which part was read, when not
+    all of it."""
+    lines = "1 line" if count == 1 else f"{count} lines"
+    return f"{lines} of {where.partition(' ')[0]} skipped{scope}, the rest shown; first: {where}"
+
+
+def end_notice(skipped: SkippedLines) -> str:
+    """``skipped_notice`` for a check of a file's end (``line_check.check_end``), saying where the check began."""
+    scope = f" (checked from byte {skipped.checked_from} to its end)" if skipped.checked_from else ""
+    return skipped_notice(skipped.count, skipped.first, scope)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainer_core.contract.run.events import Eval, HealthWarning
+from trainer_core.contract.run.line_check import SkippedLines
 from trainer_core.contract.run.status import Status
 from trainer_core.contract.run.summary import eval_figures, warning_record
 
@@ -105,6 +106,9 @@ class RunInfo:
     host: str | None = None  # the host it runs on (executors/hosts.py); None: this machine
     queue_reason: str | None = None  # a queued Slurm job: why it waits (Priority, Resources, ...)
     held_out: EvalFigures | None = None  # the held-out evaluation's figures; None: the run has no held-out set
+    # lines at the end of its files that readers skip (run/line_check.py), by file name: empty when none; None when
+    # not checked (a host whose grpo-tui does not say)
+    skipped: dict[str, SkippedLines] | None = None
 
     @property
     def key(self) -> str:
@@ -132,4 +136,5 @@ class RunInfo:
             "host": self.host,
             "queue_reason": self.queue_reason,
             "eval": None if self.held_out is None else self.held_out.to_dict(),
+            "skipped_lines": None if self.skipped is None else {k: v.to_record() for k, v in self.skipped.items()},
         }

@@ -32,7 +32,9 @@ from grpo_tui.services.catalog import (
 )
 from grpo_tui.services.live_view import RunView, render, watch
 from grpo_tui.services.log_follow import log_chunks
+from grpo_tui.services.rejected_lines import skipped_notice
 from grpo_tui.services.run_status import live_status
+from grpo_tui.services.run_stream import RunStream
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import BLOCK_SIZE, BackwardLines, EventWriter, read_events, scan_events
 from trainer_core.contract.run.events import (
@@ -47,6 +49,7 @@ from trainer_core.contract.run.events import (
     StopRequested,
 )
 from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.line_check import CHECK_BYTES, SkippedLines, check_end
 from trainer_core.contract.run.process import process_start_time
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import Status
@@ -108,6 +111,24 @@ def emit(folder: RunFolder, *events: Event) -> None:
     with EventWriter(folder.events_file) as writer:
         for event in events:
             writer.emit(event)
+
+
+def append(folder: RunFolder, data: bytes) -> None:
+    with open(folder.events_file, "ab") as fh:
+        fh.write(data)
+
+
+def with_bad_lines(runs_dir: Path, run_id: str = IDS[0]) -> RunFolder:
+    """A live run whose events.jsonl holds, among good steps, a line that is not JSON (line 3) and a metrics event
+    whose step is "x" (line 6), and ends in a torn line: a writer may still be finishing it, so it is no bad line."""
+    folder = make_run(runs_dir, run_id, "running")
+    emit_steps(folder, range(1, 3))
+    append(folder, b"not json at all\n")
+    emit_steps(folder, range(3, 5))
+    append(folder, b'{"type": "metrics", "step": "x", "reward": 1}\n')
+    emit_steps(folder, range(5, 6))
+    append(folder, b'{"type": "metrics", "step": 6, "rew')
+    return folder
 
 
 def warning(rule: str, severity: Severity, step: int, message: str = "m", advice: str = "a") -> HealthWarning:
@@ -362,6 +383,22 @@ def test_the_table_renders_every_status(runs_dir, sleeper):
     assert "org/" not in text
 
 
+def test_the_table_has_a_skipped_column_only_while_a_run_has_skipped_lines(runs_dir):
+    emit_steps(make_run(runs_dir, IDS[1], "running"), range(1, 3))
+    console = Console(record=True, width=200, file=io.StringIO())
+    console.print(format_table(list_runs(runs_dir)))
+    assert "skipped" not in console.export_text()
+    with_bad_lines(runs_dir, IDS[0])
+    runs = list_runs(runs_dir)
+    assert runs[1].skipped == {"events.jsonl": SkippedLines(2, "events.jsonl line 3: not JSON")}
+    assert runs[0].skipped == {} and runs[0].to_dict()["skipped_lines"] == {}
+    console = Console(record=True, width=200, file=io.StringIO())
+    console.print(format_table(runs))
+    header, clean, bad = console.export_text().splitlines()
+    column = header.index("skipped")
+    assert clean[column:].startswith("0 ") and bad[column:].startswith("2 (events.jsonl) ")
+
+
 def test_durations_steps_and_models_in_plain_words():
     assert format_duration(3723) == "1:02:03" and format_duration(None) == "-"
     assert (format_steps(None, None), format_steps(None, 40), format_steps(3, 40), format_steps(3, None)) == (
@@ -421,6 +458,59 @@ def test_watch_shows_kl_when_measured_and_a_warnings_advice_and_the_error(runs_d
     assert "0.0123" in text and "not measured" not in text
     assert "reward_flat" in text and "advice: Check score_episode on a few rows by hand." in text
     assert "out of memory" in text and "failed" in text
+
+
+def test_watch_once_names_the_lines_it_skipped_as_the_monitor_does_but_not_a_torn_last_line(runs_dir):
+    folder = with_bad_lines(runs_dir)
+    where = "events.jsonl line 3: not JSON"
+    notice, *rest = frame(folder).splitlines()
+    assert notice == "2 lines of events.jsonl skipped, the rest shown; first: events.jsonl line 3: not JSON"
+    assert notice == skipped_notice(2, where)  # the monitor's wording
+    stream = RunStream(folder)
+    stream.poll()
+    assert (stream.skipped, stream.skipped_where()) == (2, where)  # and the monitor skips the same lines
+    assert "step 5/10" in "\n".join(rest) and "0.5000" in "\n".join(rest)  # the rest is shown
+    append(folder, f'ard": 0.6, "time": {time.time()}}}\n'.encode())  # the writer finishes its line: a good one
+    notice, *rest = frame(folder).splitlines()
+    assert notice.startswith("2 lines of events.jsonl skipped") and "step 6/10" in "\n".join(rest)
+    clean = make_run(runs_dir, IDS[1], "running")
+    emit_steps(clean, range(1, 3))
+    assert "skipped" not in frame(clean)
+
+
+def test_a_long_events_file_is_checked_at_its_end_only_and_the_line_says_so(runs_dir):
+    folder = make_run(runs_dir, IDS[0], "running")
+    append(folder, b"early garbage, far before the end\n")
+    emit_steps(folder, range(1, 1000))
+    at = folder.events_file.stat().st_size
+    assert at > 2 * CHECK_BYTES
+    append(folder, b"[1, 2]\n")
+    emit_steps(folder, range(1000, 1003))
+    data = folder.events_file.read_bytes()
+    skipped = check_end(folder.events_file)
+    assert skipped is not None and skipped.count == 1  # the early line lies before the part checked
+    assert (
+        len(data) - CHECK_BYTES <= skipped.checked_from
+        and data[skipped.checked_from - 1 : skipped.checked_from] == b"\n"
+    )
+    assert skipped.first == f"events.jsonl at byte {at}: a JSON list, not an object"
+    assert frame(folder).splitlines()[0] == (
+        f"1 line of events.jsonl skipped (checked from byte {skipped.checked_from} to its end), the rest shown; "
+        f"first: events.jsonl at byte {at}: a JSON list, not an object"
+    )
+    assert run_info(folder).skipped == {"events.jsonl": skipped}
+    assert run_info(folder).to_dict()["skipped_lines"] == {"events.jsonl": skipped.to_record()}
+
+
+def test_a_skipped_lines_reason_is_shown_as_text_never_as_markup_or_escapes(runs_dir):
+    folder = make_run(runs_dir, IDS[0], "running")
+    emit_steps(folder, range(1, 3))
+    append(folder, json.dumps({"type": "metrics", "step": "[bold red]x\x1b]52;c;eA==\x07"}).encode() + b"\n")
+    console = Console(record=True, width=100, file=io.StringIO(), force_terminal=True)
+    watch(folder, console, once=True)
+    text = console.export_text()
+    assert "events.jsonl line 3: metrics: step must be a whole number" in text and "[bold red]x" in text
+    assert "\x1b]52" not in console.file.getvalue() and "\x07" not in console.file.getvalue()  # type: ignore[attr-defined]
 
 
 def test_watch_says_why_a_run_ended_without_its_final_event(runs_dir, sleeper):

@@ -2,7 +2,8 @@
 record is still read. Driven through the monitor's stream (``RunStream``, over ``EventTail``), the samples
 reader, the state reader and the catalog (the runs list), with arbitrary JSON, every event type with each field
 of a wrong kind, invalid UTF-8, huge numbers, NaN and Infinity spelled as strings or bare, a torn last line,
-and (once each, not per example) a 10 MB line and one past the reader's limit."""
+and (once each, not per example) a 10 MB line and one past the reader's limit. The end check of ``grpo-tui runs``
+and ``watch --once`` (``line_check.check_end``) skips the lines the monitor skips."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from grpo_tui.services.run_stream import RunStream
 from trainer_core.contract.run.event_log import MAX_LINE_BYTES, EventTail
 from trainer_core.contract.run.events import TYPED, Metrics, decode
 from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.line_check import CHECK_BYTES, check_end
 from trainer_core.contract.run.state import read_state
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -127,6 +129,38 @@ def test_the_stream_reads_every_valid_step_around_any_line(tmp_path_factory, mad
         fh.write(b"\n" + metrics_line(1000) + b"\n")
     stream.poll()
     assert stream.steps[-1] == 1000
+
+
+@SETTINGS
+@given(event_files(), st.binary(max_size=30))
+def test_the_end_check_of_runs_and_watch_skips_the_lines_the_monitor_skips(tmp_path_factory, made, torn):
+    lines, _ = made
+    folder = RunFolder(tmp_path_factory.mktemp("run"))
+    folder.events_file.write_bytes(b"\n".join(lines) + b"\n" + torn.replace(b"\n", b""))  # a torn last line
+    stream = RunStream(folder)
+    stream.poll()
+    too_far = sum(1 for line in lines if _too_far(line))  # a step the monitor cannot chart, and only it skips
+    skipped = check_end(folder.events_file)
+    count = skipped.count if skipped else 0
+    if folder.events_file.stat().st_size > CHECK_BYTES:  # (a line of 100,000 brackets) only the end is checked
+        assert count <= stream.skipped and (skipped is None or skipped.checked_from > 0)
+        return
+    assert count == stream.skipped - too_far
+    if skipped and not too_far:
+        assert skipped.first == stream.skipped_where() and skipped.checked_from == 0
+
+
+def _too_far(line: bytes) -> bool:
+    try:
+        record = loads(line)
+    except ValueError:
+        return False
+    return (
+        isinstance(record, dict)
+        and record.get("type") == "metrics"
+        and type(record.get("step")) is int
+        and record["step"] >= 1 << 63
+    )
 
 
 @SETTINGS

@@ -43,6 +43,7 @@ from tests.run_fixtures import make_finished_run
 from tests.standins.hostile_host import SCENARIOS, rows
 from trainer_core.contract.run.events import HealthWarning
 from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder
+from trainer_core.contract.run.line_check import SkippedLines
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import Status
 
@@ -152,6 +153,12 @@ def test_a_hostile_runs_reply_keeps_its_good_row_and_names_every_bad_one():
         ("alerts", "stall"),
         ("alerts", [1]),
         ("exit_reason", "x" * 70000),
+        ("skipped_lines", 2),
+        ("skipped_lines", {"events.jsonl": 2}),
+        ("skipped_lines", {"events.jsonl": {"count": 0, "first": "x"}}),
+        ("skipped_lines", {"events.jsonl": {"count": "2", "first": "x"}}),
+        ("skipped_lines", {"events.jsonl": {"count": 2, "first": None}}),
+        ("skipped_lines", {"events.jsonl": {"count": 2, "first": "x", "checked_from": -1}}),
     ],
 )
 def test_a_row_with_a_field_of_the_wrong_kind_is_named(field, value):
@@ -160,6 +167,16 @@ def test_a_row_with_a_field_of_the_wrong_kind_is_named(field, value):
         parse_run_row(row)
     assert str(failed.value).startswith(f"{field}")
     assert len(str(failed.value)) < 300  # the value is shown cut short
+
+
+def test_a_rows_skipped_lines_arrive_as_the_host_counted_them():
+    first = "events.jsonl line 3: not JSON"
+    sent = {"events.jsonl": {"count": 2, "first": first, "checked_from": 0}, "notes.txt": {"count": "x"}}
+    row = parse_run_row({**rows("/runs")[7], "skipped_lines": sent})
+    assert row.skipped == {"events.jsonl": SkippedLines(2, first, 0)}  # a name that is no run file is left out
+    assert row.to_dict()["skipped_lines"] == {"events.jsonl": sent["events.jsonl"]}
+    assert parse_run_row({**rows("/runs")[7], "skipped_lines": {}}).skipped == {}
+    assert parse_run_row(rows("/runs")[7]).skipped is None  # a host older than the check: not checked, not 0
 
 
 def test_the_other_replies_are_checked():

@@ -293,14 +293,40 @@ class BackwardLines:
 def parse_line(line: bytes) -> Event | None:
     """One line as an event; None for a line that is not a JSON object, or a known event whose fields have the
     wrong kind (decode's rejected ``UnknownEvent``: a ``metrics`` line with ``"step": "x"`` is no metrics event)."""
+    event = read_line(line)
+    return None if isinstance(event, str) else event
+
+
+def read_line(line: bytes) -> Event | str:
+    """One line as an event, or why it is none, in the words the monitor uses (``not JSON``, ``a JSON int, not an
+    object``, ``metrics: step must be …``)."""
     try:
         record = _loads(line)
-    except ValueError:
-        return None
+    except (ValueError, RecursionError):  # orjson refuses deep nesting with a ValueError; json recurses
+        return "not JSON"
+    return _read_record(record)
+
+
+def _read_record(record: object) -> Event | str:
     if not isinstance(record, dict):
-        return None
+        return f"a JSON {type(record).__name__}, not an object"
     event = decode(record)
-    return None if isinstance(event, UnknownEvent) and event.rejected else event
+    return f"{event.type_name}: {event.rejected}" if isinstance(event, UnknownEvent) and event.rejected else event
+
+
+def line_problem(line: bytes) -> str | None:
+    """Why a line is no event (``read_line``'s words), or None when it is one. A metrics line, most of a stream, is
+    judged by its step alone, as ``decode`` judges it, without building the event: a check costs about a parse."""
+    try:
+        record = _loads(line)
+    except (ValueError, RecursionError):
+        return "not JSON"
+    if isinstance(record, dict) and record.get("type") == "metrics":
+        step = record.get("step", 0)
+        if type(step) is int and step >= 0:
+            return None
+    event = _read_record(record)
+    return event if isinstance(event, str) else None
 
 
 def last_events(lines: Iterable[bytes], type: EventType, count: int = 1) -> list[Event]:

@@ -4,8 +4,9 @@ Teams keep thousands of runs in one folder, and listing them must not read every
 YAML config each time. So when a run ends (``RunFolder.record_end``, which every writer of an end goes
 through) this computes the list's fields from the run folder once — a backward read of events.jsonl for
 the last step, a byte scan for the warnings, config.yaml for the project and model and, for a failed run,
-the watcher's crash verdict from the error events and the end of trainer.log, and the held-out evaluation's
-figures from the same scan's ``eval`` events — and the state stores them as ``summary`` (docs/run-format.md).
+the watcher's crash verdict from the error events and the end of trainer.log, the held-out evaluation's
+figures from the same scan's ``eval`` events, and the lines at the end of events.jsonl that are no event
+(``line_check.py``) — and the state stores them as ``summary`` (docs/run-format.md).
 A reader then needs one small JSON file per finished run.
 
 A summary belongs to one end: it records that end's ``ended`` time and the size of events.jsonl it was
@@ -24,12 +25,14 @@ from pathlib import Path
 from trainer_core.contract.run.crash import classify_crash
 from trainer_core.contract.run.event_log import scan_events, tail_events
 from trainer_core.contract.run.events import Error, Eval, EventType, HealthWarning, RunFinished, clean, decode
+from trainer_core.contract.run.line_check import EVENTS_FILE, SkippedLines, check_end
 from trainer_core.contract.run.ranking import ranking_metric
 from trainer_core.contract.run.status import Status
 
 LOG_TAIL_BYTES = 64 * 1024
 SUMMARY_KEY = "summary"
 EVAL_KEY = "eval"  # the summary's held-out figures; absent from summaries written before it existed
+SKIPPED_KEY = "skipped_lines"  # the end check of events.jsonl (line_check.py); absent before it existed
 SUMMARY_SCAN = (EventType.WARNING, EventType.ERROR, EventType.RUN_FINISHED, EventType.EVAL)
 
 
@@ -117,6 +120,7 @@ def summarize(folder, status: Status | str, state: dict | None = None, config: d
     warnings, last_warning = _alarming(events)
     evals = {e.step: e for e in events if isinstance(e, Eval)}  # a step's latest record wins (a resumed leg)
     crash = crash_verdict(events, folder.log_file) if status is Status.FAILED else None
+    skipped = check_end(events_file)
     return clean(
         {
             "ended": ended,
@@ -131,6 +135,7 @@ def summarize(folder, status: Status | str, state: dict | None = None, config: d
             "last_warning": last_warning,
             "crash": warning_record(crash) if crash else None,
             EVAL_KEY: eval_figures(evals, ranking_metric(config.get("keep_best"), evals)),
+            SKIPPED_KEY: {} if skipped is None else {EVENTS_FILE: skipped.to_record()},
             "duration": round(max(0.0, ended - started), 3)
             if isinstance(started, (int, float)) and isinstance(ended, (int, float))
             else None,
@@ -171,3 +176,15 @@ def summary_crash(summary: dict) -> HealthWarning | None:
         return None
     event = decode({**crash, "type": str(EventType.WARNING)})
     return event if isinstance(event, HealthWarning) else None
+
+
+def summary_skipped(summary: dict) -> dict[str, SkippedLines] | None:
+    """The skipped lines a summary holds, by file (empty: none); None when it holds no check (written before
+    summaries held one) or one of the wrong shape: a reader then checks the events itself."""
+    record = summary.get(SKIPPED_KEY)
+    if not isinstance(record, dict):
+        return None
+    if EVENTS_FILE not in record:
+        return {}
+    skipped = SkippedLines.from_record(record[EVENTS_FILE])
+    return None if skipped is None else {EVENTS_FILE: skipped}
