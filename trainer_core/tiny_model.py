@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from functools import partial
 from pathlib import Path
 from typing import cast
 
@@ -72,6 +73,9 @@ TOOL_CALL_TOKENS = [
     "}}",
 ]
 TOOL_CALL_TOKENS += ["check_availability", "book_room"]  # the demo agent's tools
+# The agent model's: its nights token ends before the space, so the number after it is the token the request has
+# (" 7"), and copying the nights is copying one token (the default model's '", "nights": ' leaves "7", another one).
+AGENT_TOOL_CALL_TOKENS = [t.rstrip() if t == '", "nights": ' else t for t in TOOL_CALL_TOKENS]
 
 _WORDS = (
     "the a an and or of to in on for with at by from is are was be this that it as not yes no what how "
@@ -96,8 +100,9 @@ def _corpus() -> list[str]:
     return lines
 
 
-def build_tokenizer(vocab_size: int = 512):
-    """Train a byte-level BPE tokenizer in memory and wrap it as a ``PreTrainedTokenizerFast``."""
+def build_tokenizer(vocab_size: int = 512, for_agent: bool = False):
+    """Train a byte-level BPE tokenizer in memory and wrap it as a ``PreTrainedTokenizerFast`` (with the agent
+    model's tool-call tokens when ``for_agent``)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -119,7 +124,7 @@ def build_tokenizer(vocab_size: int = 512):
         bos_token=None,
         padding_side="left",
     )
-    fast.add_tokens(TOOL_CALL_TOKENS)
+    fast.add_tokens(AGENT_TOOL_CALL_TOKENS if for_agent else TOOL_CALL_TOKENS)
     fast.chat_template = CHAT_TEMPLATE
     fast.response_template = RESPONSE_TEMPLATE
     return fast
@@ -127,6 +132,7 @@ def build_tokenizer(vocab_size: int = 512):
 
 MARKER = ".grpo-tui-tiny-model"
 FORMAT_VERSION = 4  # raise it whenever the weights change, so cached models are rebuilt
+AGENT_FORMAT_VERSION = 1  # the same for the agent model alone
 
 # the demo environment's instructions (grpo_tui/resources/demo/pattern_env.py), with the letter filled in
 INSTRUCTIONS = (
@@ -225,9 +231,16 @@ def _call(name: str, **arguments) -> dict:
     return {"type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def agent_transcripts(size: int, seed: int = 0) -> list[list[dict]]:
-    """Conversations of the demo agent's task in chat messages: a request, then an answer in words, or tool calls
-    with their results (what TRL writes back: the tool's text, or ``{'error': ...}``) and a closing sentence."""
+def agent_transcripts(
+    size: int,
+    seed: int = 0,
+    tool_share: float = AGENT_TOOL_SHARE,
+    right_room: float = AGENT_RIGHT_ROOM,
+    right_nights: float = AGENT_RIGHT_NIGHTS,
+) -> list[list[dict]]:
+    """Conversations of the demo agent's task in chat messages: a request, then an answer in words, or (a
+    ``tool_share`` of them) tool calls with their results (what TRL writes back: the tool's text, or
+    ``{'error': ...}``) and a closing sentence; a call asks for the requested room and nights with the odds given."""
     rng = random.Random(seed)
     out = []
     for _ in range(size):
@@ -237,11 +250,11 @@ def agent_transcripts(size: int, seed: int = 0) -> list[list[dict]]:
         messages: list[dict] = [
             {"role": "user", "content": rng.choice(AGENT_REQUESTS).format(room=room, nights=nights)}
         ]
-        if rng.random() >= AGENT_TOOL_SHARE:
+        if rng.random() >= tool_share:
             out.append([*messages, {"role": "assistant", "content": _sentence(rng)}])
             continue
-        asked = room if rng.random() < AGENT_RIGHT_ROOM else rng.choice([r for r in AGENT_ROOMS if r != room])
-        stay = nights if rng.random() < AGENT_RIGHT_NIGHTS else rng.choice([n for n in range(1, 8) if n != nights])
+        asked = room if rng.random() < right_room else rng.choice([r for r in AGENT_ROOMS if r != room])
+        stay = nights if rng.random() < right_nights else rng.choice([n for n in range(1, 8) if n != nights])
         if rng.random() < AGENT_CHECK_FIRST:
             result = (
                 f"{free[asked]} {asked} rooms free, {AGENT_PRICES[asked]} a night"
@@ -275,6 +288,69 @@ def _padded(rows: list[list[int]], pad_id: int):
     return ids, mask, ids.masked_fill(mask == 0, -100)
 
 
+def _chat_rows(tokenizer, transcripts: list[list[dict]]) -> list[list[int]]:
+    return [
+        tokenizer(
+            tokenizer.apply_chat_template(messages, tools=AGENT_TOOLS, tokenize=False).removesuffix("\n"),
+            add_special_tokens=False,
+        )["input_ids"]
+        for messages in transcripts
+    ]
+
+
+# The agent model's two phases of pre-training: first transcripts that all call a tool and always ask for the
+# requested room and nights, for long enough that copying them is learned (it comes late, and then at once); then
+# a short phase in which few transcripts call a tool, so that the model copies when it calls, but seldom calls.
+# Calling is what its GRPO run learns, and it carries to requests the run never trained on.
+AGENT_LEARN = {"steps": 500, "lr": 2e-2, "tool_share": 1.0}
+AGENT_SETTLE = {"steps": 100, "lr": 3e-3, "tool_share": 0.15}
+AGENT_BATCH_SIZE = 16
+
+
+def _trimmed_loss(model, ids, mask, labels, pick):
+    """The loss of the rows ``pick``, cut to the longest of them."""
+    width = int(mask[pick].sum(dim=1).max())
+    return model(input_ids=ids[pick, :width], attention_mask=mask[pick, :width], labels=labels[pick, :width]).loss
+
+
+def _descend(model, loss, optimizer, schedule) -> None:
+    import torch
+
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    schedule.step()
+    optimizer.zero_grad()
+
+
+def _rate(step: int, steps: int, decay: bool = True) -> float:
+    """A warm-up over a tenth of the steps, then a linear decay to 5%; or constant."""
+    return min(1.0, (step + 1) / max(1, steps // 10)) * max(0.05, 1 - step / steps) if decay else 1.0
+
+
+def train_on_agent_transcripts(model, tokenizer, *, seed: int = 0) -> float:
+    """Next-token training on :func:`agent_transcripts` alone, in the two phases ``AGENT_LEARN`` (warm-up and a
+    linear decay) and ``AGENT_SETTLE`` (a constant rate); returns the last loss."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed + 1)
+    model.train()
+    loss = float("nan")
+    for phase, phase_seed, decay in ((AGENT_LEARN, seed, True), (AGENT_SETTLE, seed + 3, False)):
+        steps = int(phase["steps"])
+        rows = _chat_rows(tokenizer, agent_transcripts(1000, phase_seed, phase["tool_share"], 1.0, 1.0))
+        ids, mask, labels = _padded(rows, tokenizer.pad_token_id)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=phase["lr"], weight_decay=0.0)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, partial(_rate, steps=steps, decay=decay))
+        for _ in range(steps):
+            pick = torch.randint(0, len(rows), (AGENT_BATCH_SIZE,), generator=generator)
+            out = _trimmed_loss(model, ids, mask, labels, pick)
+            _descend(model, out, optimizer, schedule)
+            loss = out.item()
+    model.eval()
+    return loss
+
+
 def train_on_corpus(
     model,
     tokenizer,
@@ -293,19 +369,10 @@ def train_on_corpus(
 
     rows = [tokenizer(text)["input_ids"] + [tokenizer.eos_token_id] for text in pretraining_corpus(4000, seed)]
     ids, mask, labels = _padded(rows, tokenizer.pad_token_id)
-    agent_rows = [
-        tokenizer(
-            tokenizer.apply_chat_template(messages, tools=AGENT_TOOLS, tokenize=False).removesuffix("\n"),
-            add_special_tokens=False,
-        )["input_ids"]
-        for messages in agent_transcripts(1000, seed)
-    ]
+    agent_rows = _chat_rows(tokenizer, agent_transcripts(1000, seed))
     agent_ids, agent_mask, agent_labels = _padded(agent_rows, tokenizer.pad_token_id)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    warmup = max(1, steps // 10)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.05, 1 - step / steps)
-    )
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, partial(_rate, steps=steps))
     generator = torch.Generator().manual_seed(seed)
     agent_generator = torch.Generator().manual_seed(seed + 1)
     model.train()
@@ -316,18 +383,8 @@ def train_on_corpus(
         total = out.loss
         if agent_batch_size:
             pick = torch.randint(0, len(agent_rows), (agent_batch_size,), generator=agent_generator)
-            width = int(agent_mask[pick].sum(dim=1).max())
-            agent = model(
-                input_ids=agent_ids[pick, :width],
-                attention_mask=agent_mask[pick, :width],
-                labels=agent_labels[pick, :width],
-            )
-            total = total + agent.loss
-        total.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
+            total = total + _trimmed_loss(model, agent_ids, agent_mask, agent_labels, pick)
+        _descend(model, total, optimizer, schedule)
         loss = out.loss.item()
     model.eval()
     return loss
@@ -338,17 +395,22 @@ VLLM_HIDDEN_SIZE = 128
 default model's 64 gives heads of 16, and vLLM's first generate on a CPU fails)."""
 
 
-def _marker_text(pretrained: bool, for_vllm: bool = False) -> str:
+def _marker_text(pretrained: bool, for_vllm: bool = False, for_agent: bool = False) -> str:
     data: dict = {"format": FORMAT_VERSION, "pretrained": pretrained}
     if for_vllm:
         data["for_vllm"] = True
+    if for_agent:
+        data["for_agent"] = AGENT_FORMAT_VERSION
     return json.dumps(data) + "\n"
 
 
-def is_built(output_dir: str | os.PathLike, *, pretrain: bool = False, for_vllm: bool = False) -> bool:
-    """Whether ``output_dir`` holds a complete model of this format and kind (random or pre-trained, for vLLM)."""
+def is_built(
+    output_dir: str | os.PathLike, *, pretrain: bool = False, for_vllm: bool = False, for_agent: bool = False
+) -> bool:
+    """Whether ``output_dir`` holds a complete model of this format and kind (random or pre-trained, for vLLM,
+    for the agent demo)."""
     try:
-        return (Path(output_dir) / MARKER).read_text() == _marker_text(pretrain, for_vllm)
+        return (Path(output_dir) / MARKER).read_text() == _marker_text(pretrain, for_vllm, for_agent)
     except OSError:
         return False
 
@@ -361,16 +423,19 @@ def build_tiny_model(
     seed: int = 0,
     pretrain: bool = False,
     for_vllm: bool = False,
+    for_agent: bool = False,
 ) -> Path:
     """Write a tiny causal LM and its tokenizer to ``output_dir``; return the folder.
 
     ``pretrain`` trains the random weights briefly (a few seconds on a CPU) so that the model writes words.
     Idempotent: a folder that already holds a complete model of the same kind and format is left as it is,
     so callers can cache it; any other content of the folder is overwritten. ``for_vllm`` builds it
-    :data:`VLLM_HIDDEN_SIZE` wide, so that vLLM can serve it on a CPU.
+    :data:`VLLM_HIDDEN_SIZE` wide, so that vLLM can serve it on a CPU. ``for_agent`` builds the agentic demo's
+    model: pre-trained on the hotel agent's transcripts alone (:func:`train_on_agent_transcripts`, about a minute
+    on a CPU), with the agent's tool-call tokens.
     """
     out = Path(output_dir)
-    if is_built(out, pretrain=pretrain, for_vllm=for_vllm):
+    if is_built(out, pretrain=pretrain, for_vllm=for_vllm, for_agent=for_agent):
         return out
     if for_vllm:
         hidden_size = VLLM_HIDDEN_SIZE
@@ -383,7 +448,7 @@ def build_tiny_model(
     hf_logging.disable_progress_bar()
 
     torch.manual_seed(seed)
-    tokenizer = build_tokenizer()
+    tokenizer = build_tokenizer(for_agent=for_agent)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
@@ -399,12 +464,14 @@ def build_tiny_model(
         tie_word_embeddings=True,
     )
     model = LlamaForCausalLM(config)
-    if pretrain:
+    if pretrain and for_agent:
+        train_on_agent_transcripts(model, tokenizer, seed=seed)
+    elif pretrain:
         train_on_corpus(model, tokenizer, seed=seed)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    marker.write_text(_marker_text(pretrain, for_vllm))
+    marker.write_text(_marker_text(pretrain, for_vllm, for_agent))
     return out

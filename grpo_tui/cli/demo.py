@@ -75,7 +75,7 @@ def run(args) -> int:
     needs_trainer("demo")
     if args.agent and args.pathology:
         raise BadInput("--pathology applies to the pattern demo; drop it or --agent")
-    config = demo_config(cached_tiny_model(), args.max_steps, args.pathology, args.agent)
+    config = demo_config(cached_tiny_model("agent" if args.agent else None), args.max_steps, args.pathology, args.agent)
     start = argparse.Namespace(
         runs_dir=args.runs_dir, gpus=None, num_processes=None, accelerate_config=None, vllm_port=None, vllm_timeout=None
     )

@@ -11,20 +11,24 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .common import needs_trainer
+from .common import BadInput, needs_trainer
 
+# argv: the folder, 'pretrained' or 'random', then the variant: 'vllm', 'agent' or nothing
 BUILD = (
     "import sys; from trainer_core.tiny_model import build_tiny_model\n"
-    "print(build_tiny_model(sys.argv[1], pretrain=sys.argv[2] == 'pretrained', for_vllm=sys.argv[3:] == ['vllm']))"
+    "v = sys.argv[3:]\n"
+    "print(build_tiny_model(sys.argv[1], pretrain=sys.argv[2] == 'pretrained', for_vllm=v == ['vllm'], "
+    "for_agent=v == ['agent']))"
 )
 # builds the demo's model unless the cache already holds a current one, and says so before it does
 ENSURE = (
     "import sys; from trainer_core.tiny_model import build_tiny_model, is_built\n"
-    "vllm = sys.argv[2:] == ['vllm']\n"
-    "if not is_built(sys.argv[1], pretrain=True, for_vllm=vllm):\n"
+    "kind = dict(pretrain=True, for_vllm=sys.argv[2:] == ['vllm'], for_agent=sys.argv[2:] == ['agent'])\n"
+    "if not is_built(sys.argv[1], **kind):\n"
     "    print(f'building the tiny demo model in {sys.argv[1]} ...', flush=True)\n"
-    "    build_tiny_model(sys.argv[1], pretrain=True, for_vllm=vllm)"
+    "    build_tiny_model(sys.argv[1], **kind)"
 )
+VARIANT_DIRS = {None: "tiny-model", "vllm": "tiny-model-vllm", "agent": "tiny-model-agent"}
 
 
 def register(sub) -> None:
@@ -46,13 +50,23 @@ def register(sub) -> None:
         help="build it 128 wide (attention heads of 32), so that vLLM can serve it on a CPU: vLLM's CPU attention "
         "needs head_dim 32 or more, and the default model's heads are 16",
     )
+    parser.add_argument(
+        "--for-agent",
+        action="store_true",
+        help="build the agentic demo's model: pre-trained (about a minute on a CPU) on the hotel agent's tool-call "
+        "transcripts alone, so that it copies a request's room and nights into a call, but seldom calls",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
     needs_trainer("tiny-model")
+    if args.for_vllm and args.for_agent:
+        raise BadInput("--for-vllm and --for-agent build different models; choose one")
+    if args.random and args.for_agent:
+        raise BadInput("--for-agent is a pre-trained model; drop --random")
     kind = "random" if args.random else "pretrained"
-    variant = ["vllm"] if args.for_vllm else []
+    variant = ["vllm"] if args.for_vllm else ["agent"] if args.for_agent else []
     return subprocess.call([sys.executable, "-c", BUILD, str(args.output_dir), kind, *variant])
 
 
@@ -61,10 +75,10 @@ def cache_dir() -> Path:
     return Path(base) / "grpo-tui"
 
 
-def cached_tiny_model(for_vllm: bool = False) -> Path:
-    """The demo's tiny pre-trained model, built once into the cache (and again when its format changes); the
-    ``for_vllm`` variant (head_dim 32) is cached apart from it."""
-    path = cache_dir() / ("tiny-model-vllm" if for_vllm else "tiny-model")
+def cached_tiny_model(variant: str | None = None) -> Path:
+    """The demo's tiny pre-trained model, built once into the cache (and again when its format changes); each
+    variant (``"vllm"``: head_dim 32; ``"agent"``: the agentic demo's) is cached apart from it."""
+    path = cache_dir() / VARIANT_DIRS[variant]
     sys.stdout.flush()
-    subprocess.run([sys.executable, "-c", ENSURE, str(path), *(["vllm"] if for_vllm else [])], check=True)
+    subprocess.run([sys.executable, "-c", ENSURE, str(path), *([variant] if variant else [])], check=True)
     return path

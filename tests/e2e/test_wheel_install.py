@@ -285,23 +285,36 @@ def test_the_demo_piped_prints_its_steps_and_completes(installed, demo_run):
     assert Path(environment["file"]).resolve().is_relative_to(installed.venv.resolve()), environment
 
 
-def test_the_agent_demo_piped_completes_within_three_minutes_and_its_tool_use_pays_off(installed, demo_run):
-    """The model is in the cache already (the demo above built it): what is timed is the demo itself."""
+def test_the_agent_demo_piped_completes_within_three_minutes_and_learns_the_task_it_never_trained_on(installed):
+    """Its model is built first with `grpo-tui tiny-model --for-agent` into the cache the demo reads (it is not
+    built again): what is timed is the demo itself. Training tool use that earns the reward and held-out bookings
+    both rise at least twice (measured: 23% -> 82%, 5% -> 98%), and the run raises no warning but the one that
+    says itself why (no KL term)."""
     from trainer_core.contract.health.sample_stats import TOOL_SUCCESS
     from trainer_core.contract.run.event_log import EventTail
-    from trainer_core.contract.run.events import Metrics
+    from trainer_core.contract.run.events import Eval, HealthWarning, Metrics
 
+    model = installed.cache / "grpo-tui" / "tiny-model-agent"
+    checked(installed.run(installed.bin("grpo-tui"), "tiny-model", str(model), "--for-agent", timeout=600))
     runs = installed.runs.parent / "agent-runs"
     started = time.monotonic()
     result = checked(installed.run(installed.bin("grpo-tui"), "demo", "--agent", "--runs-dir", str(runs), timeout=240))
     took = time.monotonic() - started
     assert took < 180, f"the agent demo took {took:.0f} s"
+    assert "building the tiny demo model" not in result.stdout, result.stdout
     assert "completed at step 50" in result.stdout and "Traceback" not in result.stdout + result.stderr
     (run,) = [p for p in runs.iterdir() if p.is_dir()]
-    success = [e.values[TOOL_SUCCESS] for e in EventTail(run / "events.jsonl").poll() if isinstance(e, Metrics)]
+    events = EventTail(run / "events.jsonl").poll()
+    success = [e.values[TOOL_SUCCESS] for e in events if isinstance(e, Metrics)]
     first, last = sum(success[:20]) / 20, sum(success[-20:]) / 20
-    assert last >= 2 * first and last > 0, (first, last)
+    assert last >= 2 * first and last >= 0.5, (first, last)
     assert f"{first:.0%} in the first 20 steps, {last:.0%} in the last 20" in result.stdout
+    evals = [e for e in events if isinstance(e, Eval)]
+    assert [e.step for e in evals] == [0, 25, 50] and evals[0].base
+    base, final = evals[0].value("booked_right"), evals[-1].value("booked_right")
+    assert base is not None and final is not None and final >= 2 * base and final >= 0.5, (base, final)
+    assert f"booked_right {base:.0%} at step 0, {final:.0%} at step 50" in result.stdout
+    assert {e.rule for e in events if isinstance(e, HealthWarning)} <= {"kl_not_measured"}, result.stdout
     environment = json.loads((run / "provenance.json").read_text())["environment"]
     assert Path(environment["file"]).name == "hotel_agent_env.py"
     assert Path(environment["file"]).resolve().is_relative_to(installed.venv.resolve()), environment

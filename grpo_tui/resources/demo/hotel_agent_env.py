@@ -9,7 +9,9 @@ the result comes back as a ``tool`` turn, and the model writes its next turn, up
 row's request, and ``get_reward`` scores what was booked.
 
 Partial credit keeps GRPO's groups apart: the right room for the right nights is 1.0, the right room for
-other nights 0.6, a booking of another room 0.2, and checking the requested room without booking 0.2.
+other nights 0.6, a booking of another room 0.2, and checking the requested room without booking 0.2. Each call
+the hotel refuses (a second booking, a room that is full, a room type it has not) costs 0.25 of that, so an
+episode that books and then books again earns less than one that stops.
 Held-out requests (``build_eval_dataset``) are ones the training set never asks for (another draw, each
 request's text absent from the training rows); the held-out task metric (``eval_metrics``) is
 ``booked_right``: the episode booked the requested room for the requested nights. The eval also reports
@@ -39,6 +41,7 @@ CREDIT_BOOKED = 1.0
 CREDIT_OTHER_NIGHTS = 0.6
 CREDIT_OTHER_ROOM = 0.2
 CREDIT_CHECKED = 0.2
+REFUSED_CALL_COST = 0.25  # taken off the credit for each call the hotel refuses (booking twice, a full room...)
 
 
 def hotel_requests(num_requests: int, seed: int = 0) -> list[dict]:
@@ -105,6 +108,7 @@ class HotelAgentEnv:
         self.free: dict[str, int] = dict(zip(ROOMS, (int(n) for n in row["free"])))
         self.checked: set[str] = set()
         self.booking: tuple[str, int] | None = None
+        self.refused = 0
 
     def check_availability(self, room: str) -> str:
         """Say how many rooms of a type are free and what one night costs.
@@ -112,7 +116,7 @@ class HotelAgentEnv:
         Args:
             room: The room type: cheap, large or city.
         """
-        name = _room_type(room)
+        name = self._known(room)
         self.checked.add(name)
         if not self.free[name]:
             return f"no {name} room is free"
@@ -125,22 +129,36 @@ class HotelAgentEnv:
             room: The room type: cheap, large or city.
             nights: How many nights the guest stays.
         """
-        name = _room_type(room)
+        name = self._known(room)
         if self.booking is not None:
-            raise ValueError(f"a {self.booking[0]} room is already booked for this guest")
+            self._refuse(f"a {self.booking[0]} room is already booked for this guest")
         if not self.free[name]:
-            raise ValueError(f"no {name} room is free")
+            self._refuse(f"no {name} room is free")
         if isinstance(nights, bool) or not isinstance(nights, int) or not 1 <= nights <= MAX_NIGHTS:
-            raise ValueError(f"nights must be a whole number from 1 to {MAX_NIGHTS}, got {nights!r}")
+            self._refuse(f"nights must be a whole number from 1 to {MAX_NIGHTS}, got {nights!r}")
         self.free[name] -= 1
         self.booking = (name, nights)
         return f"booked a {name} room for {nights} nights, {PRICES[name] * nights} in all"
 
+    def _known(self, room: str) -> str:
+        try:
+            return _room_type(room)
+        except ValueError as error:
+            self._refuse(str(error))
+            raise
+
+    def _refuse(self, message: str):
+        self.refused += 1
+        raise ValueError(message)
+
     def get_reward(self) -> float:
-        """What the episode earned: the booking against the request, or a check of the requested room."""
+        """What the episode earned: the booking against the request, or a check of the requested room, less
+        ``REFUSED_CALL_COST`` for each call the hotel refused."""
+        credit = CREDIT_CHECKED if self.room in self.checked else 0.0
         if self.booking is not None:
             room, nights = self.booking
             if room != self.room:
-                return CREDIT_OTHER_ROOM
-            return CREDIT_BOOKED if nights == self.nights else CREDIT_OTHER_NIGHTS
-        return CREDIT_CHECKED if self.room in self.checked else 0.0
+                credit = CREDIT_OTHER_ROOM
+            else:
+                credit = CREDIT_BOOKED if nights == self.nights else CREDIT_OTHER_NIGHTS
+        return max(0.0, credit - REFUSED_CALL_COST * self.refused)
