@@ -5,15 +5,17 @@ feel instant, a new step must show up quickly, and watching a run must cost next
 in one run, against synthetic run folders in the documented format (docs/run-format.md):
 
   load       100k-step run (25 metric keys a step, ~105 MB of events.jsonl) until the monitor holds every
-             point: RunStream.poll() alone and the real app under run_test until the charts are painted;
-             side by side, the same scalars in a TensorBoard event file loaded by EventAccumulator
+             point: RunStream.poll() alone, its fast path and the reference path alternated (--repeat each),
+             and the real app under run_test until the charts are painted (--repeat times); side by side,
+             the same scalars in a TensorBoard event file loaded by EventAccumulator
   latency    a writer process logs 10 steps/s; time from the event's `time` to the monitor's worker
              reading it, the charts taking it and the reward chart painting it (p50/p95/max)
   cpu        `grpo-tui watch RUN` in a 120x40 tmux pane while a run logs 10 steps/s: CPU share of a core
   rss        peak RSS of the app (run_test) loading a 1M-step run
   coldstart  `python -m grpo_tui watch RUN` in tmux until the pane shows the run id; import time alone
 
-Generated runs are cached in the work dir; each measurement runs in a fresh process (bench/app_probes.py).
+Generated runs are cached in the work dir; each measurement runs in a fresh process (bench/app_probes.py); the load
+section is bench/app_load.py.
 
     python -m bench.app [--work-dir DIR] [--only NAME] [--skip-tensorboard] [--profile]
 
@@ -23,7 +25,6 @@ TensorBoard (`pip install tensorboard`) is needed for the side-by-side only; tor
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import subprocess
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import psutil
 
+from bench.app_load import LOAD_STEPS, LOAD_TARGET, PROBES, bench_load
 from bench.app_runs import METRICS, RATE, cached_run, fresh_live_run, go, start_writer
 from bench.common import (
     ROOT,
@@ -53,74 +55,17 @@ from bench.common import (
 from trainer_core.contract.run.folder import RunFolder
 
 BENCHES = ("load", "latency", "cpu", "rss", "coldstart")
-LOAD_STEPS = 100_000
 RSS_STEPS = 1_000_000
 SMALL_STEPS = 200
 LATENCY_STEPS = 150
 CPU_SECONDS = 20.0
 IDLE_SECONDS = 10.0
-TARGETS = {"load": 1.0, "latency_p95": 0.250, "cpu": 0.05, "rss_mb": 200.0, "coldstart": 1.0}
+TARGETS = {"load": LOAD_TARGET, "latency_p95": 0.250, "cpu": 0.05, "rss_mb": 200.0, "coldstart": 1.0}
 WATCH_MODULES = ["grpo_tui.cli", "grpo_tui.app", "grpo_tui.screens.runs", "grpo_tui.screens.monitor"]
-PROBES = "bench.app_probes"
 
 
 def watch_argv(folder: RunFolder) -> list[str]:
     return [sys.executable, "-m", "grpo_tui", "watch", str(folder.path), "--runs-dir", str(folder.path.parent)]
-
-
-def bench_load(work: Path, table: Table, args) -> None:
-    folder = cached_run(work, "load100k", LOAD_STEPS)
-    size = folder.events_file.stat().st_size
-    table.section(f"load: {LOAD_STEPS:,} steps x {len(METRICS)} keys, events.jsonl {size / 1e6:.0f} MB (in page cache)")
-    stream = run_probe(PROBES, "stream", folder.path, "1" if args.profile else "0", show_stderr=args.profile)
-    table.add("RunStream(folder).poll()", stream["seconds"], target=TARGETS["load"], note=f"CPU {stream['cpu']:.2f} s")
-    app = run_probe(PROBES, "app-load", folder.path.parent, folder.path, LOAD_STEPS)
-    table.add("app: run_test started (pilot ready)", app["app_ready"])
-    table.add("app: worker has every point", app["read"])
-    table.add(
-        "app: reward chart painted all points",
-        app["painted"],
-        target=TARGETS["load"],
-        note=f"{app['points']:,} points; process CPU {app['cpu']:.2f} s incl. start, "
-        f"backlog child {app['children_cpu']:.2f} s",
-    )
-    if not args.skip_tensorboard:
-        tensorboard_side(work, table, args, stream, app)
-
-
-def tensorboard_side(work: Path, table: Table, args, stream: dict, app: dict) -> None:
-    try:
-        import tensorboard  # noqa: F401
-    except ImportError:
-        table.add("TensorBoard: not installed (pip install tensorboard)", None)
-        return
-    tb_steps = args.tb_steps
-    logdir = work / f"tb{tb_steps}"
-    done = logdir / "done.json"
-    if not done.exists():
-        shutil.rmtree(logdir, ignore_errors=True)
-        print(f"writing the TensorBoard side: {tb_steps:,} steps x {len(METRICS)} scalars ...", flush=True)
-        t = time.perf_counter()
-        written = run_probe(PROBES, "tb-write", logdir, tb_steps)
-        print(f"  {written['bytes'] / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s", flush=True)
-        done.write_text(json.dumps(written))
-    tb = run_probe(PROBES, "tb-load", logdir)
-    scale = LOAD_STEPS / tb_steps
-    note = f"{tb['points']:,} points; CPU {tb['cpu'] * scale:.1f} s" + (
-        f"; measured on {tb_steps:,} steps, x{scale:g}" if scale != 1 else ""
-    )
-    tb_seconds = tb["seconds"] * scale
-    tb_mb = json.loads(done.read_text())["bytes"] * scale / 1e6
-    table.add(f"TensorBoard EventAccumulator.Reload() ({tb_mb:.0f} MB)", tb_seconds, note=note)
-    table.add(
-        "ratio TensorBoard / RunStream.poll",
-        tb_seconds / stream["seconds"],
-        unit="",
-        fmt="{:.1f}x",
-        note=f"CPU time ratio {tb['cpu'] * scale / stream['cpu']:.1f}x",
-    )
-    if app["painted"]:
-        table.add("ratio TensorBoard / app painted", tb_seconds / app["painted"], unit="", fmt="{:.1f}x")
 
 
 def bench_latency(work: Path, table: Table, args) -> None:
@@ -268,7 +213,9 @@ def main() -> int:
         metavar=f"1..{len(METRICS)}",
         help="metric keys per step of the 1M-step run",
     )
-    parser.add_argument("--repeat", type=int, default=3, help="cold starts (and import timings) to take the median of")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="loads, cold starts (and import timings) to take the median of"
+    )
     parser.add_argument("--profile", action="store_true", help="print a cProfile of RunStream.poll on the 100k run")
     args = parser.parse_args()
     chosen = [name for name in BENCHES if name in (args.only or BENCHES)]

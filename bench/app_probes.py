@@ -32,11 +32,11 @@ def children_usage() -> dict:
     return {"children_cpu": usage.ru_utime + usage.ru_stime, "children_peak_rss_mb": usage.ru_maxrss / 1024}
 
 
-def stream(path: str, profile: str = "0") -> None:
-    """RunStream.poll() alone on a finished run."""
+def stream(path: str, profile: str = "0", fast: str = "1") -> None:
+    """RunStream.poll() alone on a finished run; ``fast`` 0: every line the reference way (orjson, then decode)."""
     from grpo_tui.services.run_stream import RunStream
 
-    run = RunStream(RunFolder(Path(path)))
+    run = RunStream(RunFolder(Path(path)), fast=fast == "1")
     t, cpu = time.perf_counter(), time.process_time()
     run.poll()
     seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
@@ -45,7 +45,7 @@ def stream(path: str, profile: str = "0") -> None:
         import pstats
 
         profiler = cProfile.Profile()
-        profiler.runcall(RunStream(RunFolder(Path(path))).poll)
+        profiler.runcall(RunStream(RunFolder(Path(path)), fast=fast == "1").poll)
         print(f"cProfile of RunStream.poll() on {path}:", file=sys.stderr)
         pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(10)
     report({"seconds": seconds, "cpu": cpu, "points": len(run.series["reward"]), "peak_rss_mb": peak_rss_mb()})

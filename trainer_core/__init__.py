@@ -5,9 +5,22 @@ events, statuses); ``train`` imports torch, transformers and TRL when it is call
 is imported.
 """
 
-from .contract.config.run_config import ConfigError, RunConfig
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .contract.config.run_config import ConfigError, RunConfig
 
 __all__ = ["ConfigError", "RunConfig", "train"]
+
+
+def __getattr__(name: str):
+    """RunConfig and ConfigError on first use: a reader of run folders that needs neither (the monitor's backlog
+    child) starts without the config layer."""
+    if name in ("ConfigError", "RunConfig"):
+        from .contract.config import run_config
+
+        return getattr(run_config, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def train(config, runs_dir=None, **kwargs):

@@ -15,8 +15,9 @@ alike, and a stop is reported as ``executors.base.judge_stop`` says.
 
 Held-out evals arrive with the lifecycle events (``StreamView.evals``); the screen keeps them by step and hands
 them to the reward chart (one metric overlaid, ``v`` pages) and to the Eval tab. The Checkpoints tab's list
-is read by a ``checkpoints`` worker when the screen opens and whenever a checkpoint or an eval arrives: the
-ledger of a run here, the events' list for a run on a host (its mirror holds no checkpoints).
+is read by a ``checkpoints`` worker once the events on disk are read and whenever a checkpoint or an eval arrives:
+the ledger of a run here, the events' list for a run on a host (its mirror holds no checkpoints), built from the
+checkpoint and eval events the reader found, so the events file is never read a second time.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ class MonitorScreen(Screen):
         self.last_sample: dict | None = None
         self.skipped_noticed: set[str] = set()  # files whose skipped lines were noticed (once per file)
         self.evals: dict[int, Eval] = {}  # the held-out evals read so far, by step (a repeated step: the latest)
+        self.ledger_events: list[Checkpoint | Eval] = []  # the checkpoint and eval events read so far, in order
         self.eval_names: list[str] = []  # their metrics (``NAME``, ``NAME/pass@K``), task metrics first
         self._requests: SimpleQueue[ChartRequest] = SimpleQueue()  # to the reader
         self._asked: ChartRequest | None = None
@@ -166,7 +168,6 @@ class MonitorScreen(Screen):
         self._show_gpus()
         self.follow()
         self.grid.want()  # so the reader has the charts' widths before its first read ends
-        self.read_checkpoints()
 
     def on_unmount(self) -> None:
         self._backlog.close()
@@ -190,9 +191,11 @@ class MonitorScreen(Screen):
         run_reader.follow(self.folder, self.config, self._requests, post, lambda: worker.is_cancelled, self._backlog)
 
     @work(thread=True, exclusive=True, group="checkpoints", exit_on_error=False)
-    def read_checkpoints(self) -> None:
-        """The Checkpoints tab's list: the ledger (sizes, torn ones), or the events' list for a remote run."""
-        listed = read_checkpoints(self.folder.path, from_events=self.watched.executor.host_name is not None)
+    def read_checkpoints(self, events: tuple[Checkpoint | Eval, ...]) -> None:
+        """The Checkpoints tab's list: the ledger (sizes, torn ones), or the events' list for a remote run; from
+        the checkpoint and eval events the reader has read (the events file is not read again)."""
+        remote = self.watched.executor.host_name is not None
+        listed = read_checkpoints(self.folder.path, from_events=remote, events=events)
         if not get_current_worker().is_cancelled:
             self.post_message(self.CheckpointsRead(listed))
 
@@ -208,6 +211,7 @@ class MonitorScreen(Screen):
     def on_monitor_screen_updated(self, message: Updated) -> None:
         post = message.post
         slow, view = post.slow, post.view
+        first = not self.loaded and not post.preview  # the events on disk when the screen opened are read
         if slow:
             self.status, self.state, self.alerts = slow.status, slow.state, slow.alerts
             if slow.samples and slow.samples[-1] != self.last_sample:
@@ -223,8 +227,10 @@ class MonitorScreen(Screen):
         self.warnings.extend(view.warnings)
         if view.evals:
             self._add_evals(view.evals)
-        if any(isinstance(e, (Checkpoint, Eval)) for e in view.lifecycle):
-            self.read_checkpoints()
+        ledger = [e for e in view.lifecycle if isinstance(e, (Checkpoint, Eval))]
+        self.ledger_events.extend(ledger)
+        if ledger or first:  # listed once the events read so far are known, and again with each new one
+            self.read_checkpoints(tuple(self.ledger_events))
         if view.warnings or (slow and slow.alerts != self.shown_alerts):
             if slow:
                 self.shown_alerts = slow.alerts

@@ -107,6 +107,7 @@ class RunsScreen(Screen):
         self._list = RunList(runs_dir, stable_every=STABLE_EVERY)
         self._list_lock = threading.Lock()  # one refresh at a time, and its message posted in order
         self._title = ""
+        self._read = False  # whether the list was read since the screen was mounted
 
     def compose(self) -> ComposeResult:
         yield Label(literal(f"runs in {self.runs_dir}"), id="title")
@@ -116,14 +117,20 @@ class RunsScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.load(force=True)
+        if self.shown and not self._read:
+            self._read_first()
         self.set_interval(REFRESH_SECONDS, self._refresh_shown)
         if self.hosts:
-            self.poll_hosts()
             self.set_interval(HOST_REFRESH_SECONDS, self._poll_shown)
 
+    def _read_first(self) -> None:
+        self._read = True
+        self.load(force=True)
+        self.poll_hosts()
+
     # Under another screen (a monitor, the form) the list is not read: nobody sees it, and a host's list costs
-    # that host a grpo-tui start. Coming back reads it at once.
+    # that host a grpo-tui start. Coming back reads it at once. An app opened on a monitor (`grpo-tui watch`)
+    # reads it the first time it is shown, not while the monitor reads its run.
     @property
     def shown(self) -> bool:
         """On top, or under dialogs only."""
@@ -139,7 +146,11 @@ class RunsScreen(Screen):
             self.poll_hosts()
 
     def on_screen_resume(self) -> None:
-        if self._title:  # not the first time it is shown: on_mount has just read everything
+        if not self.shown:  # pushed and covered at once (the app opened on a monitor)
+            return
+        if not self._read:
+            self._read_first()
+        elif self._title:  # not the first time it is shown: on_mount has just read everything
             self.load()
             self.poll_hosts()
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from trainer_core.contract.run.event_log import read_events
-from trainer_core.contract.run.events import Checkpoint, Eval, Event
+from trainer_core.contract.run.event_log import scan_events
+from trainer_core.contract.run.events import Checkpoint, Eval, Event, EventType
 from trainer_core.contract.run.ledger import (
     FINAL,
     LedgerEntry,
@@ -46,15 +46,23 @@ class CheckpointList:
     from_events: bool = False
 
 
-def read_checkpoints(run_path: Path, from_events: bool = False) -> CheckpointList:
-    """The run's checkpoints: its ledger, or (``from_events``: a mirror without checkpoints) its events' list."""
+def read_checkpoints(
+    run_path: Path, from_events: bool = False, events: Iterable[Event] | None = None
+) -> CheckpointList:
+    """The run's checkpoints: its ledger, or (``from_events``: a mirror without checkpoints) its events' list.
+
+    ``events``: the run's ``checkpoint`` and ``eval`` events in the order they were written, when the caller has
+    read them already (the monitor's stream has): the events file is then not read again."""
     events_file = Path(run_path) / "events.jsonl"
+    if events is None:
+        wanted = (EventType.CHECKPOINT, EventType.EVAL) if from_events else (EventType.EVAL,)
+        events = scan_events(events_file, wanted)[0]
+    events = [e for e in events if isinstance(e, (Checkpoint, Eval))]
+    evals = {e.step: e for e in events if isinstance(e, Eval)}  # a step's latest eval wins, as in the ledger
+    metric = default_metric(run_path, evals)
     if not from_events:
-        metric = default_metric(run_path)
-        entries = read_ledger(run_path, metric)
+        entries = read_ledger(run_path, metric, evals)
         return CheckpointList(tuple(_row(e, e.size) for e in entries), metric)
-    events = read_events(events_file) if events_file.exists() else []
-    metric = default_metric(run_path, {e.step: e for e in events if isinstance(e, Eval)})
     return CheckpointList(tuple(_row(e, None) for e in ledger_from_events(events, metric)), metric, True)
 
 

@@ -2,10 +2,13 @@
 
 The reader thread (``run_reader.follow``) owns a ``RunStream``, whose ``poll()`` reads what was appended to
 events.jsonl since the last call (by byte offset; an unfinished last line waits for the next poll) and
-folds it into series that keep every charted point (float32, filled column by column from the parsed
-lines, which are never decoded into events one by one: a 100k-step run folds in about half a second, a
-million steps fit in ~200 MB; the disk keeps full precision). A long backlog is folded by a child process
-(``backlog.py``), which pickles the stream back.
+folds it into series (``series.py``) that keep every charted point (float32, filled column by column, never
+through an event object per line; a million steps fit in ~200 MB; the disk keeps full precision). Metrics lines
+take a fast path: msgspec decodes each into a record of the keys seen so far, checking each field's kind
+(``metrics_lines.py``), and a run of such records goes in a column at a time. Every line it does not take is
+parsed by orjson and judged as ``decode`` judges it (``_fold_all``, the reference path), which counts and names
+what it rejects; ``RunStream(..., fast=False)`` reads every line that way, for the benchmark and the tests that
+compare the two. A long backlog is folded by a child process (``backlog.py``), which pickles the stream back.
 
 No other thread sees the series, or a metric first logged mid-run would change a dict under the loop
 drawing it. Viewers get values that cannot change: a ``StreamView`` (last step, rates, keys, new warnings,
@@ -17,10 +20,11 @@ block, so a one-step spike is never dropped) for a ``ChartRequest``. Blocks are 
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+
+from orjson import loads
 
 from trainer_core.contract.health.sample_stats import TOOL_SUCCESS, TURNS_MEAN
 from trainer_core.contract.health.tools import CALL_FREQUENCY, FAILURE_FREQUENCY
@@ -28,8 +32,9 @@ from trainer_core.contract.run.event_log import EventTail
 from trainer_core.contract.run.events import Eval, Event, HealthWarning, Metrics, UnknownEvent, decode
 from trainer_core.contract.run.folder import RunFolder
 
-from .buckets import BlockCache
+from .metrics_lines import REFUSED, RESERVED, UNSET, MetricsLines, step_of, time_of
 from .rejected_lines import MAX_STEP, line_of_rejected, rejection
+from .series import Series, SeriesSnapshot
 
 TOOL_METRICS = (CALL_FREQUENCY, FAILURE_FREQUENCY, TURNS_MEAN, TOOL_SUCCESS)
 """An agentic run's charts: tool calls per episode, the share that failed, turns per episode, tool use that succeeded."""
@@ -49,113 +54,13 @@ CHARTED = {
     *TOOL_METRICS,
 }
 CHUNK_BYTES = 2 * 1024 * 1024
-RESERVED = frozenset(("type", "time", "step"))  # a metrics line's own fields, beside its values
 
 
 def charted(key: str) -> bool:
     return key in CHARTED or (key.startswith("rewards/") and key.endswith("/mean"))
 
 
-class Series:
-    """One metric over steps, in compact arrays.
-
-    While a metric is logged at every metrics event (the usual case) it shares the stream's one steps
-    array and stores only float32 values: a million points cost 4 MB. A metric that skips a step or logs a
-    null gets a steps array of its own from then on.
-    """
-
-    __slots__ = ("_steps", "blocks", "shared", "values")
-
-    def __init__(self, typecode: str = "f", shared: array | None = None):
-        self.shared = shared
-        self._steps: array | None = None if shared is not None else array("l")  # exactly one of the two is set
-        self.values = array(typecode)
-        self.blocks = BlockCache()
-
-    @property
-    def steps(self) -> array:
-        steps = self.shared if self._steps is None else self._steps
-        assert steps is not None  # a series without shared steps has its own
-        return steps
-
-    def _own_steps(self) -> None:
-        if self._steps is None:
-            self._steps = array("l", self.steps[: len(self.values)])  # the shared steps
-
-    def extend(self, steps, values, aligned: bool = False) -> None:
-        """Append a column; entries that are not numbers (null for NaN, strings) are skipped.
-
-        ``aligned``: the shared steps array already ends with ``steps`` and this series was in step with it.
-        """
-        try:
-            column = array(self.values.typecode, values)
-        except TypeError:
-            pairs = [(s, v) for s, v in zip(steps, values) if isinstance(v, (int, float)) and not isinstance(v, bool)]
-            steps, column = [p[0] for p in pairs], array(self.values.typecode, [p[1] for p in pairs])
-            aligned = False
-        if self._steps is None and not aligned:
-            self._own_steps()
-        if self._steps is not None:
-            self._steps.extend(steps)
-        self.values.extend(column)
-
-    def settle(self) -> None:
-        """After a batch: a shared series that fell behind the shared steps keeps its own from now on."""
-        if self._steps is None and len(self.values) != len(self.steps):  # the shared steps
-            self._own_steps()
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-    def snapshot(self, key: str, buckets: int, window: int | None = None) -> SeriesSnapshot:
-        """At least ``buckets`` blocks (fewer than twice as many) of the whole series, or of its last ``window`` steps."""
-        n = len(self.values)
-        if not n:
-            return SeriesSnapshot(key, 0, buckets, window=window)
-        steps = self.steps
-        first = 0 if window is None else bisect_right(steps, steps[n - 1] - window, 0, n)
-        blocks = self.blocks.blocks(self.values, first, buckets)
-        size = blocks.size
-        xs = tuple(steps[blocks.start : n : size])
-        return SeriesSnapshot(
-            key, n, buckets, xs, blocks.lows, blocks.highs, self.values[-1], blocks.means, size, steps[n - 1], window
-        )
-
-
 # -- what the UI holds: values no thread changes --------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SeriesSnapshot:
-    """One metric as a chart draws it: blocks of ``size`` consecutive points, each with its min, max and mean.
-
-    ``count`` (and ``len()``) is the number of points in the whole series; ``steps`` holds each block's first
-    step and ``end_step`` the series' last. ``window``: the chart shows the last that many steps (None: all).
-    """
-
-    key: str
-    count: int
-    buckets: int
-    steps: tuple = ()
-    lows: tuple = ()
-    highs: tuple = ()
-    last_value: float | None = None
-    means: tuple = ()
-    size: int = 1
-    end_step: int | None = None
-    window: int | None = None
-
-    def __len__(self) -> int:
-        return self.count
-
-    @property
-    def last_step(self) -> int | None:
-        return self.end_step
-
-    @property
-    def exact(self) -> bool:
-        """Every point is its own block (lows, highs and means are the values)."""
-        return self.size == 1
 
 
 @dataclass(frozen=True)
@@ -230,7 +135,10 @@ class StreamUpdate:
 
 
 class RunStream:
-    def __init__(self, folder: RunFolder, chunk_bytes: int = CHUNK_BYTES):
+    """``fast``: metrics lines go through ``MetricsLines`` first (False: every line the reference way, as the
+    benchmark and the tests compare)."""
+
+    def __init__(self, folder: RunFolder, chunk_bytes: int = CHUNK_BYTES, fast: bool = True):
         self.folder = folder
         self.tail = EventTail(folder.events_file)
         self.chunk_bytes = chunk_bytes
@@ -244,6 +152,7 @@ class RunStream:
         self.rejected = 0  # lines of a known type whose fields had the wrong kind: skipped, counted
         self.first_rejected: tuple[int, str] | None = None  # (line, why) of the first of them
         self._why: str | None = None  # the first rejection's reason, until its line is found
+        self._fast = MetricsLines(charted) if fast else None
 
     @property
     def skipped(self) -> int:
@@ -265,8 +174,7 @@ class RunStream:
             return update
         while True:
             start, lines = self.tail.offset, self.tail.lines
-            records = self.tail.poll_records(self.chunk_bytes)
-            self._fold_all(records, update)
+            self._fold_lines(self.tail.poll_lines(self.chunk_bytes), lines + 1, update)
             if self._why is not None:
                 self.first_rejected = (
                     lines + line_of_rejected(self.folder.events_file, start, self.tail.offset),
@@ -276,6 +184,68 @@ class RunStream:
             if self.tail.offset == start or self.tail.offset >= self._size():  # nothing more to read now
                 break
         return update
+
+    def _fold_lines(self, lines: list[bytes], first: int, update: StreamUpdate) -> None:
+        """Lines (the first is line ``first``) in order: runs of metrics lines the fast path takes go in column
+        by column from their records; every other line is parsed and folded the reference way."""
+        fast, parse = self._fast, self.tail.parse
+        decode = fast.decode if fast is not None else None
+        batch: list = []  # the fast path's records of consecutive metrics lines
+        slow: list[dict] = []  # the reference path's records of consecutive other lines
+        last = b""
+        for number, line in enumerate(lines, first):
+            if decode is not None:
+                try:
+                    record = decode(line)
+                except REFUSED:
+                    pass
+                else:
+                    if slow:
+                        self._fold_all(slow, update)
+                        slow = []
+                    batch.append(record)
+                    last = line
+                    continue
+                if batch:
+                    self._fold_records(batch, last, update)
+                    batch = []
+            parsed = parse(line, number)
+            if parsed is None:
+                continue
+            slow.append(parsed)
+            if fast is not None and decode is not None and fast.teaches(parsed):  # its keys make the next ones fast
+                self._fold_all(slow, update)
+                slow, decode = [], fast.decode  # None past MAX_KEYS keys: the rest the reference way
+        if batch:
+            self._fold_records(batch, last, update)
+        if slow:
+            self._fold_all(slow, update)
+
+    def _fold_records(self, records: list, last_line: bytes, update: StreamUpdate) -> None:
+        """The fast path's records of consecutive metrics lines, appended column by column (``_fold_metrics``
+        for records the fast path made: a key a line lacks is ``UNSET``, which no series takes)."""
+        fast = self._fast
+        assert fast is not None  # only the fast path makes these
+        count = len(records)
+        steps = list(map(step_of, records))
+        before = len(self.steps)
+        self.steps.extend(steps)
+        for key, value_of in fast.columns:
+            column = list(map(value_of, records))
+            if column[0] is UNSET and column.count(UNSET) == count:
+                continue  # no line of the run has the key
+            series = self.series.get(key)
+            if series is None:
+                series = self.series[key] = Series(shared=self.steps)
+            series.extend(steps, column, aligned=len(series.values) == before, typed=True)
+        times = list(map(time_of, records))
+        self.times.extend(steps, times, aligned=len(self.times.values) == before, typed=True)
+        for series in (*self.series.values(), self.times):
+            series.settle()
+        last = decode(loads(last_line))
+        self.last_metrics = last if isinstance(last, Metrics) else None
+        self.metrics_read += count
+        update.steps += count
 
     def _fold_all(self, records: list[dict], update: StreamUpdate) -> None:
         """Runs of metrics lines with the same keys go in column by column; other lines are decoded."""
@@ -330,6 +300,8 @@ class RunStream:
         self.last_metrics = last if isinstance(last, Metrics) else None
         self.metrics_read += len(records)
         update.steps += len(records)
+        if self._fast is not None:
+            self._fast.learn(first)  # the fast path takes lines with these keys from now on
 
     def _size(self) -> int:
         try:

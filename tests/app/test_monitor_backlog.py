@@ -1,5 +1,6 @@
 """A long run's backlog is read by a child process while the monitor starts: the charts get every step, the
-spike included, and closing the monitor stops a child still reading."""
+spike included, and closing the monitor stops a child still reading. Nothing else reads the run's events
+meanwhile: not the Checkpoints tab, not the runs list under the monitor."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import sys
 import time
 
 from grpo_tui.app import make_app
-from grpo_tui.services import backlog
+from grpo_tui.screens.runs import RunsScreen
+from grpo_tui.services import backlog, checkpoint_list
+from grpo_tui.widgets.checkpoints_table import CheckpointsPanel
 from grpo_tui.widgets.metric_chart import MetricChart
 
 from ..run_fixtures import make_finished_run
@@ -57,3 +60,21 @@ async def test_closing_the_monitor_stops_a_child_still_reading(tmp_path, monkeyp
         while proc.poll() is None and time.monotonic() < deadline:
             await pilot.pause(0.05)
         assert proc.returncode is not None and proc.returncode < 0, "the child was killed"
+
+
+async def test_the_monitor_opened_at_start_is_the_only_reader_of_the_events(tmp_path, monkeypatch):
+    """The Checkpoints tab is listed from the events the monitor's reader found (the file is not scanned again),
+    and the runs list under the monitor is read once it is shown, not while the monitor reads its run."""
+    scans: list[tuple] = []
+    monkeypatch.setattr(checkpoint_list, "scan_events", lambda *args: scans.append(args) or ([], 0))
+    run = make_finished_run(tmp_path / "runs", steps=40, with_warnings=False)
+    app = make_app(tmp_path / "runs", start="watch", watch=run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        panel = screen.query_one("#checkpoints-panel", CheckpointsPanel)
+        await wait_until(pilot, lambda: len(panel.listed.rows) == 4)
+        assert [row.step for row in panel.listed.rows] == [10, 20, 30, 40] and not scans
+        runs = app.screen_stack[-2]
+        assert isinstance(runs, RunsScreen) and not runs.runs, "the list is not read under the monitor"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is runs and len(runs.runs) == 1)

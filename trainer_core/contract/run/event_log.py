@@ -153,6 +153,18 @@ class EventTail:
     def poll_records(self, max_bytes: int | None = None) -> list[dict]:
         """The JSON objects of the complete lines appended since the last call, not yet decoded (a reader
         that folds a long backlog handles metrics lines itself: decoding each costs more than parsing it)."""
+        lines = self.poll_lines(max_bytes)
+        parse, records = self.parse, []
+        for number, line in enumerate(lines, self.lines - len(lines) + 1):
+            record = parse(line, number)
+            if record is not None:
+                records.append(record)
+        return records
+
+    def poll_lines(self, max_bytes: int | None = None) -> list[bytes]:
+        """The complete lines appended since the last call, without their newlines (blank ones too), for a reader
+        that parses them its own way; ``parse`` is how a line is judged and counted. The first is line
+        ``lines - len(result) + 1``."""
         try:
             with open(self.path, "rb") as fh:
                 fh.seek(self.offset)
@@ -165,24 +177,25 @@ class EventTail:
         if end < 0:
             return []
         self.offset += end + 1
-        lines_before = self.lines
-        self.lines += data.count(b"\n", 0, end + 1)
-        records, view, find, start = [], memoryview(data), data.find, 0
-        append = records.append
-        while start <= end:  # slices of one buffer: splitting it into lines first would copy every byte
-            stop = find(b"\n", start)
-            line, begin, start = view[start:stop], start, stop + 1
-            try:
-                obj = _loads(line)
-            except (ValueError, RecursionError):  # orjson refuses deep nesting with a ValueError; json recurses
-                if bytes(line).strip():  # a blank line is no event, and no bad one
-                    self._bad(data, begin, lines_before, "not JSON")
-                continue
-            if isinstance(obj, dict):
-                append(obj)
-            else:
-                self._bad(data, begin, lines_before, f"a JSON {type(obj).__name__}, not an object")
-        return records
+        lines = data.split(b"\n")  # one pass in C; finding each line from Python costs more than the copy
+        lines.pop()  # what follows the last newline: a torn line, or nothing
+        self.lines += len(lines)
+        return lines
+
+    def parse(self, line: bytes, number: int) -> dict | None:
+        """The JSON object a line holds; None for a blank line (no event, and no bad one) and for a line that is
+        not JSON or not an object, which is counted in ``bad_lines`` (``number``: its line, from ``offset``'s line
+        as line 1, names the first)."""
+        try:
+            obj = _loads(line)
+        except (ValueError, RecursionError):  # orjson refuses deep nesting with a ValueError; json recurses
+            if line.strip():
+                self._bad(number, "not JSON")
+            return None
+        if isinstance(obj, dict):
+            return obj
+        self._bad(number, f"a JSON {type(obj).__name__}, not an object")
+        return None
 
     def _long_line(self, fh, data: bytes) -> bytes:
         """The rest of a line that began in ``data``: the whole line when it ends within MAX_LINE_BYTES; else it
@@ -203,13 +216,13 @@ class EventTail:
             return b"".join(parts)
         self.offset += size
         self.lines += 1
-        self._bad(b"", 0, self.lines - 1, f"longer than {MAX_LINE_BYTES} bytes")
+        self._bad(self.lines, f"longer than {MAX_LINE_BYTES} bytes")
         return b""
 
-    def _bad(self, data: bytes, begin: int, lines_before: int, why: str) -> None:
+    def _bad(self, number: int, why: str) -> None:
         self.bad_lines += 1
-        if self.first_bad is None:  # counting the lines before a bad one costs a pass: only the first's is kept
-            self.first_bad = (lines_before + data.count(b"\n", 0, begin) + 1, why)
+        if self.first_bad is None:
+            self.first_bad = (number, why)
 
 
 def complete_size(path: str | os.PathLike) -> int:

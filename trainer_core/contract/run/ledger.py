@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainer_core.contract.run.checkpoints import TORN_DIR, check_checkpoints, checkpoint_step
-from trainer_core.contract.run.event_log import read_events
-from trainer_core.contract.run.events import Eval
+from trainer_core.contract.run.event_log import scan_events
+from trainer_core.contract.run.events import Eval, EventType
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.ranking import KeepBest, ranking_metric
 
@@ -94,8 +94,10 @@ def _read_checkpoint_eval(checkpoint: Path) -> dict[str, float] | None:
 
 
 def evals_by_step(events_file: Path) -> dict[int, Eval]:
-    """The run's evals by step, the latest record of a step winning (a resumed leg may repeat one)."""
-    return {e.step: e for e in read_events(events_file) if isinstance(e, Eval)} if events_file.exists() else {}
+    """The run's evals by step, the latest record of a step winning (a resumed leg may repeat one). Only the lines
+    naming an eval are parsed, so a long run's metrics cost a read of the file, not a decode of each line."""
+    found, _ = scan_events(events_file, (EventType.EVAL,))
+    return {e.step: e for e in found if isinstance(e, Eval)}
 
 
 def _rank_key(metric: str):
@@ -112,13 +114,14 @@ def best_entries(entries: Iterable[LedgerEntry], metric: str, count: int = 1) ->
     return sorted(scored, key=_rank_key(metric), reverse=True)[:count]
 
 
-def read_ledger(run_path: Path, metric: str | None = None) -> list[LedgerEntry]:
+def read_ledger(run_path: Path, metric: str | None = None, evals: dict[int, Eval] | None = None) -> list[LedgerEntry]:
     """Every checkpoint of the run at ``run_path``, oldest first, then ``final`` and the torn ones.
 
     ``metric`` picks the best (the highest value); without it, the run's ``keep_best`` metric, else its first
-    task metric, else the held-out ``reward``."""
+    task metric, else the held-out ``reward``. ``evals``: the run's evals by step, when the caller has read them
+    (else they are read from its events)."""
     run_path = Path(run_path)
-    evals = evals_by_step(run_path / "events.jsonl")
+    evals = evals_by_step(run_path / "events.jsonl") if evals is None else evals
     metric = metric or default_metric(run_path, evals)
     entries: list[LedgerEntry] = []
     checkpoints = run_path / "checkpoints"
