@@ -5,7 +5,8 @@ never rebuilds: a changed run updates the cells that differ, a new one is insert
 drops out, and the cursor stays on the run it was on. A first load adds a screenful of rows at once and the
 rest in batches, so the first paint does not wait for the last row. Columns are sized from the cells as
 rows are added (before a frame is drawn), so no frame shows them at their headers' width. Statuses are drawn
-in the current theme's colours (``palette.py``), redrawn when the theme changes.
+in the current theme's colours (``palette.py``), redrawn when the theme changes. A run whose events.jsonl ends
+with lines that are no event says how many in its warnings cell, as ``grpo-tui runs`` does in its own column.
 """
 
 from __future__ import annotations
@@ -134,6 +135,9 @@ class RunsTable(DataTable):
     def _cells_of(self, run: RunInfo, palette) -> tuple:
         reward = "-" if run.last_reward is None else f"{run.last_reward:.3f}"
         warnings = f"{run.warnings} ({run.last_warning})" if run.warnings else "0"
+        skipped = sum(s.count for s in (run.skipped or {}).values())
+        if skipped:  # lines of the run's files that were no record: `grpo-tui watch --once RUN` names the first
+            warnings += f" · {skipped} line{'s' if skipped > 1 else ''} skipped"
         status = f"{run.status} ({run.queue_reason})" if run.queue_reason else str(run.status)
         # free text is literal (safe_text): a project named "[x]" or holding an escape shows as written
         host = (_cell(run.host or "local"),) if len(self.columns_shown) > len(COLUMNS) else ()

@@ -180,3 +180,21 @@ async def test_the_list_is_not_read_under_a_monitor_and_is_read_on_return(tmp_pa
         await wait_until(pilot, lambda: app.screen is screen and len(screen.runs) == 2, timeout=5)
         await pilot.pause(0.5)
         assert len(reads) >= 2, "shown again, it reads the runs dir on its period"
+
+
+async def test_a_run_with_skipped_lines_says_so_in_its_row(runs_dir, monkeypatch):
+    monkeypatch.setattr(runs_screen, "REFRESH_SECONDS", 0.2)
+    live = live_run(runs_dir, "20260104-000000-live01")
+    make_finished_run(runs_dir, run_id="20260101-000000-clean0")
+    app = make_app(runs_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        table = screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 2)
+        assert "skipped" not in cell(table, live.run_id, "warnings")
+        with open(live.events_file, "a") as events:  # a bare number, then a metrics event whose step is text
+            events.write('1\n{"type": "metrics", "step": "x", "values": {}}\n')
+        await wait_until(pilot, lambda: "skipped" in cell(table, live.run_id, "warnings"), timeout=10)
+        assert cell(table, live.run_id, "warnings") == "0 · 2 lines skipped"
+        assert cell(table, "20260101-000000-clean0", "warnings").endswith(")")  # its warnings, and nothing skipped
