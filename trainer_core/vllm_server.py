@@ -8,7 +8,8 @@ executable with the same arguments and health endpoint (a test stand-in on machi
 The server runs in a session of its own. Killing only its main process leaves vLLM's engine and worker
 processes running, with their ``/dev/shm/psm_*`` segments (hundreds of MB), so ``stop`` signals every process of
 that session (TERM, then KILL), unlinks the segments that appeared while it ran and that no process maps any
-more, and removes the server's private TMPDIR, where each engine start leaves ZMQ socket files. Measured against
+more (``psm_*``, and the ``sem.mp-*`` semaphores of multiprocessing, which its resource tracker would have unlinked
+had a KILL not stopped it with the rest of the session), and removes the server's private TMPDIR, where each engine start leaves ZMQ socket files. Measured against
 the real ``trl vllm-serve`` on a CPU (tests/integration/test_vllm_cpu.py): TERM stops the whole tree in about
 0.4 s and frees the port.
 """
@@ -69,6 +70,7 @@ def server_command(config: RunConfig, port: int, executable: list[str] | None = 
 
 
 SHM = Path("/dev/shm")
+SEGMENTS = ("psm_*", "sem.mp-*")  # shared memory and named semaphores of Python's multiprocessing
 
 
 @dataclass
@@ -79,12 +81,12 @@ class RunningServer:
     tmp: Path | None = None
     """The server's private TMPDIR (its ZMQ socket files), removed by ``stop``."""
     shm_before: set[str] = field(default_factory=set)
-    """The /dev/shm/psm_* segments that existed before it started: never ours to unlink."""
+    """The /dev/shm segments (``SEGMENTS``) that existed before it started: never ours to unlink."""
 
 
 def _segments() -> set[str]:
     try:
-        return {p.name for p in SHM.glob("psm_*")}
+        return {p.name for pattern in SEGMENTS for p in SHM.glob(pattern)}
     except OSError:
         return set()
 
@@ -134,7 +136,7 @@ def _mapped_segments() -> set[str]:
             text = maps.read_text(errors="replace")
         except OSError:
             continue
-        mapped.update(line.rsplit("/", 1)[-1] for line in text.splitlines() if "/dev/shm/psm_" in line)
+        mapped.update(line.rsplit("/", 1)[-1] for line in text.splitlines() if "/dev/shm/" in line)
     return mapped
 
 

@@ -2,7 +2,7 @@
 weight sync on (TRL's logged log-prob difference stays small, no ``sampling_mismatch``) and off on purpose
 (``GRPO_TUI_VLLM_NO_SYNC=1``: the difference grows and the rule fires), and the life of a real ``trl vllm-serve``
 as vllm_server.py runs it: start on 127.0.0.1 in its own session, readiness, a generate, and after a graceful
-stop, a force stop and a main process killed mid-run, nothing left (processes, /dev/shm/psm_*, sockets, port).
+stop, a force stop and a main process killed mid-run, nothing left (processes, /dev/shm/psm_* and sem.mp-*, sockets, port).
 
 Opt-in: ``GRPO_TUI_VLLM_TESTS=1``. The first run builds .venv-vllm with ``./dev vllm-env`` (minutes; cached by
 its stamp afterwards), and each engine start takes tens of seconds on two cores.
@@ -55,6 +55,7 @@ def vllm_model(tmp_path_factory) -> str:
 
 def colocate(vllm_bin: Path, model: str, runs: Path, home: Path, steps: int, **env: str):
     home.mkdir(exist_ok=True)
+    shm_before = shm_segments()
     result = subprocess.run(
         [
             str(vllm_bin / "grpo-tui"),
@@ -81,6 +82,7 @@ def colocate(vllm_bin: Path, model: str, runs: Path, home: Path, steps: int, **e
         env={**os.environ, "HOME": str(home), "PYTHONUNBUFFERED": "1", **env},
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert shm_segments() - shm_before == set()  # the engine's shared memory and semaphores went with the run
     run = only_run(runs)
     events = events_of(run)
     return run, [e for e in events if isinstance(e, Metrics)], [e for e in events if isinstance(e, HealthWarning)]
@@ -119,7 +121,7 @@ print(json.dumps({"completions": len(out["completion_ids"])}))
 
 
 def shm_segments() -> set[str]:
-    return {p.name for p in Path("/dev/shm").glob("psm_*")}
+    return {p.name for pattern in vllm_server.SEGMENTS for p in Path("/dev/shm").glob(pattern)}
 
 
 def port_free(port: int) -> bool:
