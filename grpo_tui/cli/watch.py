@@ -12,7 +12,13 @@ from .common import BadInput, add_host, add_run_ref, add_theme, interactive, run
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("watch", help="live view of a run's metrics, warnings and state")
+    parser = sub.add_parser(
+        "watch",
+        help="live view of a run's metrics, warnings and state",
+        description="Live view of a run's metrics, warnings and state, until the run ends. Lines of events.jsonl "
+        "that are no event are skipped and counted: those at its end when the view starts (its last 64 KiB), and "
+        "those appended while it is open, and where the first is.",
+    )
     add_run_ref(parser)
     add_host(parser)
     parser.add_argument(

@@ -6,7 +6,9 @@ file is never parsed whole: the dashboard catches up from the file's end and the
 warnings and errors, then tails new events by byte offset. A run's log is followed by ``log_follow.py``.
 Lines of events.jsonl that are no event are counted in the file's last 64 KiB when the view starts
 (``line_check.check_end``, as ``grpo-tui runs`` counts them), and one line above the first frame says how many and
-where the first is (never wrapped, so a pipe gets it whole).
+where the first is (never wrapped, so a pipe gets it whole). Lines appended while the view is open are judged as
+the monitor judges them: a pipe gets one such line when the first is skipped, and the live dashboard keeps the
+count under its frame.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from trainer_core.contract.run.event_log import BackwardLines, EventTail, last_events, scan_events
+from trainer_core.contract.run.event_log import BackwardLines, EventTail, last_events, read_line, scan_events
 from trainer_core.contract.run.events import (
     Error,
     Event,
@@ -85,6 +87,7 @@ class Snapshot:
     stop_reason: str | None = None
     finished: RunFinished | None = None
     exit_reason: str | None = None
+    appended_skipped: SkippedLines | None = None
 
 
 class RunView:
@@ -109,7 +112,9 @@ class RunView:
         for event in sorted(events + metrics, key=lambda e: e.time or 0):
             self.add(event)
         self.tail = EventTail(path, offset=end)
+        self.tail_start = end
         self.skipped: SkippedLines | None = check_end(path)  # lines at the end that are no event (line_check.py)
+        self.appended_skipped: SkippedLines | None = None  # and among the lines appended since
 
     def add(self, event: Event) -> None:
         if isinstance(event, Metrics):
@@ -126,12 +131,27 @@ class RunView:
             self.started_event = event
 
     def update(self) -> list[Event]:
-        """Read the status, then the events written up to it; returns those events."""
+        """Read the status, then the events written up to it; returns those events. A line that is no event
+        counts in ``appended_skipped``, the first named by its byte offset."""
         self.status = live_status(self.folder)
-        events = self.tail.poll()
-        for event in events:
-            self.add(event)
+        pos, events = self.tail.offset, []
+        for line in self.tail.poll_lines():
+            read = read_line(line) if line.strip() else None
+            if isinstance(read, str):
+                self._skip(pos, read)
+            elif read is not None:
+                events.append(read)
+                self.add(read)
+            pos += len(line) + 1
         return events
+
+    def _skip(self, offset: int, why: str) -> None:
+        seen = self.appended_skipped
+        if seen is None:
+            where = f"{self.folder.events_file.name} at byte {offset}: {why}"
+            self.appended_skipped = SkippedLines(1, where, checked_from=self.tail_start)
+        else:
+            self.appended_skipped = SkippedLines(seen.count + 1, seen.first, seen.checked_from)
 
     def snapshot(self, now: float | None = None) -> Snapshot:
         state = self.folder.read_state()
@@ -152,6 +172,7 @@ class RunView:
             stop_reason=self.stop_reason,
             finished=self.finished,
             exit_reason=state.get("exit_reason"),
+            appended_skipped=self.appended_skipped,
         )
 
 
@@ -175,10 +196,16 @@ def render(snap: Snapshot) -> RenderableType:
         parts.append(_warnings_table(snap.warnings))
     if snap.error:
         parts.append(_error_panel(snap.error))
+    if snap.appended_skipped:
+        parts.append(_skipped_line(snap.appended_skipped))
     footer = _footer(snap)
     if footer:
         parts.append(footer)
     return Group(*parts)
+
+
+def _skipped_line(skipped: SkippedLines) -> Text:
+    return Text(clean_line(end_notice(skipped)), style=plain_palette().role("warning"))
 
 
 def _header(snap: Snapshot) -> RenderableType:
@@ -281,8 +308,7 @@ def watch(folder: RunFolder, console: Console | None = None, refresh: float = 0.
     console = console or Console()
     view = RunView(folder)
     if view.skipped:
-        notice = Text(clean_line(end_notice(view.skipped)), style=plain_palette().role("warning"))
-        console.print(notice, soft_wrap=True)
+        console.print(_skipped_line(view.skipped), soft_wrap=True)
     if once:
         console.print(render(view.snapshot()))
         return view.status
@@ -307,9 +333,13 @@ def _watch_lines(view: RunView, console: Console, refresh: float) -> Status:
 
     console.print(render(view.snapshot()))
     printer = EventPrinter(console, view.folder)
+    told = False
     while True:
         for event in view.update():
             printer.show(event)
+        if view.appended_skipped and not told:  # once: the dashboard's frame keeps the count, a pipe cannot
+            told = True
+            console.print(_skipped_line(view.appended_skipped), soft_wrap=True)
         if not is_live(view.status):
             return view.status
         time.sleep(refresh)

@@ -548,6 +548,8 @@ def test_watch_follows_a_live_run_until_its_process_finishes_it(runs_dir):
         "time.sleep(0.5)\n"
         "for step in (3, 4):\n"
         "    writer.emit(Metrics(step=step, values={'reward': step / 10, 'loss': 0.1})); time.sleep(0.3)\n"
+        "    if step == 3:\n"  # two lines that are no event, appended while the view is open
+        '        with open(folder.events_file, \'ab\') as fh: fh.write(b\'1\\n{"type": "metrics", "step": "x"}\\n\')\n'
         "folder.record_end(Status.COMPLETED, None, 4, emit=writer.emit)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", trainer, str(folder.path)], cwd=ROOT)
@@ -559,6 +561,26 @@ def test_watch_follows_a_live_run_until_its_process_finishes_it(runs_dir):
         proc.wait(timeout=30)
     text = console.export_text()
     assert "step 2/10" in text and "step 4/10  reward 0.4000" in text and "run completed at step 4" in text
+    told = [line for line in text.splitlines() if "skipped" in line]  # once, when the first was skipped
+    assert len(told) == 1 and told[0].startswith("2 lines of events.jsonl skipped (checked from byte "), told
+    assert told[0].endswith(": a JSON int, not an object")
+
+
+def test_the_live_dashboard_counts_the_lines_appended_that_are_no_event(runs_dir):
+    folder = make_run(runs_dir, IDS[0], "running")
+    emit_steps(folder, range(1, 3))
+    view = RunView(folder)
+    start = folder.events_file.stat().st_size
+    append(folder, b"not json\n")
+    emit_steps(folder, range(3, 5))
+    append(folder, json.dumps({"type": "metrics", "step": "x"}).encode() + b"\n")
+    assert [e.step for e in view.update() if isinstance(e, Metrics)] == [3, 4]
+    assert view.appended_skipped == SkippedLines(2, f"events.jsonl at byte {start}: not JSON", checked_from=start)
+    console = Console(record=True, width=200, file=io.StringIO())
+    console.print(render(view.snapshot()))
+    assert f"2 lines of events.jsonl skipped (checked from byte {start} to its end), the rest shown" in (
+        console.export_text()
+    )
 
 
 def test_the_dashboard_tails_new_events_after_catching_up(runs_dir):
