@@ -23,8 +23,8 @@ from transformers import TrainerCallback
 from .contract.config.eval_settings import parse_keep_best
 from .contract.health.monitor import HealthMonitor
 from .contract.run.checkpoints import checkpoint_step
-from .contract.run.event_log import read_events
-from .contract.run.events import Eval
+from .contract.run.event_log import scan_events
+from .contract.run.events import Eval, EventType
 from .contract.run.ledger import kept, read_ledger, write_checkpoint_eval
 from .evaluator import Evaluator
 from .run_context import RunContext
@@ -59,7 +59,8 @@ class EvalCallback(TrainerCallback):
         events = self.run.folder.events_file
         resumed = self.run.resumed_from
         upto = (checkpoint_step(Path(resumed)) or 0) if resumed else -1
-        evals = [e for e in read_events(events) if isinstance(e, Eval) and e.step <= upto] if events.exists() else []
+        found, _ = scan_events(events, (EventType.EVAL,)) if resumed else ([], 0)  # a long run: eval lines only
+        evals = [e for e in found if isinstance(e, Eval) and e.step <= upto]
         for event in evals:
             if self.monitor is not None:
                 self.monitor.feed_eval(event)  # the divergence rule sees the run's whole eval history

@@ -167,7 +167,9 @@ def test_a_dataset_run_with_an_eval_dataset_and_metric(pretrained_tiny_model, tm
     assert {"answer_is_sentence", "reward"} <= set(evals[0].metrics) and "pass@2" in evals[0].metrics["reward"]
 
 
-def test_an_eval_fraction_holds_out_seeded_rows(pretrained_tiny_model, tmp_path):
+def test_an_eval_fraction_holds_out_seeded_rows_and_a_resume_evaluates_on_from_the_record(
+    pretrained_tiny_model, tmp_path
+):
     data = prompts_file(tmp_path / "train.jsonl", 16)
     result = cli(*dataset_run(pretrained_tiny_model, tmp_path / "runs", data), "--eval-fraction", "0.25")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -179,6 +181,13 @@ def test_an_eval_fraction_holds_out_seeded_rows(pretrained_tiny_model, tmp_path)
     held = {f"Write the letter a {i} times:" for i in rows["held_out"]}
     trained = {json.loads(line)["prompt"] for line in (run / "samples.jsonl").read_text().splitlines()}
     assert trained and not trained & held  # never trained on
+
+    # resumed to step 9, the evals go on from the record: no second baseline, step 6 not scored again
+    resumed = cli("train", "--resume", run.name, "--runs-dir", str(run.parent), "--max-steps", "9")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    evals = evals_of(run)
+    assert [(e.step, e.base) for e in evals] == [(0, True), (3, False), (6, False), (9, False)]
+    assert json.loads((run / "eval_rows.json").read_text()) == rows and evals[-1].prompts == 4
 
 
 def test_a_recipe_with_eval_keys_trains_with_evals_and_exports_them(pretrained_tiny_model, tmp_path):
