@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -151,7 +151,7 @@ class RunView:
             where = f"{self.folder.events_file.name} at byte {offset}: {why}"
             self.appended_skipped = SkippedLines(1, where, checked_from=self.tail_start)
         else:
-            self.appended_skipped = SkippedLines(seen.count + 1, seen.first, seen.checked_from)
+            self.appended_skipped = replace(seen, count=seen.count + 1)
 
     def snapshot(self, now: float | None = None) -> Snapshot:
         state = self.folder.read_state()
