@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .contract.config.ports import SERVE_OVERRIDE_ENV
 from .contract.config.run_config import RunConfig
-from .vllm_cpu_sync import engine_env
+from .vllm_cpu_sync import engine_env, make_engine_dirs
 
 __all__ = ["RunningServer", "ServerError", "died", "engine_env", "log_tail", "start", "stop", "wait_healthy"]
 
@@ -92,18 +92,15 @@ def _segments() -> set[str]:
 
 
 def start(cmd: list[str], env: dict, log: Path, port: int, run_dir: Path | None = None) -> RunningServer:
-    """Start the server in a session of its own, output to ``log``; with ``run_dir``, its TMPDIR and vLLM cache are
-    the run's (``engine_env``) unless ``env`` names them already."""
+    """Start the server in a session of its own, output to ``log``; with ``run_dir``, its TMPDIR is the run's and
+    its vLLM cache grpo-tui's (``engine_env``), unless ``env`` names the cache."""
     from .contract.run.process import spawn_logged
 
     env = dict(env)
     if run_dir is not None:
-        for key, value in engine_env(run_dir).items():
-            if key not in env or key == "TMPDIR":
-                env[key] = value
+        env.update(engine_env(run_dir, env))
+        make_engine_dirs(env)
     tmp = Path(env["TMPDIR"]) if run_dir is not None else None
-    if tmp is not None:
-        tmp.mkdir(parents=True, exist_ok=True, mode=0o700)
     before = _segments()
     return RunningServer(spawn_logged(cmd, log, env, new_session=True), f"http://127.0.0.1:{port}", log, tmp, before)
 

@@ -6,10 +6,11 @@ current (``trainer_core.tiny_model.is_built``), so the format of the cache is kn
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from trainer_core.contract.config.user_files import user_cache_dir
 
 from .common import BadInput, needs_trainer
 
@@ -70,15 +71,10 @@ def run(args) -> int:
     return subprocess.call([sys.executable, "-c", BUILD, str(args.output_dir), kind, *variant])
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "grpo-tui"
-
-
 def cached_tiny_model(variant: str | None = None) -> Path:
     """The demo's tiny pre-trained model, built once into the cache (and again when its format changes); each
     variant (``"vllm"``: head_dim 32; ``"agent"``: the agentic demo's) is cached apart from it."""
-    path = cache_dir() / VARIANT_DIRS[variant]
+    path = user_cache_dir() / VARIANT_DIRS[variant]
     sys.stdout.flush()
     subprocess.run([sys.executable, "-c", ENSURE, str(path), *([variant] if variant else [])], check=True)
     return path

@@ -46,6 +46,7 @@ from grpo_tui.executors.wire import (
     parse_mirror_message,
     parse_run_id,
 )
+from trainer_core.contract.config.user_files import user_cache_dir
 from trainer_core.contract.run.backoff import Backoff
 from trainer_core.contract.run.event_log import MAX_LINE_BYTES
 from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder, write_bytes_atomic
@@ -61,8 +62,7 @@ BACKOFF_START, BACKOFF_MAX = 0.5, 30.0
 
 
 def cache_root() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "grpo-tui" / "hosts"
+    return user_cache_dir() / "hosts"
 
 
 def host_cache(host: str) -> Path:

@@ -27,6 +27,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from trainer_core.contract.config.user_files import user_cache_dir
+
 from ..safe_text import clean, clean_json
 from .hosts import Host, HostError, hosts_file
 
@@ -51,9 +53,8 @@ def control_dir() -> Path:
     candidates = []
     if os.environ.get("XDG_RUNTIME_DIR"):
         candidates.append(os.path.join(os.environ["XDG_RUNTIME_DIR"], "grpo-tui-ssh"))
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     candidates += [
-        os.path.join(cache, "grpo-tui", "ssh"),
+        str(user_cache_dir() / "ssh"),
         os.path.join(tempfile.gettempdir(), f"grpo-tui-ssh-{os.getuid()}"),
     ]
     for candidate in candidates:

@@ -6,6 +6,7 @@ test_hardware_checks.py (found, never imported)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -72,13 +73,22 @@ def test_the_cpu_sync_is_installed_only_on_the_versions_it_was_checked_on(versio
     assert is_cpu_build(version) is cpu and supported(version) is ok
 
 
-def test_a_cpu_engine_writes_in_the_run_folder_or_a_short_private_folder(tmp_path):
+def test_a_cpu_engine_compiles_into_the_users_cache_and_keeps_its_sockets_in_a_short_private_folder(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("VLLM_CACHE_ROOT", raising=False)
     short = engine_env(tmp_path / "r")
-    assert short["VLLM_CACHE_ROOT"].startswith(str(tmp_path)) and short["VLLM_CPU_KVCACHE_SPACE"]
+    assert short["VLLM_CACHE_ROOT"] == str(tmp_path / "home" / ".cache" / "grpo-tui" / "vllm")  # not ~/.cache/vllm
+    assert short["VLLM_CPU_KVCACHE_SPACE"] and engine_env(Path("/r"))["TMPDIR"] == "/r/vllm/tmp"
     deep = tmp_path / ("d" * 80) / "20261203-040951-255-8d6fb8"
     env = engine_env(deep)
-    assert env["VLLM_CACHE_ROOT"].startswith(str(deep)) and len(env["TMPDIR"]) < 60
-    assert env["TMPDIR"].endswith("040951-255-8d6fb8")
+    assert len(env["TMPDIR"]) < 60 and env["TMPDIR"].endswith("040951-255-8d6fb8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert engine_env(deep)["VLLM_CACHE_ROOT"] == str(tmp_path / "xdg" / "grpo-tui" / "vllm")
+    monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path / "mine"))
+    assert engine_env(deep)["VLLM_CACHE_ROOT"] == str(tmp_path / "mine")
 
 
 def test_the_cli_refuses_server_mode_training_on_this_cpu_and_starts_nothing(tmp_path):

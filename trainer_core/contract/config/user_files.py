@@ -1,5 +1,5 @@
 """The user's own settings files (``~/.config/grpo-tui/hosts.yaml``, ``settings.yaml``): where each is found,
-and the one check that refuses a file someone else could have written.
+and the one check that refuses a file someone else could have written; and the user's cache folder.
 
 Such a file says which commands run on which machines, or where a run's alerts go, so it is refused the way
 OpenSSH refuses such an ``~/.ssh/config`` ("Bad owner or permissions"): when group or others may write it,
@@ -10,8 +10,18 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+
+def user_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """$XDG_CACHE_HOME/grpo-tui (~/.cache by default) in ``environ`` (this process's by default): what grpo-tui
+    keeps between runs on this machine (tiny models, copies of hosts' runs, SSH control sockets, vLLM's compiled
+    kernels)."""
+    env = os.environ if environ is None else environ
+    home = env.get("HOME") or os.path.expanduser("~")
+    return Path(env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")) / "grpo-tui"
 
 
 class UserFileError(ValueError):
