@@ -1,10 +1,21 @@
-"""Shared fixtures: one tiny offline model per test session, private runs dirs. Helpers: tests/helpers.py."""
+"""Shared fixtures: one tiny offline model per test session, private runs dirs; the real-vLLM environment built
+in the background from the start of a session that needs it (tests/vllm_env.py). Helpers: tests/helpers.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from . import vllm_env
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    vllm_env.start(session)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    vllm_env.stop(session)
 
 
 @pytest.fixture(scope="session")

@@ -260,12 +260,14 @@ def test_the_wheel_requires_no_plotting_widget_but_its_own(installed):
     assert requires and not [r for r in requires if "plotext" in r.lower()], requires
 
 
-def test_help_and_the_tiny_model_command(installed, tmp_path):
+def test_help_and_the_tiny_model_command(installed):
+    """The pre-trained build, into the cache the demo reads: the demo runs below find it there."""
     assert "demo" in checked(installed.run(installed.bin("grpo-tui"), "--help")).stdout
-    checked(installed.run(installed.bin("grpo-tui"), "tiny-model", str(tmp_path / "tm")))
-    config = json.loads((tmp_path / "tm" / "config.json").read_text())
+    model = installed.cache / "grpo-tui" / "tiny-model"
+    checked(installed.run(installed.bin("grpo-tui"), "tiny-model", str(model)))
+    config = json.loads((model / "config.json").read_text())
     assert config.get("model_type"), config
-    assert list((tmp_path / "tm").glob("*.safetensors")) and list((tmp_path / "tm").glob("tokenizer*"))
+    assert list(model.glob("*.safetensors")) and list(model.glob("tokenizer*"))
 
 
 @pytest.fixture(scope="module")

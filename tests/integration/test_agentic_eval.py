@@ -18,7 +18,7 @@ from trainer_core.contract.run.status import Status
 
 from ..helpers import ENVS, cli, events_of, only_run
 
-STEPS, EVERY, PROMPTS = 4, 2, 8
+STEPS, EVERY, PROMPTS = 2, 1, 4
 FLAGS = (
     "--rl-num-generations", "4", "--batch-size", "16", "--rl-max-new-tokens", "96", "--max-tool-calls", "3",
     "--lr", "0.0004", "--rl-kl-coef", "0", "--scheduler", "constant", "--mixed-precision", "no",

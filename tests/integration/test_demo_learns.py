@@ -2,7 +2,7 @@
 
 The quick tests look at the pre-trained tiny model itself; the slow one runs ``grpo-tui demo`` from a cold cache
 to its end, on the CPU, exactly as a user would, and checks that it learns, in training and on the held-out
-prompts its evals score.
+prompts its evals score, and that the next demo finds the model it built.
 """
 
 from __future__ import annotations
@@ -78,9 +78,10 @@ def test_the_default_demo_learns_without_a_warning(tmp_path):
     cache.mkdir(parents=True)
     (cache / MARKER).write_text("complete\n")  # a random model cached by an older version: rebuilt, not reused
     runs = tmp_path / "runs"
-    result = cli("demo", "--runs-dir", str(runs), env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    result = cli("demo", "--runs-dir", str(runs), env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "building the tiny demo model" in result.stdout
+    assert "building the tiny demo model" in result.stdout and "run completed" in result.stdout
 
     folder = only_run(runs)
     events = events_of(folder)
@@ -109,3 +110,8 @@ def test_the_default_demo_learns_without_a_warning(tmp_path):
     # sentences of words at first, rows of the target letter at the end
     assert sum(len(set(text.split()) - {"a", "aa", "aaa"}) >= 2 for text in at_start) >= len(at_start) // 2, at_start
     assert sum(bool(re.search("[a-z]", text)) for text in at_end) >= len(at_end) // 2, at_end
+
+    # the model is built once: the next demo finds it in the cache
+    again = cli("demo", "--max-steps", "1", "--runs-dir", str(tmp_path / "runs2"), env=env)
+    assert again.returncode == 0 and "step 1/1" in again.stdout, again.stdout + again.stderr
+    assert "building the tiny demo model" not in again.stdout

@@ -1,11 +1,12 @@
-"""Two processes, two worlds; and the small commands (tiny-model, demo) work from a cold start."""
+"""Two processes, two worlds; and the small commands: tiny-model, and the demo of a KL pathology (the default demo's
+build from a cold cache is test_demo_learns.py's)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from trainer_core.contract.run.events import HealthWarning, Metrics, RunFinished
+from trainer_core.contract.run.events import HealthWarning, RunFinished
 from trainer_core.contract.run.status import Status
 
 from ..helpers import ROOT, cli, events_of, only_run
@@ -100,7 +101,7 @@ def test_the_trainer_never_imports_textual():
 
 
 def test_tiny_model_command_writes_a_loadable_model(tmp_path):
-    result = cli("tiny-model", str(tmp_path / "tiny"))
+    result = cli("tiny-model", str(tmp_path / "tiny"), "--random")  # the pre-trained build: the wheel's test
     assert result.returncode == 0, result.stderr
     code = (
         "import sys; from transformers import AutoModelForCausalLM, AutoTokenizer\n"
@@ -119,19 +120,10 @@ def test_tiny_model_command_writes_a_loadable_model(tmp_path):
     assert out.stdout.split() == ["True", "left"], out.stderr
 
 
-def test_demo_builds_the_model_once_and_trains(tmp_path):
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    runs = tmp_path / "runs"
-    result = cli("demo", "--max-steps", "3", "--runs-dir", str(runs), env=env)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "building the tiny demo model" in result.stdout
-    assert "step 3/3" in result.stdout and "run completed" in result.stdout
-    assert [e.step for e in events_of(only_run(runs)) if isinstance(e, Metrics)] == [1, 2, 3]
-    again = cli("demo", "--max-steps", "1", "--runs-dir", str(tmp_path / "runs2"), env=env)
-    assert again.returncode == 0 and "building the tiny demo model" not in again.stdout
-
-
-def test_the_kl_pathology_demo_explodes_warns_and_stops_itself(tmp_path):
+def test_the_kl_pathology_demo_explodes_warns_and_stops_itself(pretrained_tiny_model, tmp_path):
+    cache = tmp_path / "cache"
+    (cache / "grpo-tui").mkdir(parents=True)
+    (cache / "grpo-tui" / "tiny-model").symlink_to(pretrained_tiny_model)  # the demo's cached model: nothing to build
     runs = tmp_path / "runs"
     result = cli(
         "demo",
@@ -141,8 +133,9 @@ def test_the_kl_pathology_demo_explodes_warns_and_stops_itself(tmp_path):
         "300",
         "--runs-dir",
         str(runs),
-        env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
+        env={"XDG_CACHE_HOME": str(cache)},
     )
+    assert "building the tiny demo model" not in result.stdout
     assert result.returncode == 3, result.stdout + result.stderr  # the exit code of a stopped run
     assert "warning kl_explosion" in result.stdout and "advice:" in result.stdout
     folder = only_run(runs)

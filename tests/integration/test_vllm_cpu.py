@@ -4,8 +4,9 @@ weight sync on (TRL's logged log-prob difference stays small, no ``sampling_mism
 as vllm_server.py runs it: start on 127.0.0.1 in its own session, readiness, a generate, and after a graceful
 stop, a force stop and a main process killed mid-run, nothing left (processes, /dev/shm/psm_* and sem.mp-*, sockets, port).
 
-Opt-in: ``GRPO_TUI_VLLM_TESTS=1``. The first run builds .venv-vllm with ``./dev vllm-env`` (minutes; cached by
-its stamp afterwards), and each engine start takes tens of seconds on two cores.
+They run in every suite (``GRPO_TUI_VLLM_TESTS=0`` skips them). .venv-vllm is built by ``./dev vllm-env`` in the
+background from the session's start (tests/vllm_env.py; cached by its stamp afterwards), and each engine start
+takes tens of seconds on two cores.
 """
 
 from __future__ import annotations
@@ -26,23 +27,30 @@ from trainer_core.contract.config.ports import free_port
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.events import HealthWarning, Metrics
 
-from ..helpers import PATTERN_FLAGS, ROOT, events_of, only_run
+from .. import vllm_env
+from ..helpers import PATTERN_FLAGS, events_of, only_run
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(
-        os.environ.get("GRPO_TUI_VLLM_TESTS") != "1", reason="real vLLM on the CPU: set GRPO_TUI_VLLM_TESTS=1"
-    ),
+    pytest.mark.skipif(vllm_env.skipped(), reason=f"{vllm_env.OPT_OUT}=0: the real-vLLM tests are skipped"),
+    pytest.mark.timeout(vllm_env.BUILD_TIMEOUT),  # the first waits for .venv-vllm
 ]
 LOGP_DIFFERENCE = "sampling/sampling_logp_difference/"
 SYNCED_MAX_DIFFERENCE = 0.05
 
 
 @pytest.fixture(scope="session")
-def vllm_bin() -> Path:
-    """.venv-vllm/bin, built once (``./dev vllm-env`` is instant when its stamp is current)."""
-    subprocess.run([str(ROOT / "dev"), "vllm-env"], check=True, timeout=1800)
-    return ROOT / ".venv-vllm" / "bin"
+def vllm_bin(request) -> Path:
+    """.venv-vllm/bin, built in the background since the session started (``./dev vllm-env``, instant when its
+    stamp is current)."""
+    return vllm_env.ready(request.config)
+
+
+@pytest.fixture(scope="session")
+def user_cache(tmp_path_factory) -> Path:
+    """One $XDG_CACHE_HOME for every engine of the session, as a user's runs share theirs: the first engine's
+    compiled kernels serve the next ones."""
+    return tmp_path_factory.mktemp("xdg-cache")
 
 
 @pytest.fixture(scope="session")
@@ -53,7 +61,7 @@ def vllm_model(tmp_path_factory) -> str:
     return str(build_tiny_model(tmp_path_factory.mktemp("tiny-vllm"), pretrain=False, for_vllm=True))
 
 
-def colocate(vllm_bin: Path, model: str, runs: Path, home: Path, steps: int, **env: str):
+def colocate(vllm_bin: Path, model: str, runs: Path, home: Path, cache: Path, steps: int, **env: str):
     home.mkdir(exist_ok=True)
     shm_before = shm_segments()
     result = subprocess.run(
@@ -79,7 +87,7 @@ def colocate(vllm_bin: Path, model: str, runs: Path, home: Path, steps: int, **e
         capture_output=True,
         text=True,
         timeout=900,
-        env={**os.environ, "HOME": str(home), "PYTHONUNBUFFERED": "1", **env},
+        env={**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(cache), "PYTHONUNBUFFERED": "1", **env},
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert shm_segments() - shm_before == set()  # the engine's shared memory and semaphores went with the run
@@ -88,22 +96,24 @@ def colocate(vllm_bin: Path, model: str, runs: Path, home: Path, steps: int, **e
     return run, [e for e in events if isinstance(e, Metrics)], [e for e in events if isinstance(e, HealthWarning)]
 
 
-def test_colocate_trains_on_the_cpu_with_the_weights_synced(vllm_bin, vllm_model, tmp_path):
+def test_colocate_trains_on_the_cpu_with_the_weights_synced(vllm_bin, vllm_model, user_cache, tmp_path):
     home = tmp_path / "home"
-    run, metrics, warnings = colocate(vllm_bin, vllm_model, tmp_path / "runs", home, steps=6)
+    run, metrics, warnings = colocate(vllm_bin, vllm_model, tmp_path / "runs", home, user_cache, steps=6)
     assert [m.step for m in metrics] == [1, 2, 3, 4, 5, 6]
     for m in metrics:
         differences = {k: v for k, v in m.values.items() if k.startswith(LOGP_DIFFERENCE)}
         assert differences and all(v <= SYNCED_MAX_DIFFERENCE for v in differences.values()), (m.step, differences)
     assert not [w for w in warnings if w.rule == "sampling_mismatch"]
-    # the engine wrote in the run folder, not in the home, and its socket folder is gone
-    assert (run / "vllm" / "cache").is_dir() and not (home / ".cache" / "vllm").exists()
+    # the engine compiled into grpo-tui's cache, private, not vLLM's ~/.cache/vllm; its socket folder is gone
+    compiled = user_cache / "grpo-tui" / "vllm" / "torch_compile_cache"
+    assert compiled.is_dir() and not (home / ".cache" / "vllm").exists()
+    assert (user_cache / "grpo-tui" / "vllm").stat().st_mode & 0o077 == 0
     assert not (run / "vllm" / "tmp").exists() or not any((run / "vllm" / "tmp").iterdir())
 
 
-def test_colocate_without_the_sync_raises_sampling_mismatch(vllm_bin, vllm_model, tmp_path):
+def test_colocate_without_the_sync_raises_sampling_mismatch(vllm_bin, vllm_model, user_cache, tmp_path):
     _, metrics, warnings = colocate(
-        vllm_bin, vllm_model, tmp_path / "runs", tmp_path / "home", steps=7, GRPO_TUI_VLLM_NO_SYNC="1"
+        vllm_bin, vllm_model, tmp_path / "runs", tmp_path / "home", user_cache, steps=7, GRPO_TUI_VLLM_NO_SYNC="1"
     )
     means = [m.values[LOGP_DIFFERENCE + "mean"] for m in metrics]
     assert means[-1] > means[0] and means[-1] > 0.3, means
@@ -114,9 +124,9 @@ def test_colocate_without_the_sync_raises_sampling_mismatch(vllm_bin, vllm_model
 GENERATE = """
 import json, sys
 from trl.generation.vllm_client import VLLMClient
-client = VLLMClient(base_url=sys.argv[1], connection_timeout=60)
-out = client.generate(prompts=[[5, 6, 7]], n=2, max_tokens=4)
-print(json.dumps({"completions": len(out["completion_ids"])}))
+for url in sys.argv[1:]:
+    out = VLLMClient(base_url=url, connection_timeout=60).generate(prompts=[[5, 6, 7]], n=2, max_tokens=4)
+    print(json.dumps({"url": url, "completions": len(out["completion_ids"])}))
 """
 
 
@@ -136,12 +146,12 @@ def port_free(port: int) -> bool:
     return True
 
 
-def launch_server(vllm_bin: Path, model: str, run: Path) -> tuple[vllm_server.RunningServer, int]:
+def launch_server(vllm_bin: Path, model: str, run: Path, cache: Path) -> tuple[vllm_server.RunningServer, int]:
     run.mkdir(parents=True, exist_ok=True)
     port = free_port()
     config = RunConfig(model=model, use_vllm=True, vllm_mode="server")
     cmd = vllm_server.server_command(config, port, [str(vllm_bin / "trl"), "vllm-serve"])
-    env = {**os.environ, "HOME": str(run / "home")}
+    env = {**os.environ, "HOME": str(run / "home"), "XDG_CACHE_HOME": str(cache)}
     return vllm_server.start(cmd, env, run / "vllm_server.log", port, run), port
 
 
@@ -166,13 +176,14 @@ def _sid(pid: int) -> int | None:
         return None
 
 
-def test_a_real_vllm_server_starts_serves_and_leaves_nothing_after_it_stops(vllm_bin, vllm_model, tmp_path):
-    """Two servers start side by side (one engine start's wait for both): the first is stopped gracefully (TERM);
-    the second's main process is killed mid-run, which leaves its engine and workers, and the stop then KILLs its
+def test_a_real_vllm_server_starts_serves_and_leaves_nothing_after_it_stops(vllm_bin, vllm_model, user_cache, tmp_path):
+    """Two servers start side by side (one engine start's wait for both: a server's three processes start one
+    after the other, and the second server's overlap the first's): the first is stopped gracefully (TERM); the
+    second's main process is killed mid-run, which leaves its engine and workers, and the stop then KILLs its
     session at once (a force stop, no grace)."""
     shm_before = shm_segments()
     started = time.monotonic()
-    servers = [launch_server(vllm_bin, vllm_model, tmp_path / name) for name in ("graceful", "killed")]
+    servers = [launch_server(vllm_bin, vllm_model, tmp_path / name, user_cache) for name in ("graceful", "killed")]
     try:
         for server, _ in servers:
             vllm_server.wait_healthy(server, timeout=900)
@@ -180,11 +191,14 @@ def test_a_real_vllm_server_starts_serves_and_leaves_nothing_after_it_stops(vllm
         for server, port in servers:
             assert _sid(server.process.pid) == server.process.pid  # its own session
             assert server.url == f"http://127.0.0.1:{port}"
-            out = subprocess.run(
-                [str(vllm_bin / "python"), "-c", GENERATE, server.url], capture_output=True, text=True, timeout=300
-            )
-            assert out.returncode == 0, out.stderr[-3000:]
-            assert json.loads(out.stdout.splitlines()[-1]) == {"completions": 2}
+        urls = [server.url for server, _ in servers]
+        out = subprocess.run(
+            [str(vllm_bin / "python"), "-c", GENERATE, *urls], capture_output=True, text=True, timeout=300
+        )  # through TRL's client, one process for both (its imports take seconds)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert [json.loads(line) for line in out.stdout.splitlines()[-2:]] == [
+            {"url": url, "completions": 2} for url in urls
+        ]
         (graceful, graceful_port), (killed, killed_port) = servers
         os.kill(killed.process.pid, signal.SIGKILL)
         killed.process.wait()
@@ -197,13 +211,16 @@ def test_a_real_vllm_server_starts_serves_and_leaves_nothing_after_it_stops(vllm
         assert left_behind(graceful, graceful_port, set()) == []
         assert left_behind(killed, killed_port, set()) == []
         assert shm_segments() - shm_before == set()
+        # each engine compiled into grpo-tui's cache, not vLLM's ~/.cache/vllm of the server's home
+        assert (user_cache / "grpo-tui" / "vllm" / "torch_compile_cache").is_dir()
+        assert not [name for name in ("graceful", "killed") if (tmp_path / name / "home" / ".cache" / "vllm").exists()]
     finally:
         for server, _ in servers:
             vllm_server.stop(server, grace=0)
 
 
-def test_a_server_that_is_not_ready_in_time_shows_its_log(vllm_bin, vllm_model, tmp_path):
-    server, _ = launch_server(vllm_bin, vllm_model, tmp_path / "run")
+def test_a_server_that_is_not_ready_in_time_shows_its_log(vllm_bin, vllm_model, user_cache, tmp_path):
+    server, _ = launch_server(vllm_bin, vllm_model, tmp_path / "run", user_cache)
     try:
         with pytest.raises(vllm_server.ServerError, match=r"not healthy .* after 3s") as info:
             vllm_server.wait_healthy(server, timeout=3)
