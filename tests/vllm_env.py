@@ -24,6 +24,7 @@ from .helpers import ROOT
 OPT_IN = "GRPO_TUI_VLLM_TESTS"
 TEST_FILE = "test_vllm_cpu.py"
 BUILD_TIMEOUT = 1800  # a cold pip cache on a busy machine: measured 728 s
+VENV_BIN = ROOT / ".venv-vllm" / "bin"
 _BUILD = pytest.StashKey[tuple[subprocess.Popen, object]]()
 
 
@@ -51,13 +52,13 @@ def ready(config: pytest.Config) -> Path:
     failed."""
     if _BUILD not in config.stash:
         subprocess.run([str(ROOT / "dev"), "vllm-env"], check=True, timeout=BUILD_TIMEOUT)
-        return ROOT / ".venv-vllm" / "bin"
+        return VENV_BIN
     process, log = config.stash[_BUILD]
     code = process.wait(timeout=BUILD_TIMEOUT)
     if code != 0:
         log.seek(0)
         pytest.fail(f"./dev vllm-env exited {code}:\n{log.read().decode(errors='replace')[-4000:]}")
-    return ROOT / ".venv-vllm" / "bin"
+    return VENV_BIN
 
 
 def stop(session: pytest.Session) -> None:
