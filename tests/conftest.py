@@ -1,13 +1,21 @@
-"""Shared fixtures: one tiny offline model per test session, private runs dirs; the real-vLLM environment built
-in the background from the start of a session that needs it (tests/vllm_env.py). Helpers: tests/helpers.py."""
+"""Shared fixtures: one tiny offline model per test session (per pytest-xdist worker), private runs dirs; the
+real-vLLM environment built in the background from the start of a session that needs it (tests/vllm_env.py); one
+torch thread per process. Helpers: tests/helpers.py."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from . import vllm_env
+
+# The suite's processes share the machine's cores: two pytest-xdist workers, the trainers they start, servers. With
+# torch's default of one thread per core each, two tiny-model trainings at once took 58 s where one took 16 s (two
+# cores); with one thread each, 14 s for both, and one alone is as fast. Set before anything imports torch here,
+# inherited by every process the tests start.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

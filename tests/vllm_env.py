@@ -3,10 +3,10 @@ the suite runs.
 
 ``./dev vllm-env`` takes about two minutes from nothing with pip's cache warm, most of it unpacking and writing
 3.8 GB. When a session collects a real-vLLM test, the build starts at once at the lowest CPU priority (nice 19), so
-it takes the time the other tests leave idle rather than adding its own; the vLLM tests wait for it. It returns at
-once when .venv-vllm is current. The real-vLLM tests run with ``GRPO_TUI_VLLM_TESTS=1`` (they add about four
-minutes to a suite that takes 30 to 32 without them, and the suite must stay under 35); without it they are
-skipped and nothing is built.
+it takes the time the other tests leave idle rather than adding its own; the vLLM tests wait for it. Under
+pytest-xdist the first worker (gw0) starts it, and a vLLM test on another worker waits for it through the lock of
+``./dev vllm-env``. It returns at once when .venv-vllm is current. ``GRPO_TUI_VLLM_TESTS=0`` skips the real-vLLM
+tests, and nothing is built.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 
 from .helpers import ROOT
 
-OPT_IN = "GRPO_TUI_VLLM_TESTS"
+OPT_OUT = "GRPO_TUI_VLLM_TESTS"
 TEST_FILE = "test_vllm_cpu.py"
 BUILD_TIMEOUT = 1800  # a cold pip cache on a busy machine: measured 728 s
 VENV_BIN = ROOT / ".venv-vllm" / "bin"
@@ -29,12 +29,14 @@ _BUILD = pytest.StashKey[tuple[subprocess.Popen, object]]()
 
 
 def skipped() -> bool:
-    return os.environ.get(OPT_IN) != "1"
+    return os.environ.get(OPT_OUT) == "0"
 
 
 def start(session: pytest.Session) -> None:
     """Start ``./dev vllm-env`` in the background when the session will run a real-vLLM test."""
     if skipped() or not any(item.path.name == TEST_FILE for item in session.items):
+        return
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0":
         return
     log = tempfile.TemporaryFile()
     process = subprocess.Popen(
@@ -48,8 +50,8 @@ def start(session: pytest.Session) -> None:
 
 
 def ready(config: pytest.Config) -> Path:
-    """.venv-vllm/bin once the build is done (built here when no build was started): the build's output if it
-    failed."""
+    """.venv-vllm/bin once the build is done: the background build's output if it failed. Where this process
+    started none, ``./dev vllm-env`` waits for the one another worker runs, or builds."""
     if _BUILD not in config.stash:
         subprocess.run([str(ROOT / "dev"), "vllm-env"], check=True, timeout=BUILD_TIMEOUT)
         return VENV_BIN

@@ -34,7 +34,9 @@ class Tmux:
     ):
         self.socket = f"grpo-tui-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.session, self.width, self.height = session, width, height
-        self.env = {**(os.environ if env is None else env), "TERM": "xterm-256color", "COLORTERM": "truecolor"}
+        # COLUMNS and LINES (pytest-xdist sets 80x24 in its workers) would override the pane's size for the app
+        base = {k: v for k, v in (os.environ if env is None else env).items() if k not in ("COLUMNS", "LINES")}
+        self.env = {**base, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
         self.scratch = Path(tempfile.mkdtemp(prefix="grpo-tui-tmux-"))
         self.status_file = self.scratch / "exit-status"
         self.socket_path: str | None = None
@@ -54,7 +56,19 @@ class Tmux:
     def start(self, argv: list[str], cwd: Path, clipboard: bool = False) -> None:
         """Run ``argv`` in the pane, in ``cwd``. ``clipboard``: tmux takes OSC 52 from the pane into a paste
         buffer (``buffers()``), so a test can prove that none reached the terminal."""
-        line = shlex.join(["env", "TERM=xterm-256color", "COLORTERM=truecolor", "PYTHONUNBUFFERED=1", *argv])
+        line = shlex.join(
+            [
+                "env",
+                "-u",
+                "COLUMNS",
+                "-u",
+                "LINES",
+                "TERM=xterm-256color",
+                "COLORTERM=truecolor",
+                "PYTHONUNBUFFERED=1",
+                *argv,
+            ]
+        )
         line += f"; echo $? > {shlex.quote(str(self.status_file))}"
         first = ["start-server", ";", "set-option", "-g", "set-clipboard", "on", ";"] if clipboard else []
         self.tmux(

@@ -67,9 +67,10 @@ def test_a_transcript_opens_from_the_completions_tab_and_the_tool_charts_show(pr
     for _ in range(row):
         tmux.send("Down")
     tmux.send("Enter")
-    screen = tmux.wait_screen(lambda s: "→ call" in s, what="the transcript")
-    assert f"→ call {call['tool']}(" in screen
-    assert f"← {call['result'][:40]}" in screen
+    tmux.wait_screen(
+        lambda s: f"→ call {call['tool']}(" in s and f"← {call['result'][:40]}" in s,
+        what="the transcript: the newest episode's tool call and its result",
+    )
     tmux.send("Escape")
     tmux.wait_screen(lambda s: "→ call" not in s and "tool call" in s, what="back on the Completions tab")
     tmux.send("q")

@@ -36,11 +36,17 @@ def test_two_hosts_runs_in_one_list_and_a_remote_monitor(remote, tiny_model, tmp
     try:
         term.start([sys.executable, "-m", "grpo_tui", "--runs-dir", str(tmp_path / "local")], cwd=ROOT)
         screen = term.wait_screen(
-            lambda s: first in s and second in s and "deadbox ✗" in s,
+            lambda s: (
+                first in s
+                and second in s
+                and "deadbox ✗" in s
+                and "unreachable" in s
+                and "gpubox ✓ 1 runs" in s
+                and "otherbox ✓ 1 runs" in s
+            ),
             timeout=90,
-            what="both hosts' runs and the dead host's error",
+            what="both hosts' runs, their counts and the dead host's error",
         )
-        assert "gpubox ✓ 1 runs" in screen and "otherbox ✓ 1 runs" in screen and "unreachable" in screen
         rows = {run_id: line for run_id in (first, second) for line in screen.splitlines() if run_id in line}
         assert "gpubox" in rows[first] and "otherbox" in rows[second]
         # the newest run (otherbox's) is the first row; the cursor stays on the run it was on as rows arrive

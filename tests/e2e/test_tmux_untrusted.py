@@ -57,9 +57,14 @@ def test_a_run_on_hostile_prompts_is_shown_literally_in_a_real_terminal(tiny_mod
         shown = tmux.wait_screen(lambda s: "[INST]" in s, what="the prompts in the Completions tab")
         assert "<s>[INST] [bold]Hello[/]" in shown
         tmux.send("4")
-        shown = tmux.wait_screen(lambda s: "env log" in s, what="the environment's lines in the Log tab")
-        assert "env log <s>[INST] [bold]Hello[/] [link=https://evil.example]click[/link]" in shown
-        assert "[/INST] end of line" in shown  # the screen clear and cursor home in the line cleared nothing
+        # the line whole: the screen clear and cursor home in it cleared nothing before "end of line"
+        tmux.wait_screen(
+            lambda s: (
+                "env log <s>[INST] [bold]Hello[/] [link=https://evil.example]click[/link]" in s
+                and "[/INST] end of line" in s
+            ),
+            what="the environment's lines in the Log tab, literally",
+        )
         tmux.send("2")
         tmux.wait_screen(warnings_shown, what="the Warnings tab")
         tmux.send("q")

@@ -4,9 +4,9 @@ weight sync on (TRL's logged log-prob difference stays small, no ``sampling_mism
 as vllm_server.py runs it: start on 127.0.0.1 in its own session, readiness, a generate, and after a graceful
 stop, a force stop and a main process killed mid-run, nothing left (processes, /dev/shm/psm_* and sem.mp-*, sockets, port).
 
-Opt-in: ``GRPO_TUI_VLLM_TESTS=1``. .venv-vllm is built by ``./dev vllm-env`` in the background from the start of
-a session that runs them (tests/vllm_env.py; cached by its stamp afterwards), and each engine start
-takes tens of seconds on two cores.
+They run in every suite (``GRPO_TUI_VLLM_TESTS=0`` leaves them out). .venv-vllm is built by ``./dev vllm-env`` in
+the background from the start of a session that runs them (tests/vllm_env.py; cached by its stamp afterwards),
+and each engine start takes tens of seconds on two cores.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ..helpers import PATTERN_FLAGS, events_of, only_run
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(vllm_env.skipped(), reason=f"real vLLM on the CPU: set {vllm_env.OPT_IN}=1"),
+    pytest.mark.skipif(vllm_env.skipped(), reason=f"{vllm_env.OPT_OUT}=0: real vLLM left out"),
     pytest.mark.timeout(vllm_env.BUILD_TIMEOUT),  # the first waits for .venv-vllm
 ]
 LOGP_DIFFERENCE = "sampling/sampling_logp_difference/"
