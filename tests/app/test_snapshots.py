@@ -2,12 +2,12 @@
 
 Each screen is rendered headless at 80x24 and 120x40 with the grpo-dark theme and no animation, from run
 folders written by ``tests/run_fixtures.py`` (fixed values, fixed times, final statuses), and compared
-with the SVG stored in ``tests/__snapshots__/test_snapshots/``. A difference fails the test and writes an
+with the SVG stored in ``tests/app/__snapshots__/test_snapshots/``. A difference fails the test and writes an
 HTML report (snapshot_report.html) that shows both pictures side by side.
 
 After an intended change to a screen, look at the report, then regenerate and review the new SVGs:
 
-    .venv/bin/python -m pytest tests/test_snapshots.py --snapshot-update
+    .venv/bin/python -m pytest -n 0 tests/app/test_snapshots.py --snapshot-update
 
 The runs screen shows its runs dir in its title, so those tests build their runs under a fixed path
 (``/tmp/grpo-tui-snapshots/<test>``, wiped first, behind a lock so parallel sessions do not collide);
@@ -207,3 +207,19 @@ class TestLaunchScreen:
             await pilot.pause(0.5)
 
         assert snap_compare(app_for(fixed_runs_dir, start="launch"), terminal_size=size, run_before=run_before)
+
+
+def test_every_stored_snapshot_is_a_test_of_this_module():
+    """syrupy fails a session on a snapshot no test uses only in one process (under pytest-xdist it skips the
+    check), so a picture left behind by a renamed or removed test is caught here."""
+    tests = {
+        f"{cls.__name__}.{name}[{param.id}]"
+        for cls in (v for k, v in globals().items() if k.startswith("Test") and isinstance(v, type))
+        for name, fn in vars(cls).items()
+        if name.startswith("test_")
+        for mark in getattr(fn, "pytestmark", [])
+        if mark.name == "parametrize"
+        for param in mark.args[1]
+    }
+    stored = {p.stem for p in (Path(__file__).parent / "__snapshots__" / Path(__file__).stem).glob("*.svg")}
+    assert stored == tests, {"stored, no test": sorted(stored - tests), "test, none stored": sorted(tests - stored)}
