@@ -34,7 +34,7 @@ def children_usage() -> dict:
 
 def stream(path: str, profile: str = "0", fast: str = "1") -> None:
     """RunStream.poll() alone on a finished run; ``fast`` 0: every line the reference way (orjson, then decode)."""
-    from grpo_tui.services.run_stream import RunStream
+    from grpo_tui.services.stream.folded import RunStream
 
     run = RunStream(RunFolder(Path(path)), fast=fast == "1")
     t, cpu = time.perf_counter(), time.process_time()
@@ -63,7 +63,7 @@ class Marks:
         self.painted: list[tuple[float, int, int]] = []
 
     def install(self) -> None:
-        from grpo_tui.services.run_stream import RunStream
+        from grpo_tui.services.stream.folded import RunStream
         from grpo_tui.widgets.metric_chart import MetricChart
 
         marks = self

@@ -5,7 +5,7 @@ screen) is what decides the app's CPU while it watches a run. This puts one char
 in a 64x18 app under ``run_test``, through the same loop for each candidate: append a step, hand the
 chart its new data, let Textual paint, and count the process CPU time. Side by side, in one run:
 
-  grpo-tui     ``MetricChart`` drawn from the kept min/max/mean blocks (``services/buckets.py``)
+  grpo-tui     ``MetricChart`` drawn from the kept min/max/mean blocks (``services/stream/buckets.py``)
   plotext      textual-plotext drawing the same blocks' min and max lines (how the monitor used to draw)
   textual-plot ``PlotWidget`` (braille mode) drawing the same blocks' min and max lines, and the raw series
 
@@ -105,7 +105,7 @@ class TextualPlot(Candidate):
 def measure(candidate: Candidate, values: list[float], redraws: int) -> dict:
     from textual.app import App
 
-    from grpo_tui.services.run_stream import Series
+    from grpo_tui.services.stream.folded import Series
 
     series = Series()
     series.extend(list(range(1, len(values) + 1)), values)

@@ -32,9 +32,9 @@ from pathlib import Path
 from bench.common import ROOT
 from bench.train_vs_trl import DISTURBED_SHARE, run_child
 from tests.envs.heldout_env import HeldOutPatternEnv
+from trainer_core.commands.tiny_model import build_tiny_model
 from trainer_core.contract.run.event_log import read_events
 from trainer_core.contract.run.events import Eval, Metrics
-from trainer_core.tiny_model import build_tiny_model
 
 TARGET = 1.02  # training time with evals / without, evals' own seconds left out
 SIDES = {  # side: (environment module, class)

@@ -22,11 +22,11 @@ from pathlib import Path
 
 from bench.health_false_alarms_evals import eval_false_alarms
 from grpo_tui.resources import demo_config_file, demo_env_file
+from trainer_core.commands.tiny_model import build_tiny_model
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import read_events
 from trainer_core.contract.run.events import HealthWarning, Metrics
-from trainer_core.runner import train
-from trainer_core.tiny_model import build_tiny_model
+from trainer_core.training.runner import train
 
 
 def main() -> int:

@@ -150,7 +150,7 @@ def run_events(i: int, run_id: str, started: float) -> tuple[list[Event], list[s
                 traceback=f"Traceback (most recent call last):\n{last_line}\n" if last_line else None,
             )
         )
-        log += ["Traceback (most recent call last):", '  File "trainer_core/runner.py", line 183', last_line]
+        log += ["Traceback (most recent call last):", '  File "trainer_core/training/runner.py", line 183', last_line]
     events.append(RunFinished(time=ended, status=status, reason=reason, step=steps))
     return events, log
 

@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 from bench.common import ROOT, child_env, module_cmd
+from trainer_core.commands.tiny_model import build_tiny_model
 from trainer_core.contract.run.event_log import read_events, read_records
 from trainer_core.contract.run.events import Metrics
-from trainer_core.tiny_model import build_tiny_model
 
 TARGET = 0.98
 # A run during which other processes took more than this share of one CPU is flagged as disturbed: with

@@ -46,7 +46,7 @@ def steps_per_second(events_file: Path) -> float:
 
 
 def env_for(work: Path) -> dict:
-    from trainer_core.vllm_cpu_sync import engine_env
+    from trainer_core.generation.vllm_cpu_sync import engine_env
 
     return {**os.environ, "PYTHONUNBUFFERED": "1", **engine_env(work / "engine")}
 

@@ -10,6 +10,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from grpo_tui.services.catalog.folders import resolve_run
+from grpo_tui.services.lifecycle.supervisor import DEFAULT_STOP_TIMEOUT, LaunchOptions, create_run, start_root
+from grpo_tui.services.records.stop_outcome import StopOutcome
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import read_events
 from trainer_core.contract.run.events import Event, EventType
@@ -17,9 +20,6 @@ from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.status import Status
 
 from .executors.local import LocalExecutor
-from .services.catalog import resolve_run
-from .services.stop_outcome import StopOutcome
-from .services.supervisor import DEFAULT_STOP_TIMEOUT, LaunchOptions, create_run, start_root
 
 HERE = LocalExecutor()  # this machine's executor: a handle names its run by its folder, whatever the runs dir
 

@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import WorkerFailed
 
+from grpo_tui.services.serving.web_mode import control, read_only_from_env
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.folder import RunFolder, resolve_runs_dir
 
@@ -25,7 +26,6 @@ from .executors.hosts import Host, load_hosts
 from .executors.registry import ExecutorRegistry
 from .executors.watched_run import WatchedRun
 from .safe_text import clean, clean_line
-from .services.serve_mode import control, read_only_from_env
 from .terminal_alert import DEFAULT_ALERT, AlertMode, alert_sequence, parse_mode
 from .theming import DEFAULT_THEME, series_variables, theme_data
 
@@ -52,7 +52,9 @@ class GrpoApp(App):
         read_only: bool = False,
     ):
         super().__init__()
-        self.read_only = read_only  # served to a browser without --allow-control: watch only (services/serve_mode.py)
+        self.read_only = (
+            read_only  # served to a browser without --allow-control: watch only (services/serving/web_mode.py)
+        )
         self.alert_mode: AlertMode = alert  # what a critical warning does at the terminal (terminal_alert.py)
         self.runs_dir = runs_dir
         self.watch_run = watch_run  # (executor, run) of `watch RUN`: the run the app opens on

@@ -29,7 +29,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> str:
     """Random weights: byte soup that never ends, which the health-rule thresholds in the tests are set against."""
-    from trainer_core.tiny_model import build_tiny_model
+    from trainer_core.commands.tiny_model import build_tiny_model
 
     return str(build_tiny_model(tmp_path_factory.mktemp("tiny-model"), pretrain=False))
 
@@ -37,7 +37,7 @@ def tiny_model(tmp_path_factory) -> str:
 @pytest.fixture(scope="session")
 def pretrained_tiny_model(tmp_path_factory) -> str:
     """The demo's model: pre-trained for a few seconds, it writes short sentences and ends them."""
-    from trainer_core.tiny_model import build_tiny_model
+    from trainer_core.commands.tiny_model import build_tiny_model
 
     return str(build_tiny_model(tmp_path_factory.mktemp("pretrained-tiny-model"), pretrain=True))
 

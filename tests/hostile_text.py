@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from grpo_tui.safe_text import has_control
-from grpo_tui.services.catalog import RunInfo
+from grpo_tui.services.catalog.folders import RunInfo
 from trainer_core.contract.run.status import Status
 
 FRAGMENTS = (

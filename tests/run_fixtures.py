@@ -222,7 +222,7 @@ def _events(
                 time=ended - 1.0,
                 kind="exception",
                 message=EXIT_REASONS[status],
-                traceback='Traceback (most recent call last):\n  File "trainer_core/runner.py", line 183, '
+                traceback='Traceback (most recent call last):\n  File "trainer_core/training/runner.py", line 183, '
                 f"in _train\n    trainer.train()\ntorch.{EXIT_REASONS[status]}\n",
                 step=steps,
             )
@@ -255,7 +255,7 @@ def _log(run_id: str, steps: int, max_steps: int, kl_coef: float, status: Status
     if status is Status.FAILED:
         log += [
             "Traceback (most recent call last):",
-            '  File "trainer_core/runner.py", line 183, in _train',
+            '  File "trainer_core/training/runner.py", line 183, in _train',
             "    trainer.train()",
             f"torch.{EXIT_REASONS['failed']}",
         ]

@@ -24,7 +24,7 @@ def __getattr__(name: str):
 
 
 def train(config, runs_dir=None, **kwargs):
-    """Run GRPO in this process; see ``trainer_core.runner.train``."""
-    from .runner import train as _train
+    """Run GRPO in this process; see ``trainer_core.training.runner.train``."""
+    from trainer_core.training.runner import train as _train
 
     return _train(config, runs_dir, **kwargs)

@@ -36,26 +36,27 @@ def main(argv: list[str] | None = None) -> int:
         extra.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.command == "merge":
-        from .merge import main as merge_main
+        from trainer_core.commands.merge import main as merge_main
 
         return merge_main(args.rest)
     if args.command == "inspect":
-        from .inspection import main as inspect_main
+        from trainer_core.commands.inspection import main as inspect_main
 
         return inspect_main(args.rest)
     if args.command == "eval":
-        from .eval_run import main as eval_main
+        from trainer_core.commands.evaluate import main as eval_main
 
         return eval_main(args.rest)
     if args.command == "run":
-        from .run_root import main as run_main
+        from trainer_core.root.run_root import main as run_main
 
         return run_main(args.rest)
+
+    from trainer_core.training.runner import run_in_folder
 
     from .contract.config.run_config import ConfigError, RunConfig
     from .contract.run.folder import RunFolder
     from .contract.run.status import Status
-    from .runner import run_in_folder
 
     folder = RunFolder(args.run_dir)
     try:

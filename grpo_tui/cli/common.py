@@ -7,7 +7,7 @@ import sys
 from contextlib import contextmanager
 
 from grpo_tui.config_flags import config_from_args
-from grpo_tui.executors.wire import TRAIN_EXTRA, missing_trainer
+from grpo_tui.services.records.wire import TRAIN_EXTRA, missing_trainer
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import RUNS_DIR_ENV, RunFolder
 
@@ -74,7 +74,7 @@ def creating():
 
 
 def resolve(args) -> RunFolder:
-    from ..services.catalog import UnknownRunError, resolve_run
+    from grpo_tui.services.catalog.folders import UnknownRunError, resolve_run
 
     try:
         return resolve_run(args.runs_dir, args.run)

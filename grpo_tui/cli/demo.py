@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from grpo_tui.services.catalog.status import is_live, live_status
+from grpo_tui.services.lifecycle.foreground import run_foreground
+from grpo_tui.services.lifecycle.supervisor import start_root
 from trainer_core.contract.config.run_config import RunConfig
 
 from ..resources import demo_config_file, demo_env_file
-from ..services.foreground import run_foreground
-from ..services.run_status import is_live, live_status
-from ..services.supervisor import start_root
 from .common import BadInput, add_runs_dir, add_theme, interactive, needs_trainer, run_app
 from .starting import create, options
 from .tiny_model import cached_tiny_model

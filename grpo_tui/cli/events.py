@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import sys
 
+from grpo_tui.services.serving.event_feed import event_lines, mirror_lines
+
 from ..safe_text import json_bytes
-from ..services.run_export import event_lines, mirror_lines
 from .common import add_host, add_run_ref, resolve
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import subprocess
 
 from grpo_tui.config_flags import add_run_config_arguments
+from grpo_tui.services.lifecycle import inspections
 from trainer_core.contract.config.hardware import PreflightError
 from trainer_core.contract.run.severity import Severity
 
-from ..services import inspections
 from .common import BadInput, add_host, add_runs_dir, config_of, creating, needs_trainer
 from .starting import refuse
 

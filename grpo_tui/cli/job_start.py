@@ -1,4 +1,4 @@
-"""``grpo-tui job-start RUN_DIR``: what a Slurm batch script runs (``executors/slurm.py``), not typed by people.
+"""``grpo-tui job-start RUN_DIR``: what a Slurm batch script runs (``services/slurm/batch.py``), not typed by people.
 
 It records the job in the run's state (its id, which restart this is, when its time limit falls), resumes
 the run from its newest complete checkpoint when Slurm restarted the job (``SLURM_RESTART_COUNT`` > 0),
@@ -15,14 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import trainer_core.contract.run.slurm_job as slurm_job
+from grpo_tui.services.lifecycle.supervisor import prepare_resume, root_command
+from grpo_tui.services.machine.gpus import visible_indices
 from trainer_core.contract.config.placement import plan
 from trainer_core.contract.config.ports import free_port
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.status import Status
-
-from ..services.gpus import visible_indices
-from ..services.supervisor import prepare_resume, root_command
 
 
 def register(sub) -> None:

@@ -12,15 +12,15 @@ import os
 import sys
 from pathlib import Path
 
-from grpo_tui.executors.wire import parse_launch_reply
+from grpo_tui.services.lifecycle.supervisor import start_root
+from grpo_tui.services.machine import hardware
+from grpo_tui.services.records.wire import parse_launch_reply
 from trainer_core.contract.config.checks import word_list
 from trainer_core.contract.config.placement import Placement, parse_gpus
 from trainer_core.contract.config.run_config import ConfigError, RunConfig, load_text
 from trainer_core.contract.run.status import Status
 
 from ..safe_text import clean, clean_json
-from ..services import hardware
-from ..services.supervisor import start_root
 from .common import BadInput, add_host, config_of, needs_trainer
 from .starting import (
     add_start_arguments,
@@ -136,7 +136,7 @@ def _time(value: str | None):
 
 
 def launch_slurm(config: RunConfig, args) -> int:
-    from ..executors.slurm import submit
+    from grpo_tui.services.slurm.batch import submit
 
     gpus = list(range(config.slurm.get("gpus_per_node") or 0))
     folder, placement = create(config, args, available=gpus, status=Status.QUEUED)

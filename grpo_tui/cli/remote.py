@@ -17,12 +17,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from grpo_tui.services.records.run_row import RunInfo
+
 from ..executors.base import Executor, ExecutorError
 from ..executors.hosts import LOCAL, HostError
 from ..executors.registry import ExecutorRegistry
 from ..executors.ssh import SshExecutor
 from ..executors.ssh_connection import check_remote, relay
-from ..services.run_row import RunInfo
 from .common import BadInput, interactive
 
 ROOT_OPTIONS = ("--runs-dir", "--theme")

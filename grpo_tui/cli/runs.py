@@ -18,6 +18,7 @@ import orjson
 from rich.table import Table
 from rich.text import Text
 
+from grpo_tui.services.catalog.folders import RunInfo
 from trainer_core.contract.run.folder import RUNS_DIR_ENV
 
 from ..executors.base import ExecutorError
@@ -25,7 +26,6 @@ from ..executors.hosts import LOCAL, HostError, load_hosts
 from ..formatting import format_duration, format_steps, format_time, short_model
 from ..palette import plain_palette
 from ..safe_text import clean_line, json_bytes
-from ..services.catalog import RunInfo
 from .common import BadInput, add_runs_dir
 
 

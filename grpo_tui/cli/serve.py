@@ -2,9 +2,9 @@
 
 textual-serve starts the ordinary app (``python -m grpo_tui --runs-dir DIR``) once per browser tab, from one
 command string that ``/bin/sh`` reads, so every argument is quoted (``served_command``). The served app is
-read-only (``services/serve_mode.py``) unless ``--allow-control``. The server listens on 127.0.0.1 unless
+read-only (``services/serving/web_mode.py``) unless ``--allow-control``. The server listens on 127.0.0.1 unless
 ``--host`` names another address and ``--expose`` says so on purpose, and every page and websocket needs the
-token printed with the URL (``services/serve_server.py``). docs/serve.md shows the ``ssh -L`` way in.
+token printed with the URL (``services/serving/web_server.py``). docs/serve.md shows the ``ssh -L`` way in.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import shlex
 import sys
 from pathlib import Path
 
+from grpo_tui.services.serving.web_mode import READ_ONLY_ENV
 from trainer_core.contract.run.folder import resolve_runs_dir
 
-from ..services.serve_mode import READ_ONLY_ENV
 from .common import BadInput, add_runs_dir, add_theme
 
 DEFAULT_PORT = 8000
@@ -65,7 +65,7 @@ def served_command(runs_dir: Path, theme: str | None, program: list[str] | None 
 
 def check_address(host: str, port: int, expose: bool) -> None:
     """BadInput unless the port is one and a non-loopback address comes with --expose."""
-    from ..services.serve_server import is_loopback
+    from grpo_tui.services.serving.web_server import is_loopback
 
     if not 1 <= port <= 65535:
         raise BadInput(f"--port {port} is not a port: give one from 1 to 65535 (default {DEFAULT_PORT}).")
@@ -78,7 +78,7 @@ def check_address(host: str, port: int, expose: bool) -> None:
 
 
 def run(args) -> int:
-    from ..services.serve_server import TokenServer, new_token
+    from grpo_tui.services.serving.web_server import TokenServer, new_token
 
     check_address(args.host, args.port, args.expose)
     runs_dir = resolve_runs_dir(args.runs_dir or getattr(args, "root_runs_dir", None)).resolve()
@@ -86,7 +86,7 @@ def run(args) -> int:
     if args.allow_control:
         os.environ.pop(READ_ONLY_ENV, None)
     else:
-        os.environ[READ_ONLY_ENV] = "1"  # each app textual-serve starts inherits it (services/serve_mode.py)
+        os.environ[READ_ONLY_ENV] = "1"  # each app textual-serve starts inherits it (services/serving/web_mode.py)
     mode = (
         "control allowed: the browser can launch, stop, resume and extend runs"
         if args.allow_control

@@ -22,6 +22,9 @@ import tokenize
 from pathlib import Path
 
 from grpo_tui.config_flags import add_run_config_arguments
+from grpo_tui.services.lifecycle.resuming import ResumePlan
+from grpo_tui.services.lifecycle.supervisor import LaunchOptions, create_run, world_size
+from grpo_tui.services.machine import hardware
 from trainer_core.contract.config.notify_urls import NOTIFY_ENV, NOTIFY_FD_ENV, env_urls
 from trainer_core.contract.config.placement import Placement, parse_gpus
 from trainer_core.contract.config.run_config import ConfigError, RunConfig, config_fields
@@ -29,9 +32,6 @@ from trainer_core.contract.run.folder import RunFolder
 
 from ..executors.base import ExecutorError, Launched
 from ..safe_text import clean
-from ..services import hardware
-from ..services.resuming import ResumePlan
-from ..services.supervisor import LaunchOptions, create_run, world_size
 from .common import BadInput, add_runs_dir, creating
 
 

@@ -4,7 +4,7 @@ Exit code 1 when a process is left after KILL, or when something on record was r
 does not carry the run's marker, a malformed Slurm job id): the run may still be running and the user
 should look (``executors.base.judge_stop``, the judgement the app's stops get too). With ``--json`` the
 refusal is also said on stderr, which is what a remote caller shows; the JSON is ``StopOutcome.to_wire()``
-(``services/stop_outcome.py``), which a remote caller parses back into the same type.
+(``services/records/stop_outcome.py``), which a remote caller parses back into the same type.
 """
 
 from __future__ import annotations

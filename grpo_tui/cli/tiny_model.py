@@ -1,7 +1,7 @@
 """``grpo-tui tiny-model``: a tiny causal LM and tokenizer, built offline (tests and the demo use it).
 
 Built in a child process, so this one stays torch-free. The child also decides whether a cached model is
-current (``trainer_core.tiny_model.is_built``), so the format of the cache is known in one place.
+current (``trainer_core.commands.tiny_model.is_built``), so the format of the cache is known in one place.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from .common import BadInput, needs_trainer
 
 # argv: the folder, 'pretrained' or 'random', then the variant: 'vllm', 'agent' or nothing
 BUILD = (
-    "import sys; from trainer_core.tiny_model import build_tiny_model\n"
+    "import sys; from trainer_core.commands.tiny_model import build_tiny_model\n"
     "v = sys.argv[3:]\n"
     "print(build_tiny_model(sys.argv[1], pretrain=sys.argv[2] == 'pretrained', for_vllm=v == ['vllm'], "
     "for_agent=v == ['agent']))"
 )
 # builds the demo's model unless the cache already holds a current one, and says so before it does
 ENSURE = (
-    "import sys; from trainer_core.tiny_model import build_tiny_model, is_built\n"
+    "import sys; from trainer_core.commands.tiny_model import build_tiny_model, is_built\n"
     "kind = dict(pretrain=True, for_vllm=sys.argv[2:] == ['vllm'], for_agent=sys.argv[2:] == ['agent'])\n"
     "if not is_built(sys.argv[1], **kind):\n"
     "    print(f'building the tiny demo model in {sys.argv[1]} ...', flush=True)\n"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..services.foreground import run_foreground
+from grpo_tui.services.lifecycle.foreground import run_foreground
+
 from .common import config_of, needs_trainer
 from .starting import add_start_arguments, create, hide_notify_urls, options, resume
 

@@ -34,9 +34,10 @@ def register(sub) -> None:
 def run(args) -> int:
     from rich.console import Console
 
+    from grpo_tui.services.stream.live_view import watch
+
     from ..executors.base import ExecutorError
     from ..executors.watched_run import wait_ready
-    from ..services.live_view import watch
     from .remote import executor
     from .watch_evals import eval_panel
 

@@ -13,13 +13,13 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from grpo_tui.services.catalog.folders import held_out_evals
+from grpo_tui.services.records.run_row import EvalFigures
 from trainer_core.contract.run.events import Eval
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.ledger import default_metric
 
 from ..safe_text import clean_line
-from ..services.catalog import held_out_evals
-from ..services.run_row import EvalFigures
 
 NO_EVALS = "held-out: none (the run has no held-out set; see docs/evaluation.md)"
 

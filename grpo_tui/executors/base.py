@@ -6,16 +6,16 @@ run folders read in place, processes started and stopped here. ``SshExecutor`` (
 through its own ``grpo-tui … --json`` over SSH. Slurm is not a place but a way of starting a run in one
 (``slurm.py``, a config's ``slurm:`` section, on this machine or a login node reached over SSH): its runs are
 listed, watched and stopped through the executor of the machine that submitted them, whose stop asks the
-queue (``services/slurm_stop.py``) and reports like any other.
+queue (``services/lifecycle/slurm_stop.py``) and reports like any other.
 
 An executor owns a run's lifecycle for every caller (find it by a reference, how it stands, launch, stop,
-resume or extend it, its log) and returns data: ``RunInfo`` rows (``services/run_row.py``), ``Launched`` for
-a launch or a resume, ``StopOutcome`` for a stop (``services/stop_outcome.py``), the log as text chunks. What
-a host sends back is parsed into the same types (``grpo_tui.executors.wire``), so a result from here and one
+resume or extend it, its log) and returns data: ``RunInfo`` rows (``services/records/run_row.py``), ``Launched`` for
+a launch or a resume, ``StopOutcome`` for a stop (``services/records/stop_outcome.py``), the log as text chunks. What
+a host sends back is parsed into the same types (``grpo_tui.services.records.wire``), so a result from here and one
 from a host are one type, and ``judge_stop`` tells the user the same of either. Printing and command lines
 are the caller's: ``grpo-tui logs`` prints the chunks, ``place_args`` gives the words that name a place on a
 command line. A failure is an ``ExecutorError`` (``HostError`` for a host), one line for the user; a launch
-raises ``LaunchError`` (``services/launching.py``), which also names the config field it concerns.
+raises ``LaunchError`` (``services/lifecycle/launching.py``), which also names the config field it concerns.
 """
 
 from __future__ import annotations
@@ -27,18 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from grpo_tui.executors.wire import HostInfo, LaunchReply
-
-from ..services.stop_outcome import StopOutcome
+from grpo_tui.services.records.stop_outcome import StopOutcome
+from grpo_tui.services.records.wire import HostInfo, LaunchReply
 
 if TYPE_CHECKING:
+    from grpo_tui.services.lifecycle.resuming import ResumePlan
+    from grpo_tui.services.machine.gpus import GPU
+    from grpo_tui.services.records.run_row import RunInfo
     from trainer_core.contract.config.run_config import RunConfig
     from trainer_core.contract.run.folder import RunFolder
     from trainer_core.contract.run.status import Status
-
-    from ..services.gpus import GPU
-    from ..services.resuming import ResumePlan
-    from ..services.run_row import RunInfo
 
 Launched = LaunchReply  # a run started (or resumed): its id, its folder's path where it runs, its pid or Slurm job
 OnPlan = Callable[["ResumePlan"], None]  # told what a resume will do, before it starts

@@ -1,8 +1,8 @@
 """This machine as an executor: run folders read in place, processes started and stopped here.
 
-Nothing is implemented here: the catalog lists and resolves (``services/catalog.py``), ``run_status`` says how
-a run stands, ``services/launching.py`` creates and starts (or submits to Slurm), the supervisor stops (a Slurm
-run's stop asks the queue: ``services/slurm_stop.py``) and resumes, ``log_follow`` reads the log, the GPU probe
+Nothing is implemented here: the catalog lists and resolves (``services/catalog/folders.py``), ``run_status`` says how
+a run stands, ``services/lifecycle/launching.py`` creates and starts (or submits to Slurm), the supervisor stops (a Slurm
+run's stop asks the queue: ``services/lifecycle/slurm_stop.py``) and resumes, ``log_follow`` reads the log, the GPU probe
 lists GPUs. This module gives them the ``Executor`` shape (``base.py``), so that a screen or a command treats
 a run here and one on a host alike, and the CLI's resume is find, then resume, here. A local run's "mirror" is
 its own folder.
@@ -17,21 +17,27 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
-from grpo_tui.executors.wire import GpuRecord, HostInfo
+from grpo_tui.services.catalog.folders import UnknownRunError, list_runs, resolve_run, run_info
+from grpo_tui.services.catalog.status import live_status
+from grpo_tui.services.lifecycle.launching import launch_from_app
+from grpo_tui.services.lifecycle.resuming import ResumePlan
+from grpo_tui.services.lifecycle.supervisor import (
+    DEFAULT_STOP_TIMEOUT,
+    LaunchOptions,
+    plan_resume,
+    start_root,
+    stop_run,
+)
+from grpo_tui.services.machine.gpus import GPU, list_gpus, visible_indices
+from grpo_tui.services.records.run_row import RunInfo
+from grpo_tui.services.records.stop_outcome import StopOutcome
+from grpo_tui.services.records.wire import GpuRecord, HostInfo
+from grpo_tui.services.stream.log_follow import log_chunks
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder, resolve_runs_dir
 from trainer_core.contract.run.status import Status
 
 from .. import __version__
-from ..services.catalog import UnknownRunError, list_runs, resolve_run, run_info
-from ..services.gpus import GPU, list_gpus, visible_indices
-from ..services.launching import launch_from_app
-from ..services.log_follow import log_chunks
-from ..services.resuming import ResumePlan
-from ..services.run_row import RunInfo
-from ..services.run_status import live_status
-from ..services.stop_outcome import StopOutcome
-from ..services.supervisor import DEFAULT_STOP_TIMEOUT, LaunchOptions, plan_resume, start_root, stop_run
 from .base import ExecutorError, Launched, OnPlan, RunListing, RunRef
 from .hosts import LOCAL
 

@@ -2,14 +2,14 @@
 
 Everything that shows a run (the monitor, ``watch``, the charts) reads a run folder. For a run on another
 machine this keeps one in the cache (``$XDG_CACHE_HOME/grpo-tui/hosts/HOST/RUN_ID``, private) fed by the
-host's ``grpo-tui events --mirror --follow`` (``services/run_export.py``), so every viewer works on a remote
+host's ``grpo-tui events --mirror --follow`` (``services/serving/event_feed.py``), so every viewer works on a remote
 run unchanged and nothing of the reading is implemented twice. The appended files are copied at the host's
 offsets (a bad line masked with as many bytes), so after a dropped connection the copy asks again from where
 it ends: no event is lost and none is repeated. What only the host can judge (is the process alive, watcher alerts, its GPUs)
 arrives as status messages and is kept in ``.remote.json``, which ``services/run_status`` reads in place of
 a process check.
 
-The host is not trusted: every line is parsed by ``grpo_tui.executors.wire`` before anything is
+The host is not trusted: every line is parsed by ``grpo_tui.services.records.wire`` before anything is
 written, every local path is checked to stay inside the host's cache folder, and an append may start only
 where the copy ends (or, for a tail-only file's first bytes of a stream, further on: the copy then starts again
 there, so no offset makes a sparse file). Of events.jsonl and samples.jsonl only complete lines are written,
@@ -30,7 +30,9 @@ from pathlib import Path
 
 from orjson import dumps
 
-from grpo_tui.executors.wire import (
+from grpo_tui.services.catalog.status import REMOTE_FILE
+from grpo_tui.services.machine.gpus import GPU
+from grpo_tui.services.records.wire import (
     APPENDED,
     MAX_LINE,
     Append,
@@ -46,15 +48,13 @@ from grpo_tui.executors.wire import (
     parse_mirror_message,
     parse_run_id,
 )
+from grpo_tui.services.serving.event_feed import LINES_ONLY, TAIL_LIMITS
 from trainer_core.contract.config.user_files import user_cache_dir
 from trainer_core.contract.run.backoff import Backoff
 from trainer_core.contract.run.event_log import MAX_LINE_BYTES
 from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder, write_bytes_atomic
 from trainer_core.contract.run.summary import warning_record
 
-from ..services.gpus import GPU
-from ..services.run_export import LINES_ONLY, TAIL_LIMITS
-from ..services.run_status import REMOTE_FILE
 from .hosts import HostError
 from .ssh_connection import Connection, check_remote
 

@@ -5,7 +5,7 @@ launching its ``launch --dry-run --json`` then ``launch --json`` (the config as 
 path in it is a path there), and watching a local copy of the run folder fed by its ``events --mirror`` (``mirror.py``).
 It is an ``Executor`` (``base.py``): what it returns is what ``LocalExecutor`` returns for a run here.
 
-What the host prints is parsed by ``grpo_tui.executors.wire`` before anything here uses it: a
+What the host prints is parsed by ``grpo_tui.services.records.wire`` before anything here uses it: a
 reply that breaks the format is one ``HostError`` naming the host, and a ``runs --json`` row that does is
 dropped with one such line (``RunListing.error``) while the host's other rows are listed.
 """
@@ -25,7 +25,11 @@ from typing import Any
 from orjson import loads
 
 from grpo_tui.config_flags import config_to_argv
-from grpo_tui.executors.wire import (
+from grpo_tui.services.lifecycle.launching import LaunchError
+from grpo_tui.services.machine.gpus import GPU
+from grpo_tui.services.records.run_row import RunInfo
+from grpo_tui.services.records.stop_outcome import StopOutcome
+from grpo_tui.services.records.wire import (
     HostInfo,
     LaunchCheck,
     WireError,
@@ -39,10 +43,6 @@ from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.folder import FORMAT_VERSION
 from trainer_core.contract.run.status import Status
 
-from ..services.gpus import GPU
-from ..services.launching import LaunchError
-from ..services.run_row import RunInfo
-from ..services.stop_outcome import StopOutcome
 from .base import Launched, OnPlan, RunListing, RunRef
 from .hosts import Host, HostError
 from .mirror import Mirror

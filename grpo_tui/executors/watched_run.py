@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from grpo_tui.services.machine.gpus import GPU
+from grpo_tui.services.records.stop_outcome import StopOutcome
 from trainer_core.contract.run.folder import RunFolder
 
-from ..services.gpus import GPU
-from ..services.stop_outcome import StopOutcome
 from .base import Executor, ExecutorError, RunCopy, RunRef
 
 READY_TIMEOUT = 120.0

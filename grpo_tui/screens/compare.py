@@ -28,12 +28,12 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from grpo_tui.services.catalog.folders import held_out_evals, run_info
+from grpo_tui.services.stream.folded import ChartData, ChartRequest, RunStream, Series, SeriesSnapshot
 from trainer_core.contract.run.events import Eval
 from trainer_core.contract.run.folder import RunFolder
 
 from ..safe_text import clean_line
-from ..services.catalog import held_out_evals, run_info
-from ..services.run_stream import ChartData, ChartRequest, RunStream, Series, SeriesSnapshot
 from ..widgets import chart_messages
 from ..widgets.chart_grid import MAIN_CHARTS, extra_keys, zoomed
 from ..widgets.overlay_chart import OverlayChart, reading, series_colour

@@ -19,12 +19,12 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Label, Static
 from textual.worker import get_current_worker
 
+from grpo_tui.services.lifecycle import inspections
 from trainer_core.contract.config.run_config import RunConfig
 
 from ..inspect_report import report
 from ..palette import app_palette
 from ..safe_text import literal
-from ..services import inspections
 from .confirm import ConfirmScreen
 
 DEFAULT_SAMPLES = 64

@@ -7,7 +7,7 @@ shell, so a setup found here can be scripted.
 
 The screen only composes and routes: the widgets (form, preset and file bars, placement picker, command
 preview) post what the user did, the screen turns that into form changes, file reads and writes, and the
-reward-inspection gate; the blocking start runs in a named worker (``services.launching``) that reports
+reward-inspection gate; the blocking start runs in a named worker (``services.lifecycle.launching``) that reports
 back through ``Launched`` / ``LaunchFailed`` messages.
 
 A config with Slurm settings (the form's Slurm inputs, ``widgets/slurm_fields.py``) is submitted as a batch
@@ -34,18 +34,18 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Label
 
+from grpo_tui.services.lifecycle.launching import SKIPPED, LaunchError, gate_inspection
+from grpo_tui.services.machine.gpus import GPU, list_gpus, visible_indices
+from grpo_tui.services.records.wire import TRAIN_EXTRA, missing_trainer
+from grpo_tui.services.serving.web_mode import control
 from trainer_core.contract.config.placement import Placement, plan
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 
 from ..executors.base import Executor, RunRef, place_args
 from ..executors.hosts import LOCAL
 from ..executors.registry import ExecutorRegistry
-from ..executors.wire import TRAIN_EXTRA, missing_trainer
 from ..presets import PRESETS, preset_values
 from ..safe_text import literal
-from ..services.gpus import GPU, list_gpus, visible_indices
-from ..services.launching import SKIPPED, LaunchError, gate_inspection
-from ..services.serve_mode import control
 from ..widgets.command_preview import CommandPreview, launch_command
 from ..widgets.config_actions import ConfigFileBar, PresetBar, save_config_file
 from ..widgets.config_form import ConfigForm

@@ -35,6 +35,15 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
+from grpo_tui.services.catalog.checkpoints import CheckpointList, metric_names, read_checkpoints
+from grpo_tui.services.catalog.status import run_duration, run_total
+from grpo_tui.services.machine.gpus import GPU
+from grpo_tui.services.serving.web_mode import control
+from grpo_tui.services.stream import reader as run_reader
+from grpo_tui.services.stream.backlog import Backlog
+from grpo_tui.services.stream.folded import ChartData, ChartRequest, RunStream, StreamView
+from grpo_tui.services.stream.reader import Post
+from grpo_tui.services.stream.rejected_lines import skipped_notice
 from trainer_core.contract.run.events import Checkpoint, Eval, HealthWarning
 from trainer_core.contract.run.ranking import ranking_metric
 from trainer_core.contract.run.severity import Severity
@@ -43,15 +52,6 @@ from trainer_core.contract.run.status import Status
 from ..executors.base import ExecutorError, judge_stop
 from ..executors.watched_run import WatchedRun
 from ..safe_text import clean_line
-from ..services import run_reader
-from ..services.backlog import Backlog
-from ..services.checkpoint_list import CheckpointList, metric_names, read_checkpoints
-from ..services.gpus import GPU
-from ..services.rejected_lines import skipped_notice
-from ..services.run_reader import Post
-from ..services.run_status import run_duration, run_total
-from ..services.run_stream import ChartData, ChartRequest, RunStream, StreamView
-from ..services.serve_mode import control
 from ..widgets.chart_grid import ChartGrid
 from ..widgets.checkpoints_table import CheckpointsPanel
 from ..widgets.completions import CompletionsTable

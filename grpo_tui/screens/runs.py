@@ -26,21 +26,22 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Label
 
+from grpo_tui.services.catalog.listing import RunList
+from grpo_tui.services.records.run_row import RunInfo
+from grpo_tui.services.serving.web_mode import control
 from trainer_core.contract.run.status import Status
 
 from ..executors.base import Executor, ExecutorError, judge_stop
 from ..executors.registry import ExecutorRegistry
 from ..safe_text import clean_line, literal
-from ..services.run_list import RunList
-from ..services.run_row import RunInfo
-from ..services.serve_mode import control
 from ..widgets.runs_table import FIRST_ROWS, RunsTable
 from .confirm import ConfirmScreen
 from .extend import ExtendScreen
 
 if TYPE_CHECKING:
+    from grpo_tui.services.lifecycle.resuming import ResumePlan
+
     from ..app import GrpoApp
-    from ..services.resuming import ResumePlan
 
 REFRESH_SECONDS = 2.0
 HOST_REFRESH_SECONDS = 5.0  # a remote list costs the host a grpo-tui start: less often

@@ -15,9 +15,9 @@ from textual.app import ComposeResult
 from textual.containers import Grid
 from textual.message import Message
 
+from grpo_tui.services.stream.folded import EMPTY_CHARTS, TOOL_METRICS, ChartData
 from trainer_core.contract.run.events import Eval
 
-from ..services.run_stream import EMPTY_CHARTS, TOOL_METRICS, ChartData
 from . import chart_messages
 from .metric_chart import MetricChart
 

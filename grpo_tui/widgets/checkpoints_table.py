@@ -1,6 +1,6 @@
 """The monitor's Checkpoints tab: every checkpoint with its step's held-out metrics, its size and its marks.
 
-It shows what the screen's worker read (``services/checkpoint_list.py``): the ledger of a run here, or, for
+It shows what the screen's worker read (``services/catalog/checkpoints.py``): the ledger of a run here, or, for
 a run on another host, the list its events tell (sizes unknown: checkpoints are not mirrored). The marks
 are the ledger's: ``best`` (what ``--checkpoint best`` resolves to), ``last``, ``final`` and ``torn``.
 Names and metric names come from the run folder: every cell is a ``Text``, never markup.
@@ -13,8 +13,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from grpo_tui.services.catalog.checkpoints import CheckpointList, human_size
+
 from ..safe_text import clean_line
-from ..services.checkpoint_list import CheckpointList, human_size
 
 MARK_ORDER = ("best", "final", "last", "torn")
 

@@ -6,8 +6,9 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from grpo_tui.services.machine.gpus import GPU
+
 from ..safe_text import literal
-from ..services.gpus import GPU
 
 GIB = 1 << 30
 

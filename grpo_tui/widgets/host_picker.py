@@ -6,10 +6,11 @@ from textual import work
 from textual.message import Message
 from textual.widgets import Select
 
+from grpo_tui.services.machine.gpus import GPU
+
 from ..executors.base import ExecutorError
 from ..executors.hosts import LOCAL
 from ..executors.registry import ExecutorRegistry
-from ..services.gpus import GPU
 
 
 class HostPicker(Select[str]):

@@ -1,6 +1,6 @@
 """A live chart of one metric, drawn in braille cells straight from the blocks its screen hands it.
 
-The snapshot it gets (``services/run_stream.py``, built in the screen's reader thread) holds each block's
+The snapshot it gets (``services/stream/folded.py``, built in the screen's reader thread) holds each block's
 min, max and mean, about two blocks per dot column, so a one-step spike in a million-step run still shows
 as a spike. The chart rasterises them itself (``chart_raster.py``) into cached strips: a redraw costs
 the cells on screen, which is what lets it redraw whenever a step arrives. Around the plot: the metric and
@@ -25,8 +25,9 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from grpo_tui.services.stream.folded import SeriesSnapshot
+
 from ..safe_text import clean_line
-from ..services.run_stream import SeriesSnapshot
 from . import chart_raster as raster
 from .chart_messages import NeedsData, Pointed, Zoom
 from .chart_raster import BRAILLE, Raster

@@ -22,8 +22,9 @@ from textual.content import Content
 from textual.strip import Strip
 from textual.widget import Widget
 
+from grpo_tui.services.stream.folded import SeriesSnapshot
+
 from ..safe_text import clean_line
-from ..services.run_stream import SeriesSnapshot
 from . import chart_raster as raster
 from .chart_messages import NeedsData, Pointed, Zoom
 from .chart_raster import Raster

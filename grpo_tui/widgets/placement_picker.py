@@ -18,11 +18,11 @@ from textual.message import Message
 from textual.widgets import Input, Label, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
+from grpo_tui.services.machine.gpus import GPU
 from trainer_core.contract.config.placement import Placement, plan
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 
 from ..safe_text import clean_line, literal
-from ..services.gpus import GPU
 from .status_line import StatusLine
 
 NO_GPU_TEXT = "No NVIDIA GPU on this machine: training runs on the CPU"

@@ -19,10 +19,11 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from grpo_tui.services.catalog.folders import RunInfo
+
 from ..formatting import format_duration, format_steps, short_model
 from ..palette import app_palette
 from ..safe_text import clean_line, literal
-from ..services.catalog import RunInfo
 
 # most important first: at 80 columns the last ones scroll off to the right
 COLUMNS = (

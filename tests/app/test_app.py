@@ -16,7 +16,7 @@ from trainer_core.contract.run.events import EventType, HealthWarning, Metrics, 
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import Status
-from trainer_core.runner import train
+from trainer_core.training.runner import train
 
 from ..helpers import EXAMPLES, wait_for
 from .conftest import header_text, wait_until
@@ -141,7 +141,7 @@ async def test_resuming_a_stopped_run_from_the_runs_screen(tiny_model, runs_dir)
 
 
 def test_run_stream_series_stay_right_when_keys_come_and_go(tmp_path):
-    from grpo_tui.services.run_stream import RunStream
+    from grpo_tui.services.stream.folded import RunStream
 
     folder = RunFolder.create(tmp_path)
     with EventWriter(folder.events_file) as w:

@@ -9,7 +9,7 @@ from textual import events
 from textual.app import App
 
 from grpo_tui.app import make_app
-from grpo_tui.services.run_stream import Series
+from grpo_tui.services.stream.folded import Series
 from grpo_tui.widgets.metric_chart import TITLE_SECONDS, MetricChart
 
 from ..run_fixtures import make_finished_run

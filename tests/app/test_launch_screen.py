@@ -17,7 +17,7 @@ from grpo_tui.config_flags import config_from_args
 from grpo_tui.presets import PRESETS, apply_preset
 from grpo_tui.screens.confirm import ConfirmScreen
 from grpo_tui.screens.launch import NO_GPU_TEXT, LaunchScreen
-from grpo_tui.services.gpus import list_gpus
+from grpo_tui.services.machine.gpus import list_gpus
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.process import marked
 from trainer_core.contract.run.status import FINAL as FINAL_STATUSES  # the final Status members

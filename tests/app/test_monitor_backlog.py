@@ -9,7 +9,8 @@ import time
 
 from grpo_tui.app import make_app
 from grpo_tui.screens.runs import RunsScreen
-from grpo_tui.services import backlog, checkpoint_list
+from grpo_tui.services.catalog import checkpoints as checkpoint_list
+from grpo_tui.services.stream import backlog
 from grpo_tui.widgets.checkpoints_table import CheckpointsPanel
 from grpo_tui.widgets.metric_chart import MetricChart
 

@@ -8,7 +8,7 @@ import json
 
 from grpo_tui.app import make_app
 from grpo_tui.screens.monitor import MonitorScreen
-from grpo_tui.services.checkpoint_list import read_checkpoints
+from grpo_tui.services.catalog.checkpoints import read_checkpoints
 from grpo_tui.widgets.checkpoints_table import CheckpointsTable
 from grpo_tui.widgets.eval_panel import EMPTY
 from grpo_tui.widgets.metric_chart import POINT, MetricChart

@@ -15,7 +15,7 @@ from textual.worker import WorkerState
 
 from grpo_tui.app import make_app
 from grpo_tui.screens.monitor import MonitorScreen
-from grpo_tui.services.run_stream import ChartRequest, RunStream
+from grpo_tui.services.stream.folded import ChartRequest, RunStream
 from grpo_tui.widgets.metric_chart import MetricChart
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import EventWriter

@@ -8,7 +8,7 @@ from grpo_tui.screens.confirm import ConfirmScreen
 from grpo_tui.screens.launch import LaunchScreen
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.screens.runs import RunsScreen
-from grpo_tui.services.serve_mode import READ_ONLY_ENV, READ_ONLY_NOTICE
+from grpo_tui.services.serving.web_mode import READ_ONLY_ENV, READ_ONLY_NOTICE
 
 from ..run_fixtures import make_finished_run
 from .conftest import wait_until

@@ -9,8 +9,8 @@ import threading
 import time
 from queue import SimpleQueue
 
-from grpo_tui.services import run_reader
-from grpo_tui.services.run_stream import ChartRequest
+from grpo_tui.services.stream import reader as run_reader
+from grpo_tui.services.stream.folded import ChartRequest
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import EventWriter
 from trainer_core.contract.run.events import Metrics, RunStarted

@@ -21,7 +21,7 @@ from grpo_tui.app import make_app
 from grpo_tui.screens.compare import CompareScreen
 from grpo_tui.screens.confirm import ConfirmScreen
 from grpo_tui.screens.monitor import MonitorScreen
-from grpo_tui.services.gpus import GPU
+from grpo_tui.services.machine.gpus import GPU
 from grpo_tui.theming import series_variables
 from grpo_tui.widgets.completions import CompletionsTable
 from grpo_tui.widgets.gpu_panel import GpuPanel

@@ -11,10 +11,10 @@ import json
 import pytest
 
 from grpo_tui.resources import demo_env_file
-from trainer_core.agentic_eval import TOOL_SUCCESS, TRL_VERSIONS, check_trl_version
 from trainer_core.contract.config.run_config import ConfigError
 from trainer_core.contract.run.events import Eval, Metrics, RunFinished
 from trainer_core.contract.run.status import Status
+from trainer_core.evaluation.agentic import TOOL_SUCCESS, TRL_VERSIONS, check_trl_version
 
 from ..helpers import ENVS, cli, events_of, only_run
 

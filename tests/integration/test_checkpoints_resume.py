@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from grpo_tui.services.supervisor import run_processes
+from grpo_tui.services.lifecycle.supervisor import run_processes
 from trainer_core.contract.run.checkpoints import check_checkpoint, check_checkpoints
 from trainer_core.contract.run.events import Checkpoint, HealthWarning, Metrics, RunFinished, RunStarted
 from trainer_core.contract.run.folder import RunFolder

@@ -15,10 +15,10 @@ from statistics import mean
 import pytest
 
 from grpo_tui.resources import demo_config_file, demo_env_file
+from trainer_core.commands.tiny_model import MARKER, is_built
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.events import Eval, HealthWarning, Metrics, RunFinished
 from trainer_core.contract.run.status import Status
-from trainer_core.tiny_model import MARKER, is_built
 
 from ..helpers import cli, events_of, only_run
 

@@ -16,7 +16,7 @@ import pytest
 from grpo_tui.app import make_app
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.screens.runs import RunsScreen
-from grpo_tui.services.run_health import watcher_warnings
+from grpo_tui.services.catalog.health import watcher_warnings
 from trainer_core.contract.run.disk import usage
 from trainer_core.contract.run.event_log import EventTail, EventWriter
 from trainer_core.contract.run.events import Checkpoint, Error, HealthWarning, Metrics, RunFinished, RunStarted
@@ -196,7 +196,7 @@ def test_an_event_that_does_not_fit_leaves_the_stream_intact(small_disk):
 def test_the_root_process_records_a_trainer_that_died_on_a_full_disk(small_disk):
     from trainer_core.contract.config.placement import Placement
     from trainer_core.contract.run.disk import make_reserve
-    from trainer_core.run_root import RunRoot
+    from trainer_core.root.run_root import RunRoot
 
     disk, _ = small_disk
     folder = RunFolder.create(disk / "runs")

@@ -14,7 +14,7 @@ from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import read_records
 from trainer_core.contract.run.events import Error, Metrics, RunFinished, RunStarted
 from trainer_core.contract.run.status import Status
-from trainer_core.runner import train
+from trainer_core.training.runner import train
 
 from ..helpers import ENVS, EXAMPLES, events_of
 
@@ -139,7 +139,7 @@ def test_dotted_module_path_from_the_current_directory(tiny_model, runs_dir, mon
 
 
 def test_an_environment_file_that_is_not_python_is_a_clear_error(tmp_path):
-    from trainer_core.environments import EnvError, import_file
+    from trainer_core.environment.user_env import EnvError, import_file
 
     module = tmp_path / "my_env"  # no .py: importlib finds no loader for it
     module.write_text("class Env: ...\n")

@@ -31,7 +31,7 @@ constant = load_example("constant_env")
 def tiny(tmp_path_factory):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer_core.tiny_model import build_tiny_model
+    from trainer_core.commands.tiny_model import build_tiny_model
 
     path = build_tiny_model(tmp_path_factory.mktemp("tiny"))
     return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)

@@ -12,7 +12,7 @@ from grpo_tui.executors.local import LocalExecutor
 from grpo_tui.executors.registry import ExecutorRegistry
 from grpo_tui.executors.ssh import SshExecutor, close_all
 from grpo_tui.executors.watched_run import WatchedRun
-from grpo_tui.services.gpus import GPU
+from grpo_tui.services.machine.gpus import GPU
 from tests.helpers import cli, pattern_args, wait_for
 from tests.remote_hosts import remote, sshd  # noqa: F401
 from tests.run_fixtures import make_finished_run

@@ -13,7 +13,7 @@ from grpo_tui.resources import demo_config_file, demo_env_file
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.events import HealthWarning, Metrics
 from trainer_core.contract.run.rules import HealthRule
-from trainer_core.runner import train
+from trainer_core.training.runner import train
 
 from ..helpers import ENVS, EXAMPLES, events_of
 

@@ -14,7 +14,7 @@ from trainer_core.contract.run.events import Error, HealthWarning, Metrics
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import Status
-from trainer_core.runner import train
+from trainer_core.training.runner import train
 
 from ..helpers import ENVS, EXAMPLES, cli, wait_for
 from .test_supervisor import launch, wait_step

@@ -12,7 +12,7 @@ from trainer_core.contract.run.event_log import read_records
 from trainer_core.contract.run.events import RunStarted
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.status import Status
-from trainer_core.runner import train
+from trainer_core.training.runner import train
 
 from ..helpers import ENVS, EXAMPLES, ROOT, cli, events_of, wait_for
 from .test_supervisor import launch, metrics_steps

@@ -15,7 +15,7 @@ HEAVY = ("torch", "transformers", "trl", "datasets", "peft")
 # every module of these packages is imported, found by walking them, so a new module is covered the day it lands
 LIGHT_PACKAGES = ("grpo_tui", "trainer_core.contract")
 # the run's root process and what it starts a vLLM server with: launched by the app side, so as light
-LIGHT_TRAINER_MODULES = ("trainer_core", "trainer_core.run_root", "trainer_core.vllm_server")
+LIGHT_TRAINER_MODULES = ("trainer_core", "trainer_core.root.run_root", "trainer_core.generation.vllm_server")
 
 
 def loaded_after(code: str) -> set[str]:
@@ -77,9 +77,9 @@ def test_the_app_side_never_imports_the_training_stack():
         "grpo_tui.cli.merge",
         "grpo_tui.cli.tiny_model",
         "grpo_tui.cli.demo",
-        "grpo_tui.services.catalog",
-        "grpo_tui.services.run_status",
-        "grpo_tui.services.live_view",
+        "grpo_tui.services.catalog.folders",
+        "grpo_tui.services.catalog.status",
+        "grpo_tui.services.stream.live_view",
         "grpo_tui.api",
         "trainer_core.contract.run.events",
         "trainer_core.contract.run.status",
@@ -92,8 +92,8 @@ def test_the_app_side_never_imports_the_training_stack():
 
 def test_the_trainer_never_imports_textual():
     loaded = modules_after(
-        "import trainer_core.runner, trainer_core.trl_setup, trainer_core.callbacks, trainer_core.__main__\n"
-        "from trainer_core.trl_setup import build_grpo_config\n"
+        "import trainer_core.training.runner, trainer_core.training.trl_setup, trainer_core.training.callbacks, trainer_core.__main__\n"
+        "from trainer_core.training.trl_setup import build_grpo_config\n"
         "from trainer_core.contract.config.run_config import RunConfig\n"
         "build_grpo_config(RunConfig(model='m', rl_env_module='e', rl_env_class='E'), '/tmp/out')"
     )

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from grpo_tui.services.supervisor import create_run
+from grpo_tui.services.lifecycle.supervisor import create_run
 from trainer_core.contract.config.placement import Placement
 from trainer_core.contract.config.ports import free_port
 from trainer_core.contract.config.run_config import RunConfig
@@ -27,7 +27,7 @@ from trainer_core.contract.run.events import Metrics, RunFinished, RunStarted, S
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.process import run_env, spawn_logged
 from trainer_core.contract.run.status import Status
-from trainer_core.run_root import machine_log, machine_rank_of, worker_command
+from trainer_core.root.run_root import machine_log, machine_rank_of, worker_command
 
 from ..helpers import EXAMPLES, events_of, wait_for
 
@@ -227,7 +227,7 @@ def test_placements_keep_their_machines_and_old_records_are_one_machine():
 def _follower(folder: RunFolder, placement: Placement, launcher: str, linger: float = 0.5) -> subprocess.Popen:
     """Machine 1's root with a stand-in launcher (``launcher`` is Python code) and a short linger."""
     code = (
-        "import sys; import trainer_core.run_root as r; "
+        "import sys; import trainer_core.root.run_root as r; "
         f"r.LINGER_S = {linger}; r.POLL_S = 0.1; "
         f"r.placement_command = lambda *a, **k: [sys.executable, '-c', {launcher!r}]; "
         "sys.exit(r.main(sys.argv[1:]))"

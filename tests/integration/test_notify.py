@@ -25,6 +25,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
 from grpo_tui.api import RunHandle
+from trainer_core.alerting.notify import start_for_run
 from trainer_core.contract.alerts.targets import SETTINGS_ENV
 from trainer_core.contract.config.notify_urls import NOTIFY_FILE
 from trainer_core.contract.config.run_config import RunConfig
@@ -33,7 +34,6 @@ from trainer_core.contract.run.event_log import EventWriter, read_events
 from trainer_core.contract.run.events import Error, HealthWarning, Metrics, NotifyFailed
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.status import Status
-from trainer_core.notify import start_for_run
 
 from ..helpers import EXAMPLES, cli, events_of, free_port, wait_for
 from .test_supervisor import exited, launch_args

@@ -22,10 +22,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from trainer_core import vllm_server
 from trainer_core.contract.config.ports import free_port
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.events import HealthWarning, Metrics
+from trainer_core.generation import vllm_server
 
 from .. import vllm_env
 from ..helpers import PATTERN_FLAGS, events_of, only_run
@@ -56,7 +56,7 @@ def user_cache(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def vllm_model(tmp_path_factory) -> str:
     """The --for-vllm tiny model (head_dim 32), random weights: building it takes seconds, not minutes."""
-    from trainer_core.tiny_model import build_tiny_model
+    from trainer_core.commands.tiny_model import build_tiny_model
 
     return str(build_tiny_model(tmp_path_factory.mktemp("tiny-vllm"), pretrain=False, for_vllm=True))
 

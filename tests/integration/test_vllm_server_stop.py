@@ -13,7 +13,7 @@ import time
 from multiprocessing import shared_memory
 from pathlib import Path
 
-from trainer_core import vllm_server
+from trainer_core.generation import vllm_server
 
 ENGINE = """
 import multiprocessing as mp, sys, time

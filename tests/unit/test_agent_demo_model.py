@@ -9,7 +9,7 @@ import importlib.util
 import pytest
 
 from grpo_tui.cli.demo import demo_env_file
-from trainer_core.tiny_model import AGENT_REQUESTS, AGENT_ROOMS, AGENT_TOOLS, _call, build_tokenizer
+from trainer_core.commands.tiny_model import AGENT_REQUESTS, AGENT_ROOMS, AGENT_TOOLS, _call, build_tokenizer
 
 from ..helpers import cli
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from trainer_core.agentic import (
+from trainer_core.agents.episodes import (
     MAX_TURN_CHARS,
     EpisodeReward,
     ToolTimeout,
@@ -25,8 +25,8 @@ from trainer_core.agentic import (
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.config.tool_specs import parse_tool_spec
 from trainer_core.contract.health.sample_stats import TOOL_SUCCESS, TURN_LIMIT_SHARE, TURNS_MEAN, SampleStats
-from trainer_core.environments import EnvError
-from trainer_core.trl_setup import grpo_config_kwargs
+from trainer_core.environment.user_env import EnvError
+from trainer_core.training.trl_setup import grpo_config_kwargs
 
 from ..helpers import ENVS
 

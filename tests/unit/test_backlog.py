@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 
-from grpo_tui.services.backlog import Backlog
-from grpo_tui.services.run_stream import RunStream
+from grpo_tui.services.stream.backlog import Backlog
+from grpo_tui.services.stream.folded import RunStream
 from trainer_core.contract.run.event_log import EventWriter
 from trainer_core.contract.run.events import HealthWarning, Metrics, RunStarted
 from trainer_core.contract.run.folder import RunFolder

@@ -21,7 +21,7 @@ from rich.console import Console
 from grpo_tui.cli.logs import print_log
 from grpo_tui.cli.runs import format_table
 from grpo_tui.formatting import format_duration, format_steps, format_time, short_model
-from grpo_tui.services.catalog import (
+from grpo_tui.services.catalog.folders import (
     RunInfo,
     UnknownRunError,
     list_runs,
@@ -30,11 +30,11 @@ from grpo_tui.services.catalog import (
     tail_events,
     warning_summary,
 )
-from grpo_tui.services.live_view import RunView, render, watch
-from grpo_tui.services.log_follow import log_chunks
-from grpo_tui.services.rejected_lines import skipped_notice
-from grpo_tui.services.run_status import live_status
-from grpo_tui.services.run_stream import RunStream
+from grpo_tui.services.catalog.status import live_status
+from grpo_tui.services.stream.folded import RunStream
+from grpo_tui.services.stream.live_view import RunView, render, watch
+from grpo_tui.services.stream.log_follow import log_chunks
+from grpo_tui.services.stream.rejected_lines import skipped_notice
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import BLOCK_SIZE, BackwardLines, EventWriter, read_events, scan_events
 from trainer_core.contract.run.events import (
@@ -640,9 +640,9 @@ def test_logs_of_a_run_without_a_log_print_nothing(runs_dir):
 
 def test_the_views_never_import_the_training_stack_or_textual():
     code = (
-        "import sys, grpo_tui.services.catalog, grpo_tui.services.run_status, grpo_tui.services.live_view\n"
+        "import sys, grpo_tui.services.catalog.folders, grpo_tui.services.catalog.status, grpo_tui.services.stream.live_view\n"
         "import grpo_tui.formatting, grpo_tui.palette, grpo_tui.cli.runs\n"
-        "from grpo_tui.services.catalog import list_runs; from grpo_tui.cli.runs import format_table\n"
+        "from grpo_tui.services.catalog.folders import list_runs; from grpo_tui.cli.runs import format_table\n"
         "format_table(list_runs('/nonexistent'))\n"
         "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
     )
@@ -655,7 +655,7 @@ def test_the_views_never_import_the_training_stack_or_textual():
 
 
 def test_a_character_split_between_two_reads_of_the_log_comes_out_whole(tmp_path):
-    from grpo_tui.services.log_follow import LogFollower
+    from grpo_tui.services.stream.log_follow import LogFollower
 
     log = tmp_path / "trainer.log"
     line = "step 1 ✓\n".encode()

@@ -7,8 +7,8 @@ from array import array
 
 import pytest
 
-from grpo_tui.services.buckets import BlockCache
-from grpo_tui.services.run_stream import Series
+from grpo_tui.services.stream.buckets import BlockCache
+from grpo_tui.services.stream.folded import Series
 from grpo_tui.widgets import chart_raster as raster
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from grpo_tui.services.resuming import choose_checkpoint
+from grpo_tui.services.lifecycle.resuming import choose_checkpoint
+from trainer_core.commands.merge import MergeError, merge_source
 from trainer_core.contract.config.run_config import ConfigError
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.ledger import read_ledger, resolve_checkpoint
 from trainer_core.contract.run.status import Status
-from trainer_core.merge import MergeError, merge_source
 
 from ..helpers import cli
 from ..run_fixtures import make_eval_run

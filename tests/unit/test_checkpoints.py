@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from grpo_tui.services import resuming
-from grpo_tui.services.supervisor import plan_resume
+from grpo_tui.services.lifecycle import resuming
+from grpo_tui.services.lifecycle.supervisor import plan_resume
+from trainer_core.commands.merge import MergeError, merge_source
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.checkpoints import (
     TORN_NOTE,
@@ -24,8 +25,7 @@ from trainer_core.contract.run.event_log import EventWriter
 from trainer_core.contract.run.events import Metrics, RunFinished
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.status import Status
-from trainer_core.merge import MergeError, merge_source
-from trainer_core.run_context import RunContext
+from trainer_core.training.run_context import RunContext
 
 from ..helpers import EXAMPLES
 

@@ -12,7 +12,7 @@ import pytest
 
 import trainer_core.contract.config.disk_estimate as disk_estimate
 import trainer_core.contract.run.disk as disk
-from grpo_tui.services.watch_rules import disk_space_warning
+from grpo_tui.services.catalog.watch_rules import disk_space_warning
 from trainer_core.contract.config.disk_estimate import estimate, lora_parameters, model_size, preflight, require_room
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.health.monitor import Thresholds
@@ -146,7 +146,7 @@ def test_preflight_refuses_with_the_numbers_warns_when_tight_and_can_be_overridd
 
 
 def test_create_run_refuses_before_making_a_folder(model_dir, tmp_path, monkeypatch):
-    from grpo_tui.services.supervisor import create_run
+    from grpo_tui.services.lifecycle.supervisor import create_run
 
     monkeypatch.setattr(disk_estimate, "usage", fake_usage(1 * MiB))
     config = RunConfig(model=str(model_dir), rl_env_module="x.py", rl_env_class="X", max_steps=1000, save_steps=1)

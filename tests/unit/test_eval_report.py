@@ -3,7 +3,7 @@ the terminal."""
 
 from __future__ import annotations
 
-from trainer_core.eval_run import render
+from trainer_core.commands.evaluate import render
 
 
 def test_control_characters_in_names_are_shown_escaped():

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from grpo_tui.services.run_stream import ChartRequest, RunStream
+from grpo_tui.services.stream.folded import ChartRequest, RunStream
 from trainer_core.contract.run.event_log import EventWriter, read_events
 from trainer_core.contract.run.events import HealthWarning, Metrics, UnknownEvent, decode
 from trainer_core.contract.run.folder import RunFolder
@@ -69,7 +69,7 @@ def test_the_stream_shows_every_valid_step_around_bad_ones(tmp_path):
 
 
 def test_a_samples_line_that_is_not_an_object_is_no_sample(tmp_path):
-    from grpo_tui.services.run_reader import read_samples
+    from grpo_tui.services.stream.reader import read_samples
 
     folder = RunFolder.create(tmp_path)
     good = {"step": 3, "reward": 0.5, "prompt": "p", "completion": "c"}

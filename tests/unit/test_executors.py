@@ -17,15 +17,10 @@ from grpo_tui.executors.hosts import LOCAL, Host, HostError, load_hosts
 from grpo_tui.executors.local import LocalCopy, LocalExecutor
 from grpo_tui.executors.registry import EXECUTORS, ExecutorRegistry
 from grpo_tui.executors.ssh import SshExecutor
-from grpo_tui.executors.wire import (
-    EventLine,
-    WireError,
-    parse_event_line,
-    parse_stop_reply,
-)
-from grpo_tui.services.catalog import UnknownRunError, resolve_run
-from grpo_tui.services.run_export import event_lines
-from grpo_tui.services.stop_outcome import StopOutcome
+from grpo_tui.services.catalog.folders import UnknownRunError, resolve_run
+from grpo_tui.services.records.stop_outcome import StopOutcome
+from grpo_tui.services.records.wire import EventLine, WireError, parse_event_line, parse_stop_reply
+from grpo_tui.services.serving.event_feed import event_lines
 from tests.run_fixtures import make_finished_run
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.process import process_start_time

@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from grpo_tui.services import hardware
+from grpo_tui.services.machine import hardware
 from trainer_core.contract.config.hardware import (
     STATE_KEY,
     Gpu,
@@ -318,8 +318,8 @@ def test_check_reports_a_missing_gpu_with_the_hardware_problems_at_once(monkeypa
 
 # -- the trainer's look at start -----------------------------------------------------------------------
 def test_the_trainer_refuses_or_falls_back_with_its_own_view_and_writes_one_warning(tmp_path):
-    from trainer_core.run_context import RunContext
-    from trainer_core.trl_setup import hardware_at_start
+    from trainer_core.training.run_context import RunContext
+    from trainer_core.training.trl_setup import hardware_at_start
 
     folder = RunFolder.create(tmp_path)
     with pytest.raises(PreflightError, match="mixed_precision: bf16"):

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from grpo_tui.services.watch_rules import stall_warning
+from grpo_tui.services.catalog.watch_rules import stall_warning
 from trainer_core.contract.health.monitor import HealthMonitor, Thresholds, config_warnings, replay
 from trainer_core.contract.run.crash import classify_crash
 from trainer_core.contract.run.events import Error, HealthWarning, Metrics, RunFinished, decode

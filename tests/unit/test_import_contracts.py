@@ -71,6 +71,9 @@ SERVICES_NO_UI = "Services and executors use no Textual, widgets or screens"
 WIDGETS_NO_SCREENS = "Widgets import no screens"
 DOMAIN_LAYERS = "The contract's domains are layered"
 RUN_ALONE = "The run format imports no other domain"
+TRAINER_LAYERS = "The trainer's domains are layered"
+SERVICE_LAYERS = "The app's services are layered"
+SERVICES_UNDER = "Services sit under executors"
 
 
 @pytest.mark.parametrize(
@@ -78,8 +81,8 @@ RUN_ALONE = "The run format imports no other domain"
     [
         (
             "grpo_tui/planted.py",
-            "from trainer_core import runner",
-            "grpo_tui.planted -> trainer_core.runner",
+            "from trainer_core.training import runner",
+            "grpo_tui.planted -> trainer_core.training.runner",
             APP_TO_CORE,
         ),
         ("grpo_tui/planted.py", "import torch", "grpo_tui.planted -> torch", APP_TO_HEAVY),
@@ -91,8 +94,8 @@ RUN_ALONE = "The run format imports no other domain"
         ),
         (
             "trainer_core/contract/config/run_config.py",
-            "import trainer_core.runner",
-            "trainer_core.contract.config.run_config -> trainer_core.runner",
+            "import trainer_core.training.runner",
+            "trainer_core.contract.config.run_config -> trainer_core.training.runner",
             CONTRACT_LAYER,
         ),
         (
@@ -101,7 +104,12 @@ RUN_ALONE = "The run format imports no other domain"
             "trainer_core.contract.planted -> requests",
             CONTRACT_LAYER,
         ),
-        ("trainer_core/planted.py", "import grpo_tui.app", "trainer_core.planted -> grpo_tui.app", TRAINER_TO_APP),
+        (
+            "trainer_core/training/planted.py",
+            "import grpo_tui.app",
+            "trainer_core.training.planted -> grpo_tui.app",
+            TRAINER_TO_APP,
+        ),
         (
             "grpo_tui/services/planted.py",
             "import textual.widgets",
@@ -150,6 +158,42 @@ RUN_ALONE = "The run format imports no other domain"
             "trainer_core.contract.alerts.planted -> trainer_core.contract.recipes.reader",
             DOMAIN_LAYERS,
         ),
+        (
+            "trainer_core/training/planted.py",
+            "from trainer_core.commands import inspection",
+            "trainer_core.training.planted -> trainer_core.commands.inspection",
+            TRAINER_LAYERS,
+        ),
+        (
+            "trainer_core/environment/planted.py",
+            "from trainer_core.agents import episodes",
+            "trainer_core.environment.planted -> trainer_core.agents.episodes",
+            TRAINER_LAYERS,
+        ),
+        (
+            "trainer_core/evaluation/planted.py",
+            "from trainer_core.training import runner",
+            "trainer_core.evaluation.planted -> trainer_core.training.runner",
+            TRAINER_LAYERS,
+        ),
+        (
+            "grpo_tui/services/catalog/planted.py",
+            "from grpo_tui.services.stream import folded",
+            "grpo_tui.services.catalog.planted -> grpo_tui.services.stream.folded",
+            SERVICE_LAYERS,
+        ),
+        (
+            "grpo_tui/services/records/planted.py",
+            "from grpo_tui.services.machine import gpus",
+            "grpo_tui.services.records.planted -> grpo_tui.services.machine.gpus",
+            SERVICE_LAYERS,
+        ),
+        (
+            "grpo_tui/services/lifecycle/planted.py",
+            "from grpo_tui.executors import local",
+            "grpo_tui.services.lifecycle.planted -> grpo_tui.executors.local",
+            SERVICES_UNDER,
+        ),
     ],
     ids=[
         "app-imports-heavy-module",
@@ -166,6 +210,12 @@ RUN_ALONE = "The run format imports no other domain"
         "health-imports-config",
         "config-imports-alerts",
         "alerts-imports-recipes",
+        "training-imports-a-command",
+        "environment-imports-agents",
+        "evaluation-imports-training",
+        "catalog-imports-stream",
+        "records-import-machine",
+        "service-imports-an-executor",
     ],
 )
 def test_a_planted_import_breaks_its_contract(copy, where, line, named, contract):
@@ -211,3 +261,18 @@ def test_a_module_left_at_the_top_of_the_contract_breaks_the_domain_layout(copy)
 
 def test_lint_loads_its_contract_types_without_the_tests():
     assert "tests." not in (ROOT / "pyproject.toml").read_text().split("[tool.importlinter]")[1].split("[[")[0]
+
+
+@pytest.mark.parametrize(
+    ("where", "contract"),
+    [
+        ("trainer_core/loose.py", TRAINER_LAYERS),
+        ("grpo_tui/services/loose.py", SERVICE_LAYERS),
+    ],
+    ids=["trainer-top-level", "services-top-level"],
+)
+def test_a_module_left_at_the_top_of_a_layered_package_breaks_its_layout(copy, where, contract):
+    plant(copy / where, "import json")
+    result = lint_imports(copy)
+    assert any(name.startswith(contract) for name in broken_contracts(result)), result.stdout + result.stderr
+    assert where.removesuffix(".py").replace("/", ".") in result.stdout, result.stdout

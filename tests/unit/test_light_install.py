@@ -12,8 +12,8 @@ import pytest
 
 from grpo_tui.cli import main
 from grpo_tui.cli.common import EXIT_BAD_INPUT, TRAIN_EXTRA, BadInput, needs_trainer
-from grpo_tui.executors import wire
-from grpo_tui.executors.wire import TRAINER_MODULES, WireError, install_kind, missing_trainer, parse_info
+from grpo_tui.services.records import wire
+from grpo_tui.services.records.wire import TRAINER_MODULES, WireError, install_kind, missing_trainer, parse_info
 
 REAL_FIND_SPEC = wire.find_spec
 

@@ -1,4 +1,4 @@
-"""The monitor's fast path for metrics lines (``services/metrics_lines.py``) folds any events file exactly as the
+"""The monitor's fast path for metrics lines (``services/stream/metrics_lines.py``) folds any events file exactly as the
 reference path does (each line parsed by orjson and judged by ``decode``): the same series with the same values
 and steps, the same times, last metrics event, lifecycle events and warnings, and the same lines skipped, counted
 and named. Hypothesis writes metrics lines with values of every kind (numbers orjson refuses, invalid UTF-8, true,
@@ -13,8 +13,8 @@ import pickle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_tui.services import metrics_lines
-from grpo_tui.services.run_stream import RunStream
+from grpo_tui.services.stream import metrics_lines
+from grpo_tui.services.stream.folded import RunStream
 from trainer_core.contract.run.folder import RunFolder
 
 from .test_reader_properties import HOSTILE, JSON

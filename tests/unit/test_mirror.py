@@ -12,9 +12,9 @@ from orjson import loads
 from grpo_tui.executors.hosts import Host
 from grpo_tui.executors.mirror import Mirror
 from grpo_tui.executors.ssh_connection import Connection
-from grpo_tui.services.run_export import event_lines, mirror_lines
-from grpo_tui.services.run_health import watcher_warnings
-from grpo_tui.services.run_status import live_status
+from grpo_tui.services.catalog.health import watcher_warnings
+from grpo_tui.services.catalog.status import live_status
+from grpo_tui.services.serving.event_feed import event_lines, mirror_lines
 from tests.run_fixtures import make_finished_run
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.status import Status

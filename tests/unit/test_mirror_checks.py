@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from grpo_tui.executors.hosts import Host
 from grpo_tui.executors.mirror import Mirror
 from grpo_tui.executors.ssh_connection import Connection
-from grpo_tui.executors.wire import MAX_OFFSET, WireError, checked_lines
-from grpo_tui.services.run_reader import read_samples_checked
-from grpo_tui.services.run_stream import RunStream
+from grpo_tui.services.records.wire import MAX_OFFSET, WireError, checked_lines
+from grpo_tui.services.stream.folded import RunStream
+from grpo_tui.services.stream.reader import read_samples_checked
 from tests.standins.hostile_host import SCENARIOS
 from tests.unit.test_reader_properties import event_files, expected_steps
 from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder

@@ -9,7 +9,7 @@ from trainer_core.contract.config.inspection_key import config_key
 from trainer_core.contract.config.placement import parse_gpus, plan
 from trainer_core.contract.config.ports import check_port, free_port
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
-from trainer_core.vllm_server import server_command
+from trainer_core.generation.vllm_server import server_command
 
 BASE = dict(model="m", rl_env_module="e", rl_env_class="E")
 SERVER = RunConfig(**BASE, use_vllm=True, vllm_mode="server", vllm_server_gpus=2, vllm_tensor_parallel_size=2)

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from orjson import loads
 
-from grpo_tui.services.catalog import list_runs
-from grpo_tui.services.run_reader import read_samples_checked
-from grpo_tui.services.run_stream import RunStream
+from grpo_tui.services.catalog.folders import list_runs
+from grpo_tui.services.stream.folded import RunStream
+from grpo_tui.services.stream.reader import read_samples_checked
 from trainer_core.contract.run.event_log import MAX_LINE_BYTES, EventTail
 from trainer_core.contract.run.events import TYPED, Metrics, decode
 from trainer_core.contract.run.folder import RunFolder

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from grpo_tui.executors.wire import WireError, parse_run_row, parse_run_rows
-from grpo_tui.services.catalog import list_runs
-from grpo_tui.services.run_row import EvalFigures, EvalPoint
+from grpo_tui.services.catalog.folders import list_runs
+from grpo_tui.services.records.run_row import EvalFigures, EvalPoint
+from grpo_tui.services.records.wire import WireError, parse_run_row, parse_run_rows
 from tests.standins.hostile_host import rows
 
 from ..run_fixtures import TASK_METRIC, make_eval_run, make_finished_run

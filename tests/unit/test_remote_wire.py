@@ -1,4 +1,4 @@
-"""The remote wire (``grpo_tui.executors.wire``) and the mirror that applies it, without a network:
+"""The remote wire (``grpo_tui.services.records.wire``) and the mirror that applies it, without a network:
 what a host sends is checked as it is parsed, and nothing it sends can write outside the host's cache folder."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from grpo_tui.executors.hosts import Host, HostError
 from grpo_tui.executors.mirror import Mirror, mirror_path
 from grpo_tui.executors.ssh_connection import Connection
-from grpo_tui.executors.wire import (
+from grpo_tui.services.catalog.status import live_status, remote_view
+from grpo_tui.services.records.wire import (
     MAX_OFFSET,
     Append,
     End,
@@ -37,8 +38,7 @@ from grpo_tui.executors.wire import (
     parse_run_rows,
     parse_stop_reply,
 )
-from grpo_tui.services.run_export import mirror_lines
-from grpo_tui.services.run_status import live_status, remote_view
+from grpo_tui.services.serving.event_feed import mirror_lines
 from tests.run_fixtures import make_finished_run
 from tests.standins.hostile_host import SCENARIOS, rows
 from trainer_core.contract.run.events import HealthWarning

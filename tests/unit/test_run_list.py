@@ -18,8 +18,8 @@ import pytest
 
 import trainer_core.contract.run.summary as run_summary
 from grpo_tui.cli import main as cli_main
-from grpo_tui.services.catalog import list_runs, run_info
-from grpo_tui.services.run_list import RunList
+from grpo_tui.services.catalog.folders import list_runs, run_info
+from grpo_tui.services.catalog.listing import RunList
 from trainer_core.contract.run.event_log import EventWriter
 from trainer_core.contract.run.events import Error, Metrics
 from trainer_core.contract.run.folder import RunFolder

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from grpo_tui.services.catalog import run_info
+from grpo_tui.services.catalog.folders import run_info
 from tests.helpers import cli
 from tests.run_fixtures import make_finished_run
 from tests.unit.test_summary_evals import blank_events, edit_summary, summarised

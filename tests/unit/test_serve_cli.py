@@ -21,7 +21,7 @@ import pytest
 
 from grpo_tui.cli.common import BadInput
 from grpo_tui.cli.serve import check_address, served_command
-from grpo_tui.services.serve_server import is_loopback, page_url
+from grpo_tui.services.serving.web_server import is_loopback, page_url
 
 from ..helpers import cli, free_port
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_tui.executors.slurm import job_script, sbatch_word
+from grpo_tui.services.slurm.batch import job_script, sbatch_word
 from tests.slurm_cluster import slurm  # noqa: F401
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import RunFolder

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from grpo_tui.executors.slurm import job_script
+from grpo_tui.services.slurm.batch import job_script
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.config.slurm_settings import sbatch_options, slurm_problems
 from trainer_core.contract.run.folder import RunFolder

@@ -17,14 +17,14 @@ import trainer_core.contract.run.slurm_job as slurm_job
 from grpo_tui.cli import main
 from grpo_tui.executors.base import RunAt, judge_stop
 from grpo_tui.executors.local import LocalExecutor
-from grpo_tui.executors.wire import WireError, parse_mirror_message
-from grpo_tui.services.catalog import list_runs, run_info, run_states
-from grpo_tui.services.run_list import RunList
-from grpo_tui.services.run_status import live_status
+from grpo_tui.services.catalog.folders import list_runs, run_info, run_states
+from grpo_tui.services.catalog.listing import RunList
+from grpo_tui.services.catalog.status import live_status
+from grpo_tui.services.records.wire import WireError, parse_mirror_message
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.state import FIELDS, RunState, StateError, parse_state, read_state, read_stop_reason
 from trainer_core.contract.run.status import Status
-from trainer_core.stopping import StopController
+from trainer_core.training.stopping import StopController
 
 from .test_catalog import IDS, make_run
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import grpo_tui.services.catalog as catalog
-from grpo_tui.services.catalog import list_runs, run_info
-from grpo_tui.services.run_row import EvalFigures
+import grpo_tui.services.catalog.folders as catalog
+from grpo_tui.services.catalog.folders import list_runs, run_info
+from grpo_tui.services.records.run_row import EvalFigures
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.ledger import default_metric, evals_by_step
 from trainer_core.contract.run.ranking import ranking_metric

@@ -20,9 +20,9 @@ from grpo_tui.cli.logs import print_log
 from grpo_tui.cli.runs import format_table, plain_table
 from grpo_tui.inspect_report import report
 from grpo_tui.safe_text import clean, from_ansi, json_bytes, literal
-from grpo_tui.services.foreground import EventPrinter
-from grpo_tui.services.live_view import Snapshot, render
-from grpo_tui.services.log_follow import log_chunks
+from grpo_tui.services.lifecycle.foreground import EventPrinter
+from grpo_tui.services.stream.live_view import Snapshot, render
+from grpo_tui.services.stream.log_follow import log_chunks
 from trainer_core.contract.run.events import (
     Checkpoint,
     Error,

@@ -12,7 +12,7 @@ import pytest
 
 from trainer_core.contract.config.hardware import CPU_HEAD_DIM, Gpu, Machine, model_head_dim, preflight
 from trainer_core.contract.config.run_config import RunConfig
-from trainer_core.vllm_cpu_sync import engine_env, is_cpu_build, supported
+from trainer_core.generation.vllm_cpu_sync import engine_env, is_cpu_build, supported
 
 from ..helpers import cli
 

@@ -4,7 +4,7 @@ URLs are secrets, checked, masked and kept out of config.yaml by ``config/notify
 real URLs of notify.json and of the settings file are sent to.
 
 A webhook URL (``http``/``https``) gets the body its format says; any other scheme is apprise's
-(``delivery.py`` sends either). The run's root sends (``trainer_core/notify.py``); docs/alerts.md is the
+(``delivery.py`` sends either). The run's root sends (``trainer_core/alerting/notify.py``); docs/alerts.md is the
 user's page. Stdlib only (PyYAML lazily, for the settings file; apprise lazily, in ``delivery.py``).
 """
 

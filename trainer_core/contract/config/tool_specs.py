@@ -4,7 +4,7 @@ call while it generates, how many rounds of calls an episode may take, and how l
 A tools entry names functions the way reward functions are named: ``FILE.py:fn`` or ``FILE.py:fn,fn2`` (a
 file, several functions of it), or a dotted import path ``pkg.module.fn``. They are checked here for their
 shape only, stdlib only, so a config is refused before anything heavy loads; the trainer imports them and
-checks each function's docstring and type hints (``trainer_core/agentic.py``). docs/agents.md.
+checks each function's docstring and type hints (``trainer_core/agents/episodes.py``). docs/agents.md.
 """
 
 from __future__ import annotations

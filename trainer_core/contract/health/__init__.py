@@ -3,7 +3,7 @@
 Owns the thresholds and the facts rules share (``core``), the trainer's per-step rules (``monitor`` and the
 families it runs: ``hacking``, ``drift``, ``tools``) and the statistics of scored samples (``sample_stats``).
 The names and advice of the rules are part of the run format (``run/rules.py``); the rules only a viewer judges
-(a stall, a filling disk) are the app's (``grpo_tui/services/watch_rules.py``); docs/health.md is the user's
+(a stall, a filling disk) are the app's (``grpo_tui/services/catalog/watch_rules.py``); docs/health.md is the user's
 page.
 
 May import: ``run/``, the standard library.

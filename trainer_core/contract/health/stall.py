@@ -1,7 +1,7 @@
 """The ``stall`` rule: no new step for several times the usual step time while the trainer is alive.
 
 A hung trainer cannot report its own hang, so the rule is judged from outside it: by the run's own root
-process, which writes the warning into events.jsonl with nobody watching (``trainer_core/stall_watch.py``),
+process, which writes the warning into events.jsonl with nobody watching (``trainer_core/root/stall_watch.py``),
 and by every viewer over the run folder (``grpo-tui runs``/``watch``, the app). The thresholds are the
 run's ``--health stall_factor=…`` and ``stall_min_seconds=…``.
 """

@@ -210,7 +210,7 @@ def warning(
 
 @dataclass(frozen=True)
 class NotifyFailed(Event):
-    """An alert that could not be delivered (trainer_core/notify.py): written once per notify URL per run, by
+    """An alert that could not be delivered (trainer_core/alerting/notify.py): written once per notify URL per run, by
     the run's root process, after its retries failed. ``url`` is masked (the URL is a secret); ``alert`` is
     what it tried to send (``warning``, ``auto_stop``, ``run_end``, or None when nothing could be sent at all:
     a refused settings file, whose path is then ``url``)."""

@@ -77,7 +77,7 @@ class HealthRule(ValueEnum):
     @property
     def stoppable(self) -> bool:
         """``--stop-on`` may name it: the metric rules, which the trainer judges while it can still stop, and a
-        stall, which the run's root judges and stops (``trainer_core/stall_watch.py``)."""
+        stall, which the run's root judges and stops (``trainer_core/root/stall_watch.py``)."""
         return self.group is RuleGroup.METRIC or self is HealthRule.STALL
 
 

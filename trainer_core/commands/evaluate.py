@@ -1,0 +1,180 @@
+"""``python -m trainer_core eval RUN``: score a run's checkpoints and its base model on the held-out set.
+
+After training, the question is which model to ship. This loads each chosen model (``base``: the run's
+model before training; ``best``, ``final``, ``last`` or a step, through the checkpoint ledger; a LoRA
+checkpoint as base + adapter, never merged to disk), scores it on the run's held-out set (or ``--dataset``)
+with the run's own metrics, seed and sampling, and prints them side by side, with a few prompts whose
+verdict changed between the first model named (the base, when it is named) and the others. Because an eval
+seeds its own sampling, a checkpoint scores here as it scored when the run recorded it. An agentic run's
+episodes are played by a GRPOTrainer built around each model with the run's settings and tools, as during
+the run (agentic_eval.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.ledger import default_metric, resolve_checkpoint
+from trainer_core.environment.user_env import EnvError
+
+SHOWN_CHANGES = 3
+
+
+def _load(config: RunConfig, which: str, folder: RunFolder):
+    """(label, step, model) of ``which``."""
+    from transformers import AutoModelForCausalLM
+
+    from trainer_core.training.trl_setup import required
+
+    base = required(config.model, "model")
+    if which == "base":
+        return "base", 0, AutoModelForCausalLM.from_pretrained(base)
+    entry = resolve_checkpoint(folder.path, which)
+    if (entry.path / "adapter_config.json").exists():
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), str(entry.path))
+    else:
+        model = AutoModelForCausalLM.from_pretrained(str(entry.path))
+    return f"{which} ({entry.name})" if which in ("best", "final", "last") else entry.name, entry.step, model
+
+
+def evaluate_run(run_dir: Path, which: list[str], dataset: str | None = None) -> dict:
+    from transformers.utils import logging as hf_logging
+
+    from trainer_core.evaluation.evaluator import Evaluator, aggregate
+    from trainer_core.training.trl_setup import load_tokenizer, required, reward_setup
+
+    hf_logging.disable_progress_bar()
+    folder = RunFolder(run_dir)
+    config = RunConfig.load(folder.config_file)
+    if dataset:
+        config.eval_dataset, config.eval_fraction, config.eval_split = dataset, None, None
+    for spec in which:  # every name resolves before a model loads
+        if spec != "base":
+            resolve_checkpoint(folder.path, spec)
+    tokenizer = load_tokenizer(required(config.model, "model"), config)
+    setup = reward_setup(config, tokenizer, None)
+    if setup.heldout is None:
+        raise ConfigError(
+            "eval_dataset",
+            f"run {folder.run_id} has no held-out set: name one with --dataset PATH (its prompts, with the columns the "
+            "run's reward reads).",
+        )
+    evaluator = Evaluator(config, tokenizer, setup.heldout)
+    metric = default_metric(folder.path) or next(iter(setup.heldout.scorers))
+    results, per_prompt = [], []
+    for spec in which:
+        label, step, model = _load(config, spec, folder)
+        if setup.heldout.agentic:
+            from trainer_core.evaluation.agentic import TrainerEpisodes, eval_trainer
+            from trainer_core.training.trl_setup import build_grpo_config
+
+            trainer = eval_trainer(config, tokenizer, setup, model, build_grpo_config)
+            model = trainer.model
+            evaluator.episodes = TrainerEpisodes(trainer, config.eval_temperature)
+        setup.bind(model)
+        scored = evaluator.score(model)
+        results.append(
+            {
+                "checkpoint": spec,
+                "label": label,
+                "step": step,
+                "metrics": aggregate(scored.values, config.eval_generations),
+            }
+        )
+        per_prompt.append(scored)
+    ranked = sorted(results, key=lambda r: -(r["metrics"].get(metric, {}).get("mean") or -1.0))
+    return {
+        "run_id": folder.run_id,
+        "metric": metric,
+        "prompts": len(evaluator.rows),
+        "generations": config.eval_generations,
+        "models": results,
+        "ranking": [r["label"] for r in ranked],
+        "changed": _changes(evaluator.rows, results, per_prompt, metric),
+    }
+
+
+def _changes(rows: list[dict], results: list[dict], scored: list, metric: str) -> list[dict]:
+    """Prompts whose verdict (the metric's mean over its samples, at least 0.5) differs between the reference
+    (the base model when it was named, else the first) and each other model: the first few of each."""
+    if len(results) < 2 or metric not in scored[0].values:
+        return []
+    ref = next((i for i, r in enumerate(results) if r["checkpoint"] == "base"), 0)
+    first = scored[ref].values[metric]
+    out = []
+    for index, (result, other) in enumerate(zip(results, scored)):
+        if index == ref:
+            continue
+        values = other.values[metric]
+        shown = 0
+        for i, row in enumerate(rows):
+            before, after = sum(first[i]) / len(first[i]), sum(values[i]) / len(values[i])
+            if (before >= 0.5) != (after >= 0.5) and shown < SHOWN_CHANGES:
+                shown += 1
+                out.append(
+                    {
+                        "prompt": str(row["prompt"])[:200],
+                        "from": results[ref]["label"],
+                        "to": result["label"],
+                        "before": round(before, 4),
+                        "after": round(after, 4),
+                        "completion_before": scored[ref].completions[i][0][:200],
+                        "completion_after": other.completions[i][0][:200],
+                    }
+                )
+    return out
+
+
+def render(report: dict) -> str:
+    labels = [m["label"] for m in report["models"]]
+    names = list(report["models"][0]["metrics"]) if report["models"] else []
+    stats = [s for s in (report["models"][0]["metrics"][names[0]] if names else {})]
+    width = max([len(label) for label in labels] + [10])
+    lines = [
+        f"run {report['run_id']}: {report['prompts']} held-out prompts x {report['generations']} samples; "
+        f"ranked by {report['metric']}",
+        "metric".ljust(28) + "".join(label.rjust(width + 2) for label in labels),
+    ]
+    for name in names:
+        for stat in stats:
+            cells = []
+            for model in report["models"]:
+                value = model["metrics"].get(name, {}).get(stat)
+                cells.append(("-" if value is None else f"{value:.3f}").rjust(width + 2))
+            lines.append(f"{name} {stat}"[:28].ljust(28) + "".join(cells))
+    lines.append("ranking: " + " > ".join(report["ranking"]))
+    for change in report["changed"]:
+        lines.append(
+            f"changed {change['from']} -> {change['to']}: {change['before']:.2f} -> {change['after']:.2f} "
+            f"{change['prompt']!r}\n    before: {change['completion_before']!r}\n    after:  {change['completion_after']!r}"
+        )
+    return "\n".join(_visible(line) for line in "\n".join(lines).split("\n"))
+
+
+def _visible(text: str) -> str:
+    """A line for the terminal: names from the run folder and the user's code are data, so a control character
+    in one is shown escaped (``\\x1b``), never sent."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainer_core eval")
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--checkpoint", action="append", default=None)
+    parser.add_argument("--dataset", default=None)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        report = evaluate_run(args.run_dir, args.checkpoint or ["base", "best", "final"], args.dataset)
+    except (ConfigError, EnvError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0
