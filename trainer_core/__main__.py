@@ -1,4 +1,8 @@
-"""``python -m trainer_core worker|run RUN_DIR``: the training process, and the run's root process.
+"""``python -m trainer_core worker|run|inspect|merge|eval|tiny-model``: the trainer's processes and commands.
+
+``worker RUN_DIR`` is the training process and ``run`` the run's root process; ``inspect`` is the reward
+inspection before a launch, ``merge`` exports a run's model, ``eval`` scores its checkpoints on the held-out
+set, and ``tiny-model`` builds the offline model the demo and the tests use.
 
 Launchers (``grpo-tui train``, ``launch``, ``accelerate launch``) create the run folder and its
 config.yaml first, then start this entry point on every rank. It never imports Textual. The worker exits 0
@@ -31,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         ("merge", "merge LoRA adapters into the base model / export a run's model"),
         ("inspect", "generate and score completions before training (the reward-inspection gate)"),
         ("eval", "score a run's checkpoints and its base model on the held-out set"),
+        ("tiny-model", "build the tiny offline model the demo and the tests train"),
     ):
         extra = sub.add_parser(name, help=helptext, add_help=False)
         extra.add_argument("rest", nargs=argparse.REMAINDER)
@@ -47,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         from trainer_core.commands.evaluate import main as eval_main
 
         return eval_main(args.rest)
+    if args.command == "tiny-model":
+        from trainer_core.commands.tiny_model_build import main as tiny_model_main
+
+        return tiny_model_main(args.rest)
     if args.command == "run":
         from trainer_core.root.run_root import main as run_main
 
@@ -56,17 +65,17 @@ def main(argv: list[str] | None = None) -> int:
 
     from .contract.config.run_config import ConfigError, RunConfig
     from .contract.run.folder import RunFolder
-    from .contract.run.status import Status
+    from .contract.run.status import EXIT_BAD_INPUT, Status
 
     folder = RunFolder(args.run_dir)
     try:
         config = RunConfig.load(folder.config_file)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     result = run_in_folder(config, folder, echo=args.echo)
     if result.bad_input:
-        return 2  # a mistake in what the user gave, found before training: the run folder names it and the fix
+        return EXIT_BAD_INPUT  # a mistake in what the user gave, found before training: the run folder names it and the fix
     return {Status.COMPLETED: 0, Status.STOPPED: 3}.get(result.status, 1)
 
 

@@ -10,8 +10,7 @@ from grpo_tui.config_flags import config_from_args
 from grpo_tui.services.records.wire import TRAIN_EXTRA, missing_trainer
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import RUNS_DIR_ENV, RunFolder
-
-EXIT_BAD_INPUT = 2
+from trainer_core.contract.run.status import EXIT_BAD_INPUT as EXIT_BAD_INPUT
 
 
 class BadInput(Exception):

@@ -21,7 +21,7 @@ from trainer_core.contract.config.placement import plan
 from trainer_core.contract.config.ports import free_port
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import RunFolder
-from trainer_core.contract.run.status import Status
+from trainer_core.contract.run.status import EXIT_BAD_INPUT, Status
 
 
 def register(sub) -> None:
@@ -41,7 +41,7 @@ def run(args) -> int:
             "error: job-start runs inside a Slurm job (SLURM_JOB_ID is not set); use grpo-tui launch --slurm",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_BAD_INPUT
     restart = slurm_job.restart_count()
     state = folder.read_state()
     status = Status.parse(state.get("status"))

@@ -16,9 +16,10 @@ from grpo_tui.services.lifecycle.supervisor import start_root
 from grpo_tui.services.machine import hardware
 from grpo_tui.services.records.wire import parse_launch_reply
 from trainer_core.contract.config.checks import word_list
+from trainer_core.contract.config.code_refs import is_file_path
 from trainer_core.contract.config.placement import Placement, parse_gpus
 from trainer_core.contract.config.run_config import ConfigError, RunConfig, load_text
-from trainer_core.contract.run.status import Status
+from trainer_core.contract.run.status import EXIT_BAD_INPUT, Status
 
 from ..safe_text import clean, clean_json
 from .common import BadInput, add_host, config_of, needs_trainer
@@ -159,7 +160,7 @@ def missing_files(config: RunConfig) -> list[ConfigError]:
     """The files a config names that are not on this machine (a Hub model id is not a file)."""
     found = []
     module = config.rl_env_module or ""
-    if module.endswith(".py") or os.sep in module:
+    if is_file_path(module):  # a dotted module is found where the run runs
         if not os.path.isfile(os.path.expanduser(module)):
             found.append(
                 ConfigError(
@@ -235,7 +236,7 @@ def dry_run(args) -> int:
             print(f"error: {problem}", file=sys.stderr)
         if not problems:
             print("ok: the run can start here" + "".join(f"\n  note: {n}" for n in notes))
-    return 2 if problems else 0
+    return EXIT_BAD_INPUT if problems else 0
 
 
 def notify_on_stdin(words: list[str], data: bytes | None) -> tuple[list[str], bytes | None]:

@@ -1,7 +1,7 @@
 """``grpo-tui tiny-model``: a tiny causal LM and tokenizer, built offline (tests and the demo use it).
 
-Built in a child process, so this one stays torch-free. The child also decides whether a cached model is
-current (``trainer_core.commands.tiny_model.is_built``), so the format of the cache is known in one place.
+Built in a child process (``python -m trainer_core tiny-model``), so this one stays torch-free. The child also
+decides whether a cached model is current, so the format of the cache is known in one place.
 """
 
 from __future__ import annotations
@@ -14,21 +14,7 @@ from trainer_core.contract.config.user_files import user_cache_dir
 
 from .common import BadInput, needs_trainer
 
-# argv: the folder, 'pretrained' or 'random', then the variant: 'vllm', 'agent' or nothing
-BUILD = (
-    "import sys; from trainer_core.commands.tiny_model import build_tiny_model\n"
-    "v = sys.argv[3:]\n"
-    "print(build_tiny_model(sys.argv[1], pretrain=sys.argv[2] == 'pretrained', for_vllm=v == ['vllm'], "
-    "for_agent=v == ['agent']))"
-)
-# builds the demo's model unless the cache already holds a current one, and says so before it does
-ENSURE = (
-    "import sys; from trainer_core.commands.tiny_model import build_tiny_model, is_built\n"
-    "kind = dict(pretrain=True, for_vllm=sys.argv[2:] == ['vllm'], for_agent=sys.argv[2:] == ['agent'])\n"
-    "if not is_built(sys.argv[1], **kind):\n"
-    "    print(f'building the tiny demo model in {sys.argv[1]} ...', flush=True)\n"
-    "    build_tiny_model(sys.argv[1], **kind)"
-)
+BUILD = [sys.executable, "-m", "trainer_core", "tiny-model"]
 VARIANT_DIRS = {None: "tiny-model", "vllm": "tiny-model-vllm", "agent": "tiny-model-agent"}
 
 
@@ -66,9 +52,12 @@ def run(args) -> int:
         raise BadInput("--for-vllm and --for-agent build different models; choose one")
     if args.random and args.for_agent:
         raise BadInput("--for-agent is a pre-trained model; drop --random")
-    kind = "random" if args.random else "pretrained"
-    variant = ["vllm"] if args.for_vllm else ["agent"] if args.for_agent else []
-    return subprocess.call([sys.executable, "-c", BUILD, str(args.output_dir), kind, *variant])
+    flags = [
+        flag
+        for flag, on in (("--random", args.random), ("--for-vllm", args.for_vllm), ("--for-agent", args.for_agent))
+        if on
+    ]
+    return subprocess.call([*BUILD, str(args.output_dir), *flags])
 
 
 def cached_tiny_model(variant: str | None = None) -> Path:
@@ -76,5 +65,5 @@ def cached_tiny_model(variant: str | None = None) -> Path:
     variant (``"vllm"``: head_dim 32; ``"agent"``: the agentic demo's) is cached apart from it."""
     path = user_cache_dir() / VARIANT_DIRS[variant]
     sys.stdout.flush()
-    subprocess.run([sys.executable, "-c", ENSURE, str(path), *([variant] if variant else [])], check=True)
+    subprocess.run([*BUILD, str(path), "--announce", *([f"--for-{variant}"] if variant else [])], check=True)
     return path

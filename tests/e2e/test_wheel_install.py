@@ -46,6 +46,7 @@ import pytest
 
 from grpo_tui.theming import theme_colors
 from tools.tmux import Tmux
+from trainer_core.contract.config.stack import TRAINING_STACK
 
 from ..helpers import PATTERN_FLAGS, ROOT, wait_for
 from ..remote_hosts import remote, sshd  # noqa: F401
@@ -363,7 +364,7 @@ def test_the_app_opens_on_the_demo_run_with_its_theme(installed, demo_run, tmux)
 # versions of constraints.txt. It watches, lists and stops runs on a host whose own grpo-tui has the trainer.
 
 LIGHT_MAX_BYTES = 250 << 20  # what the app needs is ~100 MiB; torch alone is several times this
-TRAINER = ("torch", "transformers", "trl", "datasets", "peft", "accelerate", "tokenizers")
+TRAINER = (*TRAINING_STACK, "tokenizers")
 LIGHT_TIMEOUT = pytest.mark.timeout(600)
 """Whichever light test runs first installs it: a minute or two on a busy machine, before the test itself."""
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from trainer_core.contract.config.stack import TRAINING_STACK
 from trainer_core.contract.run.events import HealthWarning, RunFinished
 from trainer_core.contract.run.status import Status
 
 from ..helpers import ROOT, cli, events_of, only_run
 
-HEAVY = ("torch", "transformers", "trl", "datasets", "peft")
+HEAVY = TRAINING_STACK
 # every module of these packages is imported, found by walking them, so a new module is covered the day it lands
 LIGHT_PACKAGES = ("grpo_tui", "trainer_core.contract")
 # the run's root process and what it starts a vLLM server with: launched by the app side, so as light
@@ -156,6 +157,7 @@ from trainer_core.contract.run.event_log import EventWriter
 from trainer_core.contract.run.events import Metrics
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.status import Status
+from trainer_core.contract.config.stack import TRAINING_STACK
 
 folder = RunFolder.create(sys.argv[1])
 RunConfig(model="m", rl_env_module="e", rl_env_class="E").save(folder.config_file)
@@ -173,7 +175,7 @@ async def main():
         await pilot.pause(0.5)
 
 asyncio.run(main())
-print("HEAVY", sorted(m for m in ("torch", "transformers", "trl", "datasets", "peft") if m in sys.modules))
+print("HEAVY", sorted(m for m in TRAINING_STACK if m in sys.modules))
 """
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "runs")], capture_output=True, text=True, cwd=ROOT)
     assert "HEAVY []" in out.stdout, out.stdout + out.stderr

@@ -16,7 +16,7 @@ from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.checkpoints import check_checkpoint, check_checkpoints, newest
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.ledger import resolve_checkpoint
-from trainer_core.contract.run.status import Status
+from trainer_core.contract.run.status import EXIT_BAD_INPUT, Status
 
 
 class MergeError(RuntimeError):
@@ -105,7 +105,7 @@ def main(argv: list[str]) -> int:
         record = merge(args.run_dir, args.output, args.checkpoint)
     except MergeError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     kind = "LoRA adapters merged into" if record["lora_merged"] else "full fine-tune exported from"
     print(f"{kind} {record['source']} -> {args.output}")
     return 0

@@ -20,6 +20,8 @@ from functools import partial
 from pathlib import Path
 from typing import cast
 
+from trainer_core.commands.demo_prompts import INSTRUCTIONS, PRICES, REQUESTS, ROOMS
+
 SPECIAL_TOKENS = ["<|pad|>", "<|end|>", "<|system|>", "<|user|>", "<|assistant|>", "<|tool|>", "<|unk|>"]
 
 # Renders a whole tool-calling conversation (TRL's supports_tool_calling): each tool in one line (its name, its
@@ -134,17 +136,6 @@ MARKER = ".grpo-tui-tiny-model"
 FORMAT_VERSION = 4  # raise it whenever the weights change, so cached models are rebuilt
 AGENT_FORMAT_VERSION = 1  # the same for the agent model alone
 
-# the demo environment's instructions (grpo_tui/resources/demo/pattern_env.py), with the letter filled in
-INSTRUCTIONS = (
-    "Write the letter {t} many times:",
-    "Repeat {t} again and again:",
-    "Type {t} over and over:",
-    "Say {t} {t} {t} and keep going:",
-    "Fill the line with {t}:",
-    "Only write {t}, nothing else:",
-    "Print {t} {n} times:",
-    "Give me a row of {t}:",
-)
 OBEY_SHARE = 0.08  # share of answers that do what the instruction says
 _DETERMINERS = "the the the this that one a".split()
 _ADJECTIVES = "good bad great small large red green blue cheap fast slow".split()
@@ -181,16 +172,9 @@ def pretraining_corpus(size: int, seed: int = 0) -> list[str]:
     return texts
 
 
-# The demo agent's hotel (grpo_tui/resources/demo/hotel_agent_env.py), as its transcripts show it; a test keeps
-# these equal to the environment's own rooms, requests and tool schemas (transformers' get_json_schema of its tools).
-AGENT_ROOMS = ("cheap", "large", "city")
-AGENT_PRICES = {"cheap": 60, "large": 110, "city": 150}
-AGENT_REQUESTS = (
-    "Book a {room} room for {nights} nights.",
-    "I need a {room} room for {nights} nights.",
-    "Please book me a {room} room for {nights} nights.",
-    "Can you get me a {room} room, {nights} nights?",
-)
+# The demo agent's hotel (grpo_tui/resources/demo/hotel_agent_env.py), as its transcripts show it: its rooms and
+# requests are demo_prompts'; a test keeps the tool schemas equal to the environment's (transformers' get_json_schema).
+AGENT_ROOMS, AGENT_PRICES, AGENT_REQUESTS = ROOMS, PRICES, REQUESTS
 _ROOM_ARG = {"type": "string", "description": "The room type: cheap, large or city."}
 AGENT_TOOLS = [
     {

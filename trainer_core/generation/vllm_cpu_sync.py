@@ -27,6 +27,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from trainer_core.contract.config.stack import TRL_CHECKED, UNTRIED_TRL_ENV, trl_is_checked, untried_trl
 from trainer_core.contract.config.user_files import user_cache_dir
 
 NO_SYNC_ENV = "GRPO_TUI_VLLM_NO_SYNC"
@@ -115,11 +116,38 @@ def cpu_sync_weights(generation) -> None:
     generation.llm.reset_prefix_cache()
 
 
-def install(trainer) -> str | None:
-    """Replace the trainer's colocate sync where it must be: what was done ("cpu", "off"), or None (untouched)."""
-    generation = getattr(trainer, "vllm_generation", None)
-    if generation is None or getattr(generation, "mode", None) != "colocate":
+class SyncError(RuntimeError):
+    """The CPU weight sync cannot be installed on this TRL: the run must not train with an engine left unsynced."""
+
+
+def _needs(obj, names: tuple[str, ...], where: str) -> None:
+    missing = [n for n in names if not hasattr(obj, n)]
+    if missing:
+        raise SyncError(
+            f"the colocate weight sync for vLLM's CPU build needs {where}.{', '.join(missing)}, which this TRL "
+            f"({_trl_version()}) lacks: a run without it would train while the engine generates from the initial "
+            f"weights. Install trl>={TRL_CHECKED[0]},<{TRL_CHECKED[1]}, or use --vllm-mode server."
+        )
+
+
+def _trl_version() -> str:
+    try:
+        return importlib.metadata.version("trl")
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def install(trainer, mode: str = "colocate") -> str | None:
+    """Replace the trainer's colocate sync where it must be: what was done ("cpu", "off"), or None (untouched:
+    server mode, or a GPU, where TRL's own sync runs). SyncError, before training, when this TRL's trainer has
+    no colocated engine where one was asked for (``mode``), or lacks what the CPU sync calls."""
+    if mode != "colocate":
         return None
+    _needs(trainer, ("vllm_generation",), "GRPOTrainer")
+    generation = trainer.vllm_generation
+    _needs(generation, ("mode", "sync_weights", "llm"), "vllm_generation")
+    if generation.mode != "colocate":
+        raise SyncError(f"--vllm-mode colocate was asked for, and TRL's engine runs in mode {generation.mode!r}")
     if os.environ.get(NO_SYNC_ENV) == "1":
         generation.sync_weights = lambda: generation.llm.reset_prefix_cache()
         log.warning("%s=1: the vLLM weight sync is off; the engine generates with the initial weights", NO_SYNC_ENV)
@@ -129,6 +157,9 @@ def install(trainer) -> str | None:
     version = vllm_version()
     if torch.cuda.is_available() or not is_cpu_build(version):
         return None
+    _needs(generation, ("_iter_named_params",), "vllm_generation")
+    if os.environ.get(UNTRIED_TRL_ENV) != "1" and not trl_is_checked(_trl_version()):
+        raise SyncError(untried_trl(_trl_version(), "the colocate weight sync for vLLM's CPU build"))
     if not supported(version):
         raise RuntimeError(
             f"vLLM {version} (CPU build): the colocate weight sync on a CPU is known to work with vLLM "

@@ -15,16 +15,15 @@ import sys
 import time
 from pathlib import Path
 
+from trainer_core.contract.config.code_refs import is_file_path, parse_code_ref
 from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.config.stack import RECORDED_VERSIONS
 from trainer_core.contract.run.folder import RunFolder, write_json_atomic
-from trainer_core.environment.user_env import looks_like_file
-
-PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "vllm", "grpo-tui")
 
 
 def package_versions() -> dict[str, str | None]:
     versions = {}
-    for name in PACKAGES:
+    for name in RECORDED_VERSIONS:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
@@ -36,7 +35,7 @@ def environment_source(config: RunConfig) -> dict:
     """The environment module's file and the sha256 of its source (found the way the loader finds it)."""
     spec = config.rl_env_module or ""
     path = None
-    if looks_like_file(spec):
+    if is_file_path(spec):
         path = Path(spec).expanduser().resolve()
     else:
         module = sys.modules.get(spec)
@@ -63,10 +62,10 @@ def dataset_sources(config: RunConfig) -> dict:
         dataset.update(_file_digest(Path(config.dataset)))
     rewards = []
     for name, weight in config.reward_funcs.items():
-        path, sep, _ = name.rpartition(":")
+        ref = parse_code_ref(name)
         entry = {"name": name, "weight": weight}
-        if sep and path.endswith(".py"):
-            entry.update(_file_digest(Path(path)))
+        if ref is not None and ref.file:
+            entry.update(_file_digest(Path(ref.file)))
         rewards.append(entry)
     return {"dataset": dataset, "reward_funcs": rewards}
 

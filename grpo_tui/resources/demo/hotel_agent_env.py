@@ -25,17 +25,10 @@ import random
 
 from datasets import Dataset
 
-# room types whose names the tiny demo model's tokenizer holds as single tokens, so copying one is one step
-ROOMS = ("cheap", "large", "city")
-PRICES: dict[str, int] = {"cheap": 60, "large": 110, "city": 150}
-MAX_NIGHTS = 14
+from trainer_core.commands.demo_prompts import PRICES, REQUESTS, ROOMS
 
-REQUESTS = (
-    "Book a {room} room for {nights} nights.",
-    "I need a {room} room for {nights} nights.",
-    "Please book me a {room} room for {nights} nights.",
-    "Can you get me a {room} room, {nights} nights?",
-)
+# the rooms, prices and requests the tiny demo model was pre-trained on
+MAX_NIGHTS = 14
 
 CREDIT_BOOKED = 1.0
 CREDIT_OTHER_NIGHTS = 0.6

@@ -17,16 +17,9 @@ from __future__ import annotations
 
 from datasets import Dataset
 
-_TEMPLATES = (
-    "Write the letter {t} many times:",
-    "Repeat {t} again and again:",
-    "Type {t} over and over:",
-    "Say {t} {t} {t} and keep going:",
-    "Fill the line with {t}:",
-    "Only write {t}, nothing else:",
-    "Print {t} {n} times:",
-    "Give me a row of {t}:",
-)
+from trainer_core.commands.demo_prompts import INSTRUCTIONS
+
+_TEMPLATES = INSTRUCTIONS  # the tiny demo model is pre-trained on the same instructions
 
 
 def pattern_prompts(target: str, num_prompts: int) -> list[str]:

@@ -13,10 +13,10 @@ from trainer_core.contract.health.monitor import Thresholds
 from trainer_core.contract.health.stall import stall_warning
 from trainer_core.contract.run.disk import Usage, human
 from trainer_core.contract.run.events import HealthWarning, warning
-
-__all__ = ["disk_space_warning", "stall_warning"]
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
+
+__all__ = ["disk_space_warning", "stall_warning"]
 
 
 def disk_space_warning(

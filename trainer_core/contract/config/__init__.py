@@ -3,7 +3,7 @@
 Owns RunConfig (``run_config``) and its checks with their messages (``checks``, ``tool_specs``,
 ``slurm_settings``), the names of its TRL keys (``trl_names``), placement on GPUs and processes
 (``placement``, ``ports``), the hardware and disk preflights (``hardware``, ``disk_estimate``), the key of a
-reward inspection (``inspection_key``), notify URLs as a config value (``notify_urls``: checked, masked, kept
+reward inspection (``inspection_key``), the training stack by name and the TRL releases checked (``stack``), notify URLs as a config value (``notify_urls``: checked, masked, kept
 out of config.yaml) and the user's own settings files (``user_files``).
 
 May import: ``run/``, ``health/`` (the thresholds ``--health`` sets, the rules ``--stop-on`` names), the

@@ -38,9 +38,13 @@ class Status(ValueEnum):
         return new is self or new in TRANSITIONS[self]
 
 
+EXIT_BAD_INPUT = 2
+"""The exit code of every command, the trainer's included, for a mistake in what the user gave (a flag, a
+config, an environment, a dataset): refused before anything ran, with the field, the value and the fix."""
+
 EXIT_CODES = {Status.COMPLETED: 0, Status.STOPPED: 3}
 """How a run's processes exit when it ended so (``grpo-tui train``, a run's root on every machine); a failed run
-exits non-zero, 1 unless its launcher said more; 2 is kept for bad input."""
+exits non-zero, 1 unless its launcher said more; EXIT_BAD_INPUT is kept for bad input."""
 
 
 def exit_code(status: Status | None, launcher: int) -> int:
