@@ -1,7 +1,9 @@
 """``grpo-tui export RUN``: hand a run's settings back as a file another tool, or grpo-tui, can run again.
 
 ``--format trl`` writes the `trl grpo --config` recipe of a dataset + reward-functions run
-(``grpo_tui/services/trl_export.py``), ``--format grpo-tui`` grpo-tui's own config. Converting is
+(``grpo_tui/services/trl_export.py``), ``--format grpo-tui`` grpo-tui's own config. Without ``--format`` every run
+exports: the recipe where TRL can express the run, else (an environment run) grpo-tui's config, with a note
+saying why. Converting is
 pure contract-level code: this command needs neither torch nor TRL. With ``--host`` the run is read on
 that host and the file, with ``--output``, written here.
 """
@@ -19,6 +21,7 @@ from trainer_core.contract.run.ledger import resolve_checkpoint
 from .common import BadInput, add_host, add_run_ref, resolve, run_config
 
 FORMATS = ("trl", "grpo-tui")
+AUTO = "auto"
 
 
 def register(sub) -> None:
@@ -27,17 +30,19 @@ def register(sub) -> None:
         help="print a run's settings as a trl grpo recipe or as a grpo-tui config",
         description="Print (or write, with --output) a run's settings: --format trl gives the YAML that `trl grpo "
         "--config` accepts (dataset + reward-function runs; what TRL has no key for is listed in its header), "
-        "--format grpo-tui the config `grpo-tui train --config` accepts. Exit code: 0 written, 2 bad input or a run "
-        "TRL cannot express (an environment run).",
+        "--format grpo-tui the config `grpo-tui train --config` accepts; by default the first where TRL can express "
+        "the run, else the second, with a note. Exit code: 0 written, 2 bad input or, with --format trl, a run TRL "
+        "cannot express (an environment run).",
     )
     add_run_ref(parser)
     add_host(parser)
     parser.add_argument(
         "--format",
         dest="export_format",
-        choices=FORMATS,
-        default="trl",
-        help="trl: a trl grpo recipe (default); grpo-tui: grpo-tui's own config",
+        choices=(AUTO, *FORMATS),
+        default=AUTO,
+        help="trl: a trl grpo recipe; grpo-tui: grpo-tui's own config; auto (default): the recipe when TRL can "
+        "express the run, else grpo-tui's config",
     )
     parser.add_argument("--output", type=Path, default=None, metavar="FILE", help="write it to FILE instead of stdout")
     parser.add_argument(
@@ -70,6 +75,14 @@ def text_for(config: RunConfig, run_id: str, export_format: str) -> str:
     try:
         text, notes = recipe_text(config, run_id)
     except ConfigError as exc:
+        if export_format == AUTO:
+            print(
+                f"note: run {run_id} is not a dataset + reward-functions run, the only kind `trl grpo` can run "
+                f"({exc.field}): this is grpo-tui's own config, which `grpo-tui train --config` runs "
+                "(--format trl says why TRL cannot)",
+                file=sys.stderr,
+            )
+            return own_config_text(config)
         raise BadInput(str(exc)) from None
     for note in notes:
         print(f"note: {note}", file=sys.stderr)

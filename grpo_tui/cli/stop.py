@@ -39,15 +39,16 @@ def run(args) -> int:
     from .remote import executors, find
 
     run = find(args)  # a run here: with --host the command line was handed to that host's own grpo-tui
-    if not args.json and not args.force:
+    local = executors(args).local
+    if not args.json and not args.force and local.status(run).is_live:  # a finished run gets only the outcome
         print(
             f"stopping run {clean(run.run_id)}: finishing the current step and saving a checkpoint "
             f"(up to {args.timeout:.0f}s, then forced) ...",
             flush=True,
         )
-    outcome = executors(args).local.stop(run, force=args.force, timeout=args.timeout)
+    outcome = local.stop(run, force=args.force, timeout=args.timeout)
     if args.json:
-        print(json.dumps(outcome.to_wire()))  # what a remote caller parses (executors/wire.parse_stop_reply)
+        print(json.dumps(outcome.to_wire()))  # what a remote caller parses (StopOutcome.from_wire)
         if outcome.refused:
             print(f"error: {clean(outcome.message)}", file=sys.stderr)
     else:

@@ -32,9 +32,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from rich.console import Console
-
-    from grpo_tui.services.stream.live_view import watch
+    from grpo_tui.services.stream.live_view import plain_console, watch
 
     from ..executors.base import ExecutorError
     from ..executors.watched_run import wait_ready
@@ -51,13 +49,13 @@ def run(args) -> int:
             if args.once:
                 copy.sync()
                 watch(copy.folder, once=True)
-                Console().print(eval_panel(copy.folder))
+                plain_console().print(eval_panel(copy.folder))
                 return 0
             copy.start()
             try:
                 wait_ready(copy, ex, run)
                 watch(copy.folder)
-                Console().print(eval_panel(copy.folder))
+                plain_console().print(eval_panel(copy.folder))
             finally:
                 copy.stop()
         except KeyboardInterrupt:

@@ -129,12 +129,14 @@ def test_stop_during_training_checkpoints_and_leaves_nothing(tiny_model, runs_di
     result = cli("stop", handle.run_id[:12], "--runs-dir", str(runs_dir))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "stopped gracefully" in result.stdout and "no process of the run is left" in result.stdout
+    assert "finishing the current step and saving a checkpoint" in result.stdout
     final = handle.events(EventType.RUN_FINISHED)[-1]
     assert isinstance(final, RunFinished) and final.status is Status.STOPPED and handle.status() is Status.STOPPED
     assert (handle.path / "checkpoints" / f"checkpoint-{final.step}" / "model.safetensors").exists()
     assert_nothing_left(handle)
     again = cli("stop", handle.run_id, "--runs-dir", str(runs_dir))
     assert again.returncode == 0 and "is not running (status: stopped)" in again.stdout
+    assert "finishing the current step" not in again.stdout  # nothing announced for a run that has ended
 
 
 def test_a_trainer_ignoring_sigterm_is_killed_with_its_own_session_child(tiny_model, runs_dir, tmp_path):

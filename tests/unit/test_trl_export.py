@@ -165,13 +165,18 @@ def test_export_command(tmp_path, runs_dir):
 
     env_run = RunFolder.create(runs_dir)
     RunConfig(model="m", rl_env_module="e.py", rl_env_class="E").save(env_run.config_file)
-    result = cli("export", env_run.run_id, "--runs-dir", str(runs_dir))
+    result = cli("export", env_run.run_id, "--format", "trl", "--runs-dir", str(runs_dir))
     assert result.returncode == 2
     assert "no environment concept" in result.stderr and "Python API" in result.stderr
     own = cli("export", env_run.run_id, "--format", "grpo-tui", "--runs-dir", str(runs_dir))
     assert own.returncode == 0 and RunConfig.from_dict(yaml.safe_load(own.stdout)) == RunConfig.load(
         env_run.config_file
     )
+    # the default exports every run: an environment run as grpo-tui's config, saying why
+    default = cli("export", env_run.run_id, "--runs-dir", str(runs_dir))
+    assert default.returncode == 0, default.stderr
+    assert default.stdout == own.stdout
+    assert "not a dataset + reward-functions run" in default.stderr and "grpo-tui train --config" in default.stderr
     data_run = RunFolder.create(runs_dir)
     ROUND_TRIP[1].save(data_run.config_file)
     out = tmp_path / "exported.yaml"

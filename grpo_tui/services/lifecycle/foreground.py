@@ -37,9 +37,7 @@ from trainer_core.contract.run.events import (
     format_metrics_line,
 )
 from trainer_core.contract.run.folder import RunFolder
-from trainer_core.contract.run.status import EXIT_CODES, Status
-
-EXIT_BAD_INPUT = 2
+from trainer_core.contract.run.status import EXIT_BAD_INPUT, EXIT_CODES, Status
 
 
 class EventPrinter:
@@ -61,7 +59,7 @@ class EventPrinter:
             for part in parts:
                 piece, style = part if isinstance(part, tuple) else (part, "")
                 text.append(clean(piece), style=style)
-            self.console.print(text, highlight=False)
+            self.console.print(text, highlight=False, soft_wrap=True)  # one line per event, whatever the width
 
         if isinstance(event, RunStarted):
             self.total = event.max_steps if event.max_steps and event.max_steps > 0 else None

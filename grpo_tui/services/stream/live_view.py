@@ -297,6 +297,13 @@ def _footer(snap: Snapshot) -> Text | None:
     return None
 
 
+def plain_console() -> Console:
+    """The console of ``watch`` and its eval table: on a terminal Rich's own; in a pipe or a file one that never
+    wraps a line (grep and awk read one line at a time, whatever width a terminal would have had)."""
+    console = Console()
+    return console if console.is_terminal else Console(soft_wrap=True)
+
+
 def watch(folder: RunFolder, console: Console | None = None, refresh: float = 0.5, once: bool = False) -> Status:
     """Show the run live until it is no longer live; returns its status then.
 
@@ -304,7 +311,7 @@ def watch(folder: RunFolder, console: Console | None = None, refresh: float = 0.
     line. On a console that is not a terminal (a pipe, a file) the first frame is followed by one line per new
     event. Ctrl-C leaves the view (the run goes on) and returns the current status.
     """
-    console = console or Console()
+    console = console or plain_console()
     view = RunView(folder)
     if view.skipped:
         console.print(_skipped_line(view.skipped), soft_wrap=True)
