@@ -198,3 +198,14 @@ def test_a_slurm_runs_signal_reason_survives_a_bad_state_and_stop_file(tmp_path,
     assert slurm_job.signal_reason(folder.path, signal.SIGTERM) == slurm_job.TIME_LIMIT
     folder.stop_file.write_text('{"reason": "preempted"}')
     assert slurm_job.signal_reason(folder.path, signal.SIGTERM) == slurm_job.PREEMPTED
+
+
+def test_a_term_that_follows_a_stop_request_keeps_who_asked(tmp_path, monkeypatch):
+    import signal
+
+    monkeypatch.delenv(slurm_job.JOB_ID_ENV, raising=False)
+    folder = RunFolder.create(tmp_path, IDS[0])
+    assert slurm_job.signal_reason(folder.path, signal.SIGTERM) == "SIGTERM received"
+    folder.request_stop("grpo-tui app")
+    assert slurm_job.signal_reason(folder.path, signal.SIGTERM) == "stop file: grpo-tui app"
+    assert slurm_job.signal_reason(folder.path, signal.SIGINT) == "SIGINT received"

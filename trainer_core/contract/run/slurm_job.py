@@ -95,14 +95,17 @@ def stop_reason(end_time: float | None, grace: float, now: float | None = None) 
 
 
 def signal_reason(run_dir: str | os.PathLike, signum: int) -> str:
-    """Why a signal stops the run in ``run_dir``: inside a Slurm job a TERM is ``time_limit`` or
-    ``preempted``; otherwise the signal's name."""
-    if job_id() is None or signum != signal.SIGTERM:
+    """Why a signal stops the run in ``run_dir``: a TERM that follows a stop asked for through grpo-tui (the stop
+    file names who asked, then the supervisor's TERM or scancel's arrives) keeps that request's reason; else inside
+    a Slurm job a TERM is ``time_limit`` or ``preempted``; otherwise the signal's name."""
+    if signum != signal.SIGTERM:
         return f"{signal.Signals(signum).name} received"
     folder = RunFolder(Path(run_dir))
-    asked = folder.stop_reason()  # a stop asked for through grpo-tui (stop file, then scancel's TERM) keeps it
+    asked = folder.stop_reason()
     if asked is not None:
         return asked if asked in (TIME_LIMIT, PREEMPTED) else f"stop file: {asked}"
+    if job_id() is None:
+        return f"{signal.Signals(signum).name} received"
     try:
         grace = float(os.environ.get(GRACE_ENV) or 0)
     except ValueError:
