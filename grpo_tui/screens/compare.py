@@ -2,10 +2,11 @@
 
 The charts are the monitor's braille charts with one series per run (``widgets/overlay_chart.py``): reward,
 reward_std and KL, and a fourth that ``m`` pages through the other metrics the runs logged. Zoom (``+``/``-``,
-``0``, the mouse wheel) and the cursor (``[``/``]``, a click, ``c`` to hide it) act on every chart at once, as
-in the monitor; the legend reads each run's values under the cursor. ``e`` turns the fourth chart to the held-out evaluation:
-each run's eval series of one held-out metric (its mean at each eval, the baseline at step 0 included), and
-``m`` then pages through the held-out metrics the runs measured; ``e`` again goes back to training metrics.
+``0``, the mouse wheel) and the cursor (``[``/``]``, a click, ``c`` to hide it) act on every chart at once: they
+are the monitor's grid's controls (``ChartControls``); the legend reads each run's values under the cursor.
+``e`` turns the fourth chart to the held-out evaluation: each run's eval series of one held-out metric (its
+mean at each eval, the baseline at step 0 included), and ``m`` then pages through the held-out metrics the
+runs measured; ``e`` again goes back to training metrics.
 
 A worker reads each run once into a ``RunStream`` and answers every request for snapshots (a zoom, a new
 width) from those streams: the streams stay in the worker's hands (one request at a time, ``exclusive``), and
@@ -34,8 +35,7 @@ from trainer_core.contract.run.events import Eval
 from trainer_core.contract.run.folder import RunFolder
 
 from ..safe_text import clean_line
-from ..widgets import chart_messages
-from ..widgets.chart_grid import MAIN_CHARTS, extra_keys, zoomed
+from ..widgets.chart_grid import MAIN_CHARTS, ChartControls, extra_keys
 from ..widgets.overlay_chart import OverlayChart, reading, series_colour
 
 # the metrics the screen could chart before the runs are read (``m`` then pages through what they logged)
@@ -51,7 +51,7 @@ class RunLabel:
     detail: str
 
 
-class CompareScreen(Screen):
+class CompareScreen(ChartControls, Screen):
     BINDINGS = [
         Binding("m", "next_metric", "Next metric"),
         Binding("e", "held_out", "Held-out"),
@@ -91,10 +91,7 @@ class CompareScreen(Screen):
         self.extra_index = 0
         self.held_out_keys: tuple[str, ...] = ()  # a chart key per held-out metric any run measured
         self.showing_held_out = False  # the fourth chart shows a held-out metric
-        self.window: int | None = None
-        self.cursor: int | None = None
         self._serial = 0
-        self._want_pending = False
         self._streams: list[RunStream] | None = None  # the worker's alone
         self._evals: list[dict[int, Eval]] = []  # each run's evals by step, the worker's alone
 
@@ -126,14 +123,8 @@ class CompareScreen(Screen):
 
     # -- reading the runs -------------------------------------------------------------------------------
 
-    def want(self) -> None:
-        """Ask for snapshots at the charts' widths once the layout has settled."""
-        if not self._want_pending:
-            self._want_pending = True
-            self.call_after_refresh(self._post_want)
-
-    def _post_want(self) -> None:
-        self._want_pending = False
+    def _request(self) -> None:
+        """Ask for snapshots at the charts' widths (``want`` calls this once the layout has settled)."""
         self._serial += 1
         extra = self.query_one("#chart-extra", OverlayChart)
         extra.key = self.extra_key
@@ -177,7 +168,6 @@ class CompareScreen(Screen):
             key = chart.key
             if chart.id == "chart-extra":
                 chart.title = f"{key}  [m: next · e: {'training' if self.showing_held_out else 'held-out'}]"
-                chart.border_title = Content(clean_line(chart.title))
                 chart.empty_message = (
                     "no run here has a held-out set" if key == HELD_OUT else f"no run here logged {key}"
                 )
@@ -217,44 +207,21 @@ class CompareScreen(Screen):
         self.showing_held_out, self.extra_index = not self.showing_held_out, 0
         self.want()
 
-    def _lead(self) -> OverlayChart:
-        return self.query_one("#chart-reward", OverlayChart)
+    # zoom and the cursor: the monitor's grid's controls (``ChartControls``), on these keys
+    action_zoom = ChartControls.zoom
+    action_cursor = ChartControls.move_cursor
+    action_hide_cursor = ChartControls.hide_cursor
 
-    def action_zoom(self, direction: int) -> None:
-        span = self._lead().domain() or next((c.domain() for c in self.charts if c.domain()), None)
-        total = max((s.end_step or 0 for c in self.charts for s in c.drawn), default=0)
-        shown = None
-        if span is not None:
-            first = min(s.steps[0] for c in self.charts for s in c.drawn)
-            shown = min(span[1], total) - max(span[0], first) + 1
-        window = zoomed(self.window, shown, total, direction)
-        if window != self.window:
-            self.window = window
-            self.want()
-
-    def action_cursor(self, cells: int) -> None:
-        chart = self._lead() if self._lead().has_data else next((c for c in self.charts if c.has_data), None)
-        if chart is None:
-            return
-        self.cursor = chart.step_beside(self.cursor, cells if self.cursor is not None else 0)
-        self.draw()
-
-    def action_hide_cursor(self) -> None:
-        self.cursor = None
-        self.draw()
-
-    def on_chart_needs_data(self, message: chart_messages.NeedsData) -> None:
-        message.stop()
-        self.want()
-
-    def on_chart_zoom(self, message: chart_messages.Zoom) -> None:
-        message.stop()
-        self.action_zoom(message.direction)
-
-    def on_chart_pointed(self, message: chart_messages.Pointed) -> None:
-        message.stop()
-        self.cursor = message.step
-        self.draw()
+    def _extent(self) -> tuple[int | None, int]:
+        """The steps zoom is measured on: those the reward chart spans (or the first chart with data), less
+        what lies outside every run's steps; and the newest step of any run."""
+        charts = self.charts
+        span = next((span for chart in charts if (span := chart.domain()) is not None), None)
+        total = max((s.end_step or 0 for c in charts for s in c.drawn), default=0)
+        if span is None:
+            return None, total
+        first = min(s.steps[0] for c in charts for s in c.drawn)
+        return min(span[1], total) - max(span[0], first) + 1, total
 
 
 def _label(path: Path) -> RunLabel:

@@ -1,15 +1,17 @@
 """The monitor's four charts, which share one x range, one cursor and one smoothing switch.
 
 Zooming, the cursor and EMA act on every chart together, like a tracker's panel of plots, so their state
-lives here rather than in each chart. The grid never reads a run: it says which snapshots it wants
-(``Wanted``: a width per metric and the window of steps) and draws the ``ChartData`` its screen gets
-back from the reader. The held-out evals its screen hands it (``set_evals``) are few: the grid keeps them and
+lives here rather than in each chart. Zoom and the cursor are ``ChartControls``, which the compare screen
+uses too: the keys, the mouse wheel and a click act alike on both screens' charts. The grid never reads a
+run: it says which snapshots it wants (``Wanted``: a width per metric and the window of steps) and draws the
+``ChartData`` its screen gets back from the reader. The held-out evals its screen hands it (``set_evals``) are few: the grid keeps them and
 overlays one metric of them on the reward chart, the one ``next_eval_metric`` pages to (``v``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Grid
@@ -19,7 +21,13 @@ from grpo_tui.services.stream.folded import EMPTY_CHARTS, TOOL_METRICS, ChartDat
 from trainer_core.contract.run.events import Eval
 
 from . import chart_messages
+from .chart_base import ChartBase
 from .metric_chart import MetricChart
+
+if TYPE_CHECKING:
+    from textual.widget import Widget as _Host  # what the controls are mixed into: a widget or a screen
+else:
+    _Host = object
 
 MAIN_CHARTS = (("reward", "reward"), ("reward_std", "reward_std"), ("kl", "KL"))
 MAIN_KEYS = frozenset(key for key, _ in MAIN_CHARTS)
@@ -59,7 +67,74 @@ def zoomed(window: int | None, shown: int | None, total: int, direction: int) ->
     return larger[0] if larger else None
 
 
-class ChartGrid(Grid):
+class ChartControls(_Host):
+    """Zoom and the cursor of a set of charts drawn together (the ``ChartBase`` widgets under it): one window
+    of steps and one cursor for all of them. Mixed into the monitor's ``ChartGrid`` and the compare screen,
+    which say what they draw through three hooks: ``draw`` (every chart again, from the state here),
+    ``_request`` (ask for snapshots at the charts' widths over ``window``) and ``_extent`` (the steps shown
+    and the last step, which zooming is measured on)."""
+
+    window: int | None = None  # the newest steps shown; None: every step
+    cursor: int | None = None  # a step
+    _want_pending = False
+
+    def draw(self) -> None:
+        """Draw every chart again from the state here (window, cursor) and the snapshots last received."""
+        raise NotImplementedError
+
+    def _request(self) -> None:
+        """Ask for snapshots at the charts' widths over ``window`` (``want`` calls it once the layout settles)."""
+        raise NotImplementedError
+
+    def _extent(self) -> tuple[int | None, int]:
+        """How many steps are on screen (None: none) and the newest step: what zooming is measured on."""
+        raise NotImplementedError
+
+    def want(self) -> None:
+        """Ask for new snapshots once, after the layout settles (the charts resize together)."""
+        if not self._want_pending:
+            self._want_pending = True
+            self.call_after_refresh(self._post_want)
+
+    def _post_want(self) -> None:
+        self._want_pending = False
+        self._request()
+
+    def zoom(self, direction: int) -> None:
+        """Show about half (1) or twice (-1) the steps, keeping the newest; 0 shows every step."""
+        window = zoomed(self.window, *self._extent(), direction)
+        if window != self.window:
+            self.window = window
+            self.want()
+
+    def move_cursor(self, cells: int) -> None:
+        """Put the cursor on the newest step, or move it by ``cells`` cells, as the first chart with data
+        (the reward chart, unless it has none) reads steps."""
+        chart = next((c for c in self.query(ChartBase) if c.has_data), None)
+        if chart is None:
+            return
+        self.cursor = chart.step_beside(self.cursor, cells if self.cursor is not None else 0)
+        self.draw()
+
+    def hide_cursor(self) -> None:
+        self.cursor = None
+        self.draw()
+
+    def on_chart_needs_data(self, message: chart_messages.NeedsData) -> None:
+        message.stop()
+        self.want()
+
+    def on_chart_zoom(self, message: chart_messages.Zoom) -> None:
+        message.stop()
+        self.zoom(message.direction)
+
+    def on_chart_pointed(self, message: chart_messages.Pointed) -> None:
+        message.stop()
+        self.cursor = message.step
+        self.draw()
+
+
+class ChartGrid(ChartControls, Grid):
     DEFAULT_CSS = """
     ChartGrid { grid-size: 2 2; grid-gutter: 0 1; }
     """
@@ -79,10 +154,7 @@ class ChartGrid(Grid):
         self.markers: tuple[int, ...] = ()
         self.extra_keys: list[str] = []
         self.extra_index = 0
-        self.window: int | None = None
-        self.cursor: int | None = None
         self.smooth = False
-        self._want_pending = False
         self.evals: tuple[Eval, ...] = ()  # by step
         self.eval_keys: list[str] = []  # the held-out metrics the reward chart can overlay (``NAME``, ``NAME/pass@K``)
         self.eval_index = 0
@@ -173,64 +245,21 @@ class ChartGrid(Grid):
             chart.title = f"{extra}  [m: next]"
             chart.show(data.get(extra), self.markers, cursor=self.cursor, smooth=self.smooth)
 
-    def want(self) -> None:
-        """Ask for new snapshots once, after the layout settles (the four charts resize together)."""
-        if not self._want_pending:
-            self._want_pending = True
-            self.call_after_refresh(self._post_want)
-
-    def _post_want(self) -> None:
-        self._want_pending = False
+    def _request(self) -> None:
         self.post_message(self.Wanted(self.widths(), self.window))
 
-    # -- zoom, cursor, smoothing ----------------------------------------------------------------------------
-
-    def _reward_chart(self) -> MetricChart:
-        return self.query_one("#chart-reward", MetricChart)
+    # -- zoom and smoothing -------------------------------------------------------------------------------
 
     def _lead(self):
         """The snapshot zoom is measured on: reward's, or the first there is."""
         return self.data.get("reward") or next(iter(self.data.series.values()), None)
 
-    def _shown_steps(self) -> int | None:
+    def _extent(self) -> tuple[int | None, int]:
         series = self._lead()
-        if series is None or not series.steps:
-            return None
-        return series.end_step - series.steps[0] + 1
-
-    def zoom(self, direction: int) -> None:
-        """Show about half (1) or twice (-1) the steps, keeping the newest; 0 shows every step."""
-        window = zoomed(self.window, self._shown_steps(), self._total_steps(), direction)
-        if window != self.window:
-            self.window = window
-            self.want()
-
-    def _total_steps(self) -> int:
-        series = self._lead()
-        return series.end_step if series is not None and series.end_step is not None else 0
-
-    def move_cursor(self, cells: int) -> None:
-        """Put the cursor on the newest step, or move it by ``cells`` cells."""
-        self.cursor = self._reward_chart().step_beside(self.cursor, cells if self.cursor is not None else 0)
-        self.draw()
-
-    def hide_cursor(self) -> None:
-        self.cursor = None
-        self.draw()
+        if series is None or series.end_step is None or not series.steps:
+            return None, 0
+        return series.end_step - series.steps[0] + 1, series.end_step
 
     def toggle_smooth(self) -> None:
         self.smooth = not self.smooth
-        self.draw()
-
-    def on_chart_needs_data(self, message: chart_messages.NeedsData) -> None:
-        message.stop()
-        self.want()
-
-    def on_chart_zoom(self, message: chart_messages.Zoom) -> None:
-        message.stop()
-        self.zoom(message.direction)
-
-    def on_chart_pointed(self, message: chart_messages.Pointed) -> None:
-        message.stop()
-        self.cursor = message.step
         self.draw()

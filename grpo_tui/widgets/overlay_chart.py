@@ -1,13 +1,15 @@
 """One metric of several runs on one braille chart, each run in its own colour: what the compare screen draws.
 
 It is the monitor's chart (``metric_chart.py``) with more than one series: the same blocks (each block's
-min, max and mean, so a one-step spike still shows), the same rasteriser (``chart_raster.py``), the same
-axes in round numbers, zoom windows and cursor. The runs share one x range (from the first step any of
-them logged to the last) and one y range. Each run is rasterised on its own and the cells are merged: a
-cell shows every run's dots, in the colour of the first run (in legend order) that has dots there.
+min, max and mean, so a one-step spike still shows), the same rasteriser (``chart_raster.py``), and the same
+frame around the plot (``chart_base.py``: axes in round numbers, title, cursor, mouse). The runs share one x
+range (from the first step any of them logged to the last) and one y range. Each run is rasterised on its
+own and the cells are merged: a cell shows every run's dots, in the colour of the first run (in legend
+order) that has dots there.
 
-Colours are the themes' ``chart-series-N`` variables (``SERIES_COLOURS``), never a warning's colour, so the legend (``series_colour``) and the chart agree and a
-new theme redraws both. The chart never reads a run: its screen hands it one snapshot per run.
+Colours are the themes' ``chart-series-N`` variables (``SERIES_COLOURS``), never a warning's colour, so the
+legend (``series_colour``) and the chart agree and a new theme redraws both. The chart never reads a run:
+its screen hands it one snapshot per run.
 """
 
 from __future__ import annotations
@@ -16,19 +18,13 @@ from bisect import bisect_right
 from collections.abc import Sequence
 
 from rich.segment import Segment
-from rich.style import Style
-from textual import events
-from textual.content import Content
 from textual.strip import Strip
-from textual.widget import Widget
 
 from grpo_tui.services.stream.folded import SeriesSnapshot
 
-from ..safe_text import clean_line
 from . import chart_raster as raster
-from .chart_messages import NeedsData, Pointed, Zoom
+from .chart_base import CELLS, ChartBase, number
 from .chart_raster import Raster
-from .metric_chart import CELLS, LABEL_WIDTH, number
 
 # theme roles every theme has, distinct from one another in the shipped themes for the first five runs
 SERIES_COLOURS = tuple(f"$chart-series-{n}" for n in range(1, 7))  # every theme defines them, none a warning colour
@@ -54,7 +50,7 @@ def reading(series: SeriesSnapshot | None, step: int) -> str | None:
     return number(lo) if lo == hi else f"{number(lo)}…{number(hi)}"
 
 
-class OverlayChart(Widget):
+class OverlayChart(ChartBase):
     """One metric, one series per run, overlaid; a line in plain words when no run logged the metric."""
 
     COMPONENT_CLASSES = {
@@ -70,45 +66,17 @@ class OverlayChart(Widget):
         f"    OverlayChart .overlay-chart--series-{i} {{ color: {colour}; }}\n"
         for i, colour in enumerate(SERIES_COLOURS)
     )
+    EMPTY_MESSAGE = "no run here logged {key}"
 
-    def __init__(self, key: str, title: str | None = None, *, empty_message: str | None = None, id: str | None = None):
-        super().__init__(id=id)
-        self.key = key
-        self.title = title or key
-        self.empty_message = empty_message or f"no run here logged {key}"
-        self.series: tuple[SeriesSnapshot | None, ...] = ()
-        self.window: int | None = None
-        self.cursor: int | None = None
-        self._strips: list[Strip] = []
-        self.border_title = Content(clean_line(self.title))  # a metric's name comes from the runs: literal
-
-    def on_mount(self) -> None:
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.redraw())
+    series: tuple[SeriesSnapshot | None, ...] = ()  # one per run, in legend order (set by ``show``)
+    window: int | None = None
 
     # -- what the screen calls ---------------------------------------------------------------------------
-
-    @property
-    def plot_width(self) -> int:
-        return max(self.size.width - LABEL_WIDTH - 1, 5)
-
-    @property
-    def buckets(self) -> int:
-        """Dot columns across the plot: what each run's snapshot should have at least as many blocks as."""
-        return self.plot_width * 2
 
     @property
     def drawn(self) -> list[SeriesSnapshot]:
         """The runs' series that have something to draw."""
         return [s for s in self.series if s is not None and _has_data(s)]
-
-    @property
-    def has_data(self) -> bool:
-        return bool(self.drawn)
-
-    @property
-    def text(self) -> str:
-        """What the chart shows, as plain text (its cells without styles)."""
-        return "\n".join(strip.text for strip in self._strips)
 
     def show(
         self, series: Sequence[SeriesSnapshot | None], *, window: int | None = None, cursor: int | None = None
@@ -129,85 +97,31 @@ class OverlayChart(Widget):
         last = max(s.end_step for s in drawn if s.end_step is not None)
         return raster.x_domain(first, last, self.window)
 
-    def step_beside(self, step: int | None, cells: int) -> int | None:
-        """The step ``cells`` cells to the right of ``step`` (left if negative); the last step when None."""
-        span = self.domain()
-        if span is None:
-            return None
-        x0, x1 = span
-        last = max(s.end_step for s in self.drawn if s.end_step is not None)
-        if step is None:
-            return last
-        column = raster.column_of(step, x0, x1, self.buckets) + 2 * cells
-        target = raster.step_at(min(max(column, 0), self.buckets - 1), x0, x1, self.buckets)
-        if cells < 0 and target >= step:  # a cell narrower than a step: move by one step at least
-            target = step - 1
-        elif cells > 0 and target <= step:
-            target = step + 1
-        return min(max(target, x0), last)
-
     def readings(self, step: int) -> list[str | None]:
         """Each run's value at ``step`` (None where that run has none), in legend order."""
         return [reading(s, step) for s in self.series]
 
-    # -- events ---------------------------------------------------------------------------------------------
+    # -- the hooks of ChartBase ---------------------------------------------------------------------------
 
-    def on_resize(self) -> None:
-        self.redraw()
-        self._check_fit()
+    def _snapshots(self) -> list[SeriesSnapshot]:
+        return self.drawn
 
-    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
-        event.stop()
-        self.post_message(Zoom(self, 1))
+    def _last_step(self) -> int:
+        return max(s.end_step for s in self.drawn if s.end_step is not None)
 
-    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
-        event.stop()
-        self.post_message(Zoom(self, -1))
+    def _step_at(self, column: int) -> int:
+        return raster.step_at(column, *self._span(), self.buckets)
 
-    def on_click(self, event: events.Click) -> None:
-        offset = event.get_content_offset(self)
-        span = self.domain()
-        column = None if offset is None else (offset.x - LABEL_WIDTH - 1) * 2
-        if span is not None and column is not None and 0 <= column < self.buckets:
-            event.stop()
-            self.post_message(Pointed(self, raster.step_at(column, *span, self.buckets)))
+    def _nudged(self, step: int, cells: int, target: int) -> int:
+        """A cell can be narrower than a step: the cursor moves by one step at least, and stays on the runs."""
+        if cells < 0 and target >= step:
+            target = step - 1
+        elif cells > 0 and target <= step:
+            target = step + 1
+        return min(max(target, self._span()[0]), self._last_step())
 
-    def _check_fit(self) -> None:
-        drawn = self.drawn
-        if not drawn or not self.is_mounted or not self.size.width:
-            return
-        want = self.buckets
-        if any(s.buckets != want and s.count > min(want, s.buckets) for s in drawn):
-            self.post_message(NeedsData(self, want))
-
-    # -- drawing --------------------------------------------------------------------------------------------
-
-    def _styles(self) -> tuple[Style, Style, list[Style]]:
-        series = [self.get_component_rich_style(f"overlay-chart--series-{i}") for i in range(len(SERIES_COLOURS))]
-        return (
-            self.get_component_rich_style("overlay-chart--axis"),
-            Style(bgcolor=self.get_component_rich_style("overlay-chart--cursor").bgcolor),
-            series,
-        )
-
-    def redraw(self) -> None:
-        if not self.is_mounted:
-            return
-        subtitle = self._subtitle()
-        self.border_subtitle = Content(clean_line(subtitle))
-        width, height = self.size.width, self.size.height
-        if width <= 0 or height <= 0:
-            return
-        axis, cursor, colours = self._styles()
-        span = self.domain()
-        if span is None:
-            self._strips = [_strip([Segment(self.empty_message, axis)], width)]
-        else:
-            self._strips = self._plot(span, width, height, axis, cursor, colours)
-        self.refresh()
-
-    def render_line(self, y: int) -> Strip:
-        return self._strips[y] if y < len(self._strips) else Strip.blank(self.size.width)
+    def _title(self) -> tuple[str, str]:
+        return self.title, self.title  # the metric's name (and the keys' hint): no live value
 
     def _subtitle(self) -> str:
         parts = []
@@ -217,11 +131,12 @@ class OverlayChart(Widget):
             parts.append(f"last {self.window:,} steps")
         return " · ".join(parts)
 
-    def _plot(
-        self, span: tuple[int, int], width: int, height: int, axis: Style, cursor: Style, colours: list[Style]
-    ) -> list[Strip]:
-        x0, x1 = span
+    def _plot(self, width: int, height: int) -> list[Strip]:
+        x0, x1 = self._span()
         drawn = self.drawn
+        styles = self._styles()
+        axis, cursor = styles["axis"], styles["cursor"]
+        colours = [styles[f"series-{i}"] for i in range(len(SERIES_COLOURS))]
         y_min, y_max = raster.y_domain([v for s in drawn for v in s.lows], [v for s in drawn for v in s.highs])
         rows, cells = max(height - 1, 1), self.plot_width
         dots = cells * 2
@@ -233,14 +148,11 @@ class OverlayChart(Widget):
             grid.draw(raster.columns(series.steps, series.lows, series.highs, x0, x1, dots), y_min, y_max)
             grids.append((index, grid))
         cursor_cell = None if self.cursor is None else raster.column_of(self.cursor, x0, x1, dots) // 2
-        labels = {0: number(y_max), height - 2: number(y_min)}
-        if height >= 6:
-            labels[(height - 2) // 2] = number((y_min + y_max) / 2)
+        labels = self._labels(height, y_min, y_max)
         strips = []
         for r in range(rows):
-            label = labels.get(r, "")
-            segments = [Segment(label.rjust(LABEL_WIDTH) + ("┤" if label else "│"), axis)]
-            chars, styles = [], []
+            segments = [self._label(labels.get(r, ""), axis)]
+            chars, cell_styles = [], []
             for x in range(cells):
                 bits, owner = 0, None
                 for index, grid in grids:
@@ -253,22 +165,15 @@ class OverlayChart(Widget):
                 if x == cursor_cell:
                     style = style + cursor
                 chars.append(CELLS[bits])
-                styles.append(style)
+                cell_styles.append(style)
             start = 0
             for x in range(1, cells + 1):
-                if x == cells or styles[x] != styles[start]:
-                    segments.append(Segment("".join(chars[start:x]), styles[start]))
+                if x == cells or cell_styles[x] != cell_styles[start]:
+                    segments.append(Segment("".join(chars[start:x]), cell_styles[start]))
                     start = x
-            strips.append(_strip(segments, width))
-        left, right = f"{x0:,}", f"{x1:,}"
-        text = left + right.rjust(cells - len(left)) if cells > len(left) + len(right) else right.rjust(cells)
-        strips.append(_strip([Segment(" " * (LABEL_WIDTH + 1) + text, axis)], width))
+            strips.append(self._row_strip(segments, cells, width))
+        strips.append(self._x_axis(x0, x1, cells, axis, width))
         return strips
-
-
-def _strip(segments: list[Segment], width: int) -> Strip:
-    strip = Strip(segments)
-    return strip if strip.cell_length == width else strip.extend_cell_length(width).crop(0, width)
 
 
 __all__ = ["SERIES_COLOURS", "OverlayChart", "reading", "series_colour"]
