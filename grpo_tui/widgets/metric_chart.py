@@ -229,7 +229,7 @@ class MetricChart(ChartBase):
         """The dot columns' spans, computed again only from the last block the previous snapshot had when
         the axes and the blocks' size and start are the same (its complete blocks cannot have changed)."""
         steps, lows, highs = series.steps, series.lows, series.highs
-        key = (x0, x1, dots, series.size, steps[0])
+        key = (series.key, x0, x1, dots, series.size, steps[0])  # another metric paged in shares no span
         kept, same = None, 0
         if series.window is None and self._spans_kept is not None and self._spans_kept[0] == key:
             kept, same = self._spans_kept[2], self._spans_kept[1] - 1
