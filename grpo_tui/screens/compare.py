@@ -4,9 +4,9 @@ The charts are the monitor's braille charts with one series per run (``widgets/o
 reward_std and KL, and a fourth that ``m`` pages through the other metrics the runs logged. Zoom (``+``/``-``,
 ``0``, the mouse wheel) and the cursor (``[``/``]``, a click, ``c`` to hide it) act on every chart at once: they
 are the monitor's grid's controls (``ChartControls``); the legend reads each run's values under the cursor.
-``e`` turns the fourth chart to the held-out evaluation: each run's eval series of one held-out metric (its
+``v`` (held-out, as on the monitor) turns the fourth chart to the held-out evaluation: each run's eval series of one held-out metric (its
 mean at each eval, the baseline at step 0 included), and ``m`` then pages through the held-out metrics the
-runs measured; ``e`` again goes back to training metrics.
+runs measured; ``v`` again goes back to training metrics.
 
 A worker reads each run once into a ``RunStream`` and answers every request for snapshots (a zoom, a new
 width) from those streams: the streams stay in the worker's hands (one request at a time, ``exclusive``), and
@@ -54,7 +54,7 @@ class RunLabel:
 class CompareScreen(ChartControls, Screen):
     BINDINGS = [
         Binding("m", "next_metric", "Next metric"),
-        Binding("e", "held_out", "Held-out"),
+        Binding("v", "held_out", "Held-out", tooltip="The held-out evals' series on the fourth chart, or back"),
         Binding("plus,equals_sign", "zoom(1)", "Zoom", key_display="+"),
         Binding("minus", "zoom(-1)", "Zoom out", show=False),
         Binding("0", "zoom(0)", "All steps", show=False),
@@ -167,7 +167,7 @@ class CompareScreen(ChartControls, Screen):
         for chart in self.charts:
             key = chart.key
             if chart.id == "chart-extra":
-                chart.title = f"{key}  [m: next · e: {'training' if self.showing_held_out else 'held-out'}]"
+                chart.title = f"{key}  [m: next · v: {'training' if self.showing_held_out else 'held-out'}]"
                 chart.empty_message = (
                     "no run here has a held-out set" if key == HELD_OUT else f"no run here logged {key}"
                 )

@@ -145,19 +145,19 @@ class MonitorScreen(Screen):
         yield RunHeader(id="header")
         yield CriticalBanner(id="banner")
         with TabbedContent(initial="charts"):
-            with TabPane("Charts", id="charts"):
+            with TabPane("1 Charts", id="charts"):
                 yield ChartGrid(self.kl_measured, id="chart-grid")
-            with TabPane("Warnings", id="warnings"):
+            with TabPane("2 Warnings", id="warnings"):
                 yield HealthPanel(id="health")
-            with TabPane("Completions", id="completions"):
+            with TabPane("3 Completions", id="completions"):
                 yield CompletionsTable(id="samples")
-            with TabPane("Log", id="log"):
+            with TabPane("4 Log", id="log"):
                 yield LogView(id="log-view", max_lines=5000)
-            with TabPane("GPU", id="gpu"):
+            with TabPane("5 GPU", id="gpu"):
                 yield GpuPanel(id="gpus")
-            with TabPane("Eval", id="eval"):
+            with TabPane("6 Eval", id="eval"):
                 yield EvalPanel(id="eval-panel")
-            with TabPane("Checkpoints", id="checkpoints"):
+            with TabPane("7 Checkpoints", id="checkpoints"):
                 yield CheckpointsPanel(where=self.watched.executor.where, id="checkpoints-panel")
         yield Footer()
 
@@ -213,6 +213,8 @@ class MonitorScreen(Screen):
         slow, view = post.slow, post.view
         first = not self.loaded and not post.preview  # the events on disk when the screen opened are read
         if slow:
+            if slow.status is not self.status:
+                self.refresh_bindings()  # Stop leaves the footer once the run has ended
             self.status, self.state, self.alerts = slow.status, slow.state, slow.alerts
             if slow.samples and slow.samples[-1] != self.last_sample:
                 self.last_sample = slow.samples[-1]
@@ -349,8 +351,13 @@ class MonitorScreen(Screen):
         self.grid.want()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """``v`` is in the footer once the run has evals to overlay (the Eval tab says why when it has none)."""
-        return bool(self.evals) if action == "next_eval_metric" else True
+        """The footer offers what applies to the run on screen: ``v`` once it has evals to overlay (the Eval tab
+        says why when it has none), stopping only while it is live."""
+        if action == "next_eval_metric":
+            return bool(self.evals)
+        if action in ("stop", "force_stop"):
+            return self.status.is_live
+        return True
 
     def action_next_eval_metric(self) -> None:
         self.grid.next_eval_metric()

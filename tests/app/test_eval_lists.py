@@ -46,9 +46,9 @@ async def test_compare_overlays_each_runs_held_out_series(tmp_path):
         extra = screen.query_one("#chart-extra", OverlayChart)
         assert not extra.key.startswith(HELD_OUT)
 
-        await pilot.press("e")
+        await pilot.press("v")  # the key that means held-out evals on the monitor too
         await wait_until(pilot, lambda: extra.key == HELD_OUT + TASK_METRIC and len(extra.drawn) == 2)
-        assert "e: training" in extra.title
+        assert "v: training" in extra.title
         by_end = {s.end_step or 0: s for s in extra.drawn}
         assert sorted(by_end) == [30, 50]
         assert by_end[50].steps == (0, 10, 20, 30, 40, 50)  # one point per eval, the baseline included
@@ -57,5 +57,5 @@ async def test_compare_overlays_each_runs_held_out_series(tmp_path):
         await pilot.press("m")  # the next held-out metric
         await wait_until(pilot, lambda: extra.key == HELD_OUT + "reward" and len(extra.drawn) == 2)
 
-        await pilot.press("e")  # back to training metrics
-        await wait_until(pilot, lambda: not extra.key.startswith(HELD_OUT) and "e: held-out" in extra.title)
+        await pilot.press("v")  # back to training metrics
+        await wait_until(pilot, lambda: not extra.key.startswith(HELD_OUT) and "v: held-out" in extra.title)
