@@ -377,6 +377,14 @@ class MonitorScreen(Screen):
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
 
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """A tab opened by its key or a click hands the keys to what it shows: Enter on a completion opens it,
+        the arrows move through the log or the ledger."""
+        pane = event.pane
+        target = next((w for w in pane.query("*") if w.can_focus), None) if pane is not None else None
+        if target is not None:
+            target.focus()
+
     @control
     def action_stop(self) -> None:
         if self.stop_requested:

@@ -49,3 +49,23 @@ async def test_stop_leaves_the_footer_when_the_live_run_ends(tmp_path):
         last = folder.read_state().get("max_steps")
         folder.record_end(Status.COMPLETED, "max_steps reached", last)
         await wait_until(pilot, lambda: screen.status is Status.COMPLETED and "Stop" not in footer_text(app))
+
+
+async def test_a_tab_opened_by_its_key_takes_the_keys_so_enter_opens_a_completion(tmp_path):
+    from grpo_tui.screens.transcript import TranscriptScreen
+    from grpo_tui.widgets.completions import CompletionsTable
+
+    run = make_finished_run(tmp_path / "runs", steps=20)
+    app = make_app(tmp_path / "runs", theme="grpo-dark", start="watch", watch=run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        table = screen.query_one(CompletionsTable)
+        await wait_until(pilot, lambda: screen.status is Status.COMPLETED and table.row_count > 0)
+        await pilot.press("3")
+        await wait_until(pilot, lambda: app.focused is table, what="the completions table focused")
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, TranscriptScreen), what="the transcript")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen)
+        await pilot.press("4")
+        await wait_until(pilot, lambda: app.focused is not None and app.focused.id == "log-view", what="the log")
