@@ -17,6 +17,7 @@ from grpo_tui.services.machine import hardware
 from grpo_tui.services.records.wire import parse_launch_reply
 from trainer_core.contract.config.checks import word_list
 from trainer_core.contract.config.code_refs import is_file_path
+from trainer_core.contract.config.model_source import model_problems
 from trainer_core.contract.config.placement import Placement, parse_gpus
 from trainer_core.contract.config.run_config import ConfigError, RunConfig, load_text
 from trainer_core.contract.run.status import EXIT_BAD_INPUT, Status
@@ -157,7 +158,7 @@ def launch_slurm(config: RunConfig, args) -> int:
 
 
 def missing_files(config: RunConfig) -> list[ConfigError]:
-    """The files a config names that are not on this machine (a Hub model id is not a file)."""
+    """The files a config names that are not on this machine, and a model it cannot load (config/model_source.py)."""
     found = []
     module = config.rl_env_module or ""
     if is_file_path(module):  # a dotted module is found where the run runs
@@ -169,15 +170,7 @@ def missing_files(config: RunConfig) -> list[ConfigError]:
                     f"({os.uname().nodename}); give a path that exists where the run runs",
                 )
             )
-    model = config.model or ""
-    if model.startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(model)):
-        found.append(
-            ConfigError(
-                "model",
-                f"model {model!r} is not a folder on this machine ({os.uname().nodename}); "
-                "give a local model folder that exists there, or a Hub model id",
-            )
-        )
+    found += model_problems(config.model)  # a model folder here, or a Hub id (cached, when offline)
     dataset = config.dataset or ""
     local = dataset.startswith(("/", "./", "../", "~")) or dataset.endswith((".json", ".jsonl", ".csv", ".parquet"))
     if local and not os.path.exists(os.path.expanduser(dataset)):

@@ -25,6 +25,8 @@ from grpo_tui.config_flags import add_run_config_arguments
 from grpo_tui.services.lifecycle.resuming import ResumePlan
 from grpo_tui.services.lifecycle.supervisor import LaunchOptions, create_run, world_size
 from grpo_tui.services.machine import hardware
+from trainer_core.contract.config.code_refs import missing_class as missing_env_class
+from trainer_core.contract.config.model_source import model_problem
 from trainer_core.contract.config.notify_urls import NOTIFY_ENV, NOTIFY_FD_ENV, env_urls
 from trainer_core.contract.config.placement import Placement, parse_gpus
 from trainer_core.contract.config.run_config import ConfigError, RunConfig, config_fields
@@ -183,11 +185,8 @@ def missing_class(config: RunConfig) -> str | None:
         return None  # not here (a Slurm node's path), or not Python: the trainer names it
     if name in words or any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in tree.body):
         return None
-    classes = sorted(n.name for n in tree.body if isinstance(n, ast.ClassDef))
-    return (
-        f"class '{name}' not found in environment module '{module}'. Classes defined there: "
-        f"{', '.join(classes) or 'none'}. Fix: set --rl-env-class (rl_env_class in a config file) to one of them."
-    )
+    classes = sorted(n.name for n in tree.body if isinstance(n, ast.ClassDef) and not n.name.startswith("_"))
+    return missing_env_class(name, module, classes)  # the trainer's own words for it
 
 
 def create(config: RunConfig, args, available: list[int] | None = None, **kwargs) -> tuple[RunFolder, Placement]:
@@ -197,9 +196,9 @@ def create(config: RunConfig, args, available: list[int] | None = None, **kwargs
     if getattr(args, "checkpoint", None) is not None:
         raise BadInput("--checkpoint chooses where a resume starts: use it with --resume RUN.")
     config = with_private_urls(config)
-    problem = missing_class(config)
+    problem = missing_class(config) or model_problem(config.model)
     if problem:
-        raise BadInput(problem)  # before a run folder is made
+        raise BadInput(problem)  # before a run folder is made, or a hardware note is printed
     with creating():
         gpus = parse_gpus(args.gpus)
         verdict = hardware.check(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer_core.contract.config.checks import ConfigError, reward_func_kind, trackers
+from trainer_core.contract.config.code_refs import parse_code_ref
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.config.trl_names import RENAMED, SAME_NAME
 from trainer_core.contract.recipes.keys import BY_KEY, RETIRED_KEYS, shown
@@ -86,6 +87,8 @@ def _reward_names(config: RunConfig, notes: list[str]) -> list[str]:
                 f"reward function {name} becomes '{file.stem}.{func}': TRL imports dotted paths from the "
                 f"current folder, so run trl grpo from {file.parent.resolve()} (or put {file.name} on PYTHONPATH)."
             )
+        elif (ref := parse_code_ref(name)) is not None and ref.module and ":" in name:
+            names.append(f"{ref.module}.{ref.names[0]}")  # TRL imports a dotted path, not pkg.module:fn
         else:
             names.append(name)
     return names

@@ -139,9 +139,10 @@ def test_dotted_module_path_from_the_current_directory(tiny_model, runs_dir, mon
 
 
 def test_an_environment_file_that_is_not_python_is_a_clear_error(tmp_path):
-    from trainer_core.environment.user_env import EnvError, import_file
+    from trainer_core.environment.user_code import UserCodeError
+    from trainer_core.environment.user_env import load_environment
 
     module = tmp_path / "my_env"  # no .py: importlib finds no loader for it
     module.write_text("class Env: ...\n")
-    with pytest.raises(EnvError, match=r"my_env is not a Python \(\.py\) file\. Check --rl-env-module"):
-        import_file(str(module), "grpo_env", "environment module", "Check --rl-env-module.")
+    with pytest.raises(UserCodeError, match=r"my_env is not a Python \(\.py\) file\. Check --rl-env-module"):
+        load_environment(str(module), "Env")

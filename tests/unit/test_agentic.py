@@ -25,7 +25,7 @@ from trainer_core.agents.episodes import (
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.config.tool_specs import parse_tool_spec
 from trainer_core.contract.health.sample_stats import TOOL_SUCCESS, TURN_LIMIT_SHARE, TURNS_MEAN, SampleStats
-from trainer_core.environment.user_env import EnvError
+from trainer_core.environment.user_code import UserCodeError
 from trainer_core.training.trl_setup import grpo_config_kwargs
 
 from ..helpers import ENVS
@@ -183,9 +183,9 @@ def test_a_tool_without_a_docstring_or_type_hints_is_refused_by_name_with_an_exa
         """
         return query
 
-    with pytest.raises(EnvError, match=r"tool Hotel\.lookup has no docstring.*Args:"):
+    with pytest.raises(UserCodeError, match=r"tool Hotel\.lookup has no docstring.*Args:"):
         check_tool(lookup, "Hotel")
-    with pytest.raises(EnvError, match=r"tool search cannot be described.*type hint"):
+    with pytest.raises(UserCodeError, match=r"tool search cannot be described.*type hint"):
         check_tool(search)
 
 
@@ -202,7 +202,7 @@ def test_an_environment_with_tools_but_no_reset_is_refused_with_the_method_to_ad
             """
             return host
 
-    with pytest.raises(EnvError, match=r"NoReset has tool functions but no reset.*def reset\(self, \*\*row\)"):
+    with pytest.raises(UserCodeError, match=r"NoReset has tool functions but no reset.*def reset\(self, \*\*row\)"):
         tool_functions(NoReset())
 
 
@@ -213,7 +213,7 @@ def test_standalone_tools_load_from_a_file_and_a_missing_function_lists_the_ones
     )
     (funcs,) = load_tools([f"{tmp_path / 'my_tools.py'}:add"])
     assert funcs(a=2, b=3) == 5
-    with pytest.raises(EnvError, match=r"has no function .mul.\. Functions defined there: add"):
+    with pytest.raises(UserCodeError, match=r"has no function .mul.\. Functions defined there: add"):
         load_tools([f"{tmp_path / 'my_tools.py'}:mul"])
 
 
@@ -223,7 +223,7 @@ def test_a_chat_template_that_cannot_render_tool_calls_is_refused_before_the_mod
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     check_tool_calling(tokenizer, tiny_model)  # the tiny model's own template renders them
     tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-    with pytest.raises(EnvError, match="cannot render a tool-calling conversation"):
+    with pytest.raises(UserCodeError, match="cannot render a tool-calling conversation"):
         check_tool_calling(tokenizer, tiny_model)
 
 
@@ -291,7 +291,7 @@ def test_get_reward_is_checked_as_score_episode_is(tmp_path):
     assert reward.__name__ == "get_reward"
     assert reward(["p"], [EPISODE], environments=[rollout], room=["cheap"], nights=[2], free=[[1, 1, 1]]) == [1.0]
     rollout.env.get_reward = lambda: 1.5
-    with pytest.raises(EnvError, match=r"ToolHotel.get_reward returned 1.5, outside \[0, 1\]"):
+    with pytest.raises(UserCodeError, match=r"ToolHotel.get_reward returned 1.5, outside \[0, 1\]"):
         reward(["p"], [EPISODE], environments=[rollout], room=["cheap"], nights=[2], free=[[1, 1, 1]])
 
 
@@ -310,5 +310,5 @@ def test_a_tool_overridden_without_a_docstring_is_refused_though_its_parent_has_
             return room.upper()
 
     check_tool(Base().look, "Base")
-    with pytest.raises(EnvError, match=r"tool Child\.look has no docstring"):
+    with pytest.raises(UserCodeError, match=r"tool Child\.look has no docstring"):
         check_tool(Child().look, "Child")

@@ -21,3 +21,14 @@ def test_control_characters_in_names_are_shown_escaped():
     text = render(report)
     assert "\x1b" not in text and "\x07" not in text
     assert "\\x1b]52;c;aGk=" in text and "0.500" in text
+
+
+def test_a_column_names_the_request_and_the_step_it_resolved_to():
+    from trainer_core.commands.evaluate import model_label
+
+    assert model_label("final", 120) == "final (step 120)"
+    assert model_label("best", 40) == "best (step 40)"
+    assert model_label("last", 120) == "last (step 120)"
+    assert model_label("40", 40) == "step 40"
+    assert model_label("base", 0) == "base"
+    assert "(final)" not in model_label("final", 120)

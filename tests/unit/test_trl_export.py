@@ -184,3 +184,11 @@ def test_export_command(tmp_path, runs_dir):
     assert result.returncode == 0, result.stderr
     assert out.read_text().startswith(f"# trl grpo recipe exported by grpo-tui from run {data_run.run_id}")
     assert yaml.safe_load(out.read_text())["dataset_name"] == "trl-lib/DeepMath-103K"
+
+
+def test_a_module_colon_function_reward_is_written_as_the_dotted_path_trl_imports():
+    from grpo_tui.services.trl_export import recipe_text
+
+    config = RunConfig(model="org/tiny", dataset="data/train.jsonl", reward_funcs={"my_pkg.rewards:correct": 1.0})
+    text, _ = recipe_text(config, "r1")
+    assert yaml.safe_load(text)["reward_funcs"] == ["my_pkg.rewards.correct"]

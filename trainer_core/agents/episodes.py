@@ -31,18 +31,13 @@ from collections.abc import Callable
 from typing import Any
 
 from trainer_core.contract.config.tool_specs import parse_tool_spec
-from trainer_core.environment.user_env import (
-    TRL_REWARD_KWARGS,
-    EnvError,
-    ScoreEpisodeReward,
-    _prompt_preview,
-    checked_score,
-    import_file,
-)
+from trainer_core.environment.user_code import UserCodeError, load_functions
+from trainer_core.environment.user_env import TRL_REWARD_KWARGS, ScoreEpisodeReward, _prompt_preview, checked_score
 
 MAX_TURNS = 40  # turns kept per episode in samples.jsonl
 MAX_TURN_CHARS = 2000  # characters kept of a turn's text, a call's arguments or a tool's result
 _NOT_COLUMNS = {"prompt", "completion", "completion_ids", "environment"}
+TOOLS_FIX = "Check tools (--tools): FILE.py:FUNCTION[,FUNCTION] or pkg.module.function."
 
 
 def tool_functions(env) -> list[Callable]:
@@ -54,17 +49,17 @@ def tool_functions(env) -> list[Callable]:
     try:
         funcs = list(getter() or [])
     except Exception as exc:
-        raise EnvError(
+        raise UserCodeError(
             f"{name}.get_tool_functions() raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
         ) from exc
     for func in funcs:
         if not callable(func):
-            raise EnvError(
+            raise UserCodeError(
                 f"{name}.get_tool_functions() returned {func!r}, which is not callable: return the bound methods "
                 "that are tools, e.g. [self.check_availability, self.book_room]."
             )
     if funcs and not callable(getattr(type(env), "reset", None)):
-        raise EnvError(
+        raise UserCodeError(
             f"{name} has tool functions but no reset method: each episode starts with reset(self, **row), given the "
             "row's columns (as score_episode gets them), which sets up the state the tools work on and may return "
             f"a string to append to the prompt. Add def reset(self, **row) -> str | None to {name}."
@@ -76,7 +71,7 @@ def tool_functions(env) -> list[Callable]:
 
 def check_tool(func: Callable, owner: str = "") -> None:
     """A tool TRL can describe to the model: type hints and a Google-style docstring (transformers'
-    ``get_json_schema`` reads both); EnvError naming the function and the fix otherwise."""
+    ``get_json_schema`` reads both); UserCodeError naming the function and the fix otherwise."""
     from transformers.utils.chat_template_utils import get_json_schema
 
     name = getattr(func, "__name__", repr(func))
@@ -87,7 +82,7 @@ def check_tool(func: Callable, owner: str = "") -> None:
     )
     # its own docstring: inspect.getdoc would take a parent class's, which the rollout's copy of the tool lacks
     if not (getattr(func, "__doc__", None) or "").strip():
-        raise EnvError(
+        raise UserCodeError(
             f"tool {where} has no docstring: the model is told what a tool does and what its arguments mean from its "
             f"Google-style docstring. Add a summary line and an Args: section with a line per argument, e.g.\n"
             f"{example}"
@@ -95,7 +90,7 @@ def check_tool(func: Callable, owner: str = "") -> None:
     try:
         get_json_schema(func)
     except Exception as exc:  # TypeHintParsingException, DocstringParsingException
-        raise EnvError(
+        raise UserCodeError(
             f"tool {where} cannot be described to the model: {exc} Every argument needs a type hint and a line in "
             f"the docstring's Args: section, e.g.\n{example}"
         ) from None
@@ -103,35 +98,12 @@ def check_tool(func: Callable, owner: str = "") -> None:
 
 def load_tools(entries: list[str]) -> list[Callable]:
     """The standalone functions of ``tools`` (``FILE.py:fn,fn2`` or ``pkg.module.fn``), each checked."""
-    import importlib
-    import os
-    import sys
-
     funcs = []
     for entry in entries:
         spec = parse_tool_spec(entry)
         if spec is None:  # RunConfig.validate refuses it first
-            raise EnvError(f"tools entry {entry!r} names no function.")
-        if spec.file:
-            module = import_file(spec.file, "grpo_tools", "tools", "Check tools.", reuse=True)
-        else:
-            if os.getcwd() not in sys.path:
-                sys.path.insert(0, os.getcwd())
-            try:
-                module = importlib.import_module(spec.module)
-            except Exception as exc:
-                raise EnvError(
-                    f"importing {spec.module} for tools entry {entry!r} raised {type(exc).__name__}: {exc}",
-                    user_traceback=traceback.format_exc(),
-                ) from exc
-        for name in spec.names:
-            func = getattr(module, name, None)
-            if not callable(func):
-                found = sorted(n for n, v in vars(module).items() if inspect.isfunction(v) and not n.startswith("_"))
-                raise EnvError(
-                    f"tools entry {entry!r}: {module.__name__} has no function {name!r}. Functions defined there: "
-                    f"{', '.join(found) or 'none'}."
-                )
+            raise UserCodeError(f"tools entry {entry!r} names no function. {TOOLS_FIX}")
+        for func in load_functions(spec, "tools entry", TOOLS_FIX):
             check_tool(func)
             funcs.append(func)
     return funcs
@@ -139,13 +111,13 @@ def load_tools(entries: list[str]) -> list[Callable]:
 
 def check_tool_calling(tokenizer, model: str) -> None:
     """The chat template renders a whole tool-calling conversation and the tokenizer can parse a generated one
-    back into tool calls, as TRL's loop needs; EnvError saying which is missing otherwise."""
+    back into tool calls, as TRL's loop needs; UserCodeError saying which is missing otherwise."""
     import copy
 
     from trl.chat_template_utils import add_response_schema, supports_tool_calling
 
     if not supports_tool_calling(tokenizer):
-        raise EnvError(
+        raise UserCodeError(
             f"the chat template of {model} cannot render a tool-calling conversation (user, assistant with "
             "tool_calls, tool), which tools need: the model would never see a tool's answer. Use a model whose chat "
             "template renders tools and tool calls (Qwen3, Llama 3.1 and newer, ...), or set such a template on its "
@@ -155,7 +127,7 @@ def check_tool_calling(tokenizer, model: str) -> None:
     if getattr(probe, "response_template", None) is None and getattr(probe, "response_schema", None) is None:
         add_response_schema(probe)
     if getattr(probe, "response_template", None) is None and getattr(probe, "response_schema", None) is None:
-        raise EnvError(
+        raise UserCodeError(
             f"the tokenizer of {model} has no response parser: TRL cannot read the tool calls out of what the model "
             "writes. Set tokenizer.response_template (transformers' response parsing) for its chat template and save "
             "it with the model, or use a model TRL knows (Qwen3, Llama 3.1 and newer, ...)."
@@ -261,13 +233,13 @@ class EpisodeEnvironment:
         try:
             observation = self.env.reset(**columns)
         except Exception as exc:
-            raise EnvError(
+            raise UserCodeError(
                 f"{type(self.env).__name__}.reset raised {type(exc).__name__}: {exc}\n  case columns: {columns!r}",
                 case={"columns": columns},
                 user_traceback=traceback.format_exc(),
             ) from exc
         if observation is not None and not isinstance(observation, str):
-            raise EnvError(
+            raise UserCodeError(
                 f"{type(self.env).__name__}.reset returned {observation!r} ({type(observation).__name__}); it must "
                 "return None, or a string to append to the prompt.",
                 case={"columns": columns},
@@ -287,7 +259,7 @@ class EpisodeFactory:
         try:
             made = self.episode_cls(self.cls(**self.config))
         except Exception as exc:
-            raise EnvError(
+            raise UserCodeError(
                 f"{self.cls.__name__}(**{self.config}) raised {type(exc).__name__}: {exc}. Check --rl-env-config.",
                 user_traceback=traceback.format_exc(),
             ) from exc

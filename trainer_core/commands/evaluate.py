@@ -7,7 +7,7 @@ with the run's own metrics, seed and sampling, and prints them side by side, wit
 verdict changed between the first model named (the base, when it is named) and the others. Because an eval
 seeds its own sampling, a checkpoint scores here as it scored when the run recorded it. An agentic run's
 episodes are played by a GRPOTrainer built around each model with the run's settings and tools, as during
-the run (agentic_eval.py).
+the run (evaluation/agentic.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from pathlib import Path
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.ledger import default_metric, resolve_checkpoint
-from trainer_core.environment.user_env import EnvError
+from trainer_core.contract.run.status import EXIT_BAD_INPUT
+from trainer_core.environment.user_code import UserCodeError
 
 SHOWN_CHANGES = 3
 
@@ -41,7 +42,16 @@ def _load(config: RunConfig, which: str, folder: RunFolder):
         model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), str(entry.path))
     else:
         model = AutoModelForCausalLM.from_pretrained(str(entry.path))
-    return f"{which} ({entry.name})" if which in ("best", "final", "last") else entry.name, entry.step, model
+    return model_label(which, entry.step), entry.step, model
+
+
+def model_label(which: str, step: int | None) -> str:
+    """A column's name: what the user asked for and the step it resolved to (``best (step 20)``, ``step 40``),
+    never a folder name that repeats the request (the final model's folder is named ``final``)."""
+    if which == "base":
+        return "base"
+    at = "step ?" if step is None else f"step {step}"
+    return f"{which} ({at})" if which in ("best", "final", "last") else at
 
 
 def evaluate_run(run_dir: Path, which: list[str], dataset: str | None = None) -> dict:
@@ -173,8 +183,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         report = evaluate_run(args.run_dir, args.checkpoint or ["base", "best", "final"], args.dataset)
-    except (ConfigError, EnvError, ValueError) as exc:
+    except (ConfigError, UserCodeError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0

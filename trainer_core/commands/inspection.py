@@ -41,7 +41,8 @@ from trainer_core.contract.run.event_log import JsonlWriter
 from trainer_core.contract.run.events import clean
 from trainer_core.contract.run.folder import write_json_atomic
 from trainer_core.contract.run.severity import Severity
-from trainer_core.environment.user_env import EnvError, ScoreEpisodeReward, extra_reward_functions, load_environment
+from trainer_core.environment.user_code import UserCodeError
+from trainer_core.environment.user_env import ScoreEpisodeReward, extra_reward_functions, load_environment
 from trainer_core.evaluation.evaluator import generate
 
 if TYPE_CHECKING:
@@ -243,7 +244,7 @@ def _episode_scoring(config: RunConfig, env, tokenizer, model, own_tools, shared
                     record["score"] = scorer._get_reward(rollout.env, episode, columns)
                 else:
                     record["score"] = scorer._score_one(transcript_text(episode), columns)
-            except EnvError as exc:
+            except UserCodeError as exc:
                 record.setdefault("completion", "")
                 record.update(failure(exc))
             record.pop("reward", None)
@@ -297,7 +298,7 @@ def _dataset_run_scoring(config: RunConfig, tokenizer):
                 log_metric=ignore,
                 **{k: [v] * n for k, v in columns.items()},
             )
-        except EnvError as exc:
+        except UserCodeError as exc:
             for record in group:
                 record.update(failure(exc))
             return group
@@ -312,12 +313,12 @@ def _score(scorer: ScoreEpisodeReward, index: int, prompt: str, completion: str,
     record = {"prompt_index": index, "prompt": prompt, "completion": completion, "columns": columns}
     try:
         record["score"] = scorer._score_one(completion, columns)
-    except EnvError as exc:
+    except UserCodeError as exc:
         record.update(failure(exc))
     return record
 
 
-def failure(exc: EnvError) -> dict:
+def failure(exc: UserCodeError) -> dict:
     """What a record holds of a score that failed: no score, the error's first line, its kind (an exception, or
     a value out of range with the raw value) and the user's traceback."""
     raw = (exc.case or {}).get("score")
@@ -356,7 +357,7 @@ def main(argv: list[str]) -> int:
     config = RunConfig.load(args.out_dir / "config.yaml")
     try:
         inspect(config, args.out_dir, args.samples, progress=lambda line: print(line, flush=True))
-    except EnvError as exc:
+    except UserCodeError as exc:
         error = {"error": str(exc), "traceback": exc.user_traceback or traceback.format_exc()}
         write_json_atomic(args.out_dir / "summary.json", {"failed": True, **error, "config_key": config_key(config)})
         print(f"error: {exc}", file=sys.stderr)

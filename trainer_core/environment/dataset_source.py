@@ -14,7 +14,7 @@ from pathlib import Path
 from trainer_core.contract.config.checks import ConfigError
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.recipes.reader import FILE_BUILDERS
-from trainer_core.environment.user_env import EnvError
+from trainer_core.environment.user_code import UserCodeError
 
 
 def _builder(path: Path) -> str | None:
@@ -40,7 +40,7 @@ def load_rows(config: RunConfig, spec: str | None = None, split: str | None = No
         if path.is_file():
             builder = _builder(path)
             if builder is None:
-                raise EnvError(
+                raise UserCodeError(
                     f"dataset file {spec} is not a .json/.jsonl, .csv or .parquet file; convert it, or give a "
                     "folder or a Hub id."
                 )
@@ -49,19 +49,19 @@ def load_rows(config: RunConfig, spec: str | None = None, split: str | None = No
             loaded = datasets.load_from_disk(str(path))
             if isinstance(loaded, datasets.DatasetDict):
                 if split not in loaded:
-                    raise EnvError(
+                    raise UserCodeError(
                         f"dataset {spec} has no split '{split}' (splits: {', '.join(map(str, loaded))}). "
                         f"Set {field}_split."
                     )
                 return loaded[split]
             return loaded
         if not path.exists() and _looks_local(spec):
-            raise EnvError(
+            raise UserCodeError(
                 f"dataset {spec} not found (looked at {path.resolve()}). Give an existing file or folder, or a "
                 "Hub dataset id."
             )
         return datasets.load_dataset(spec, name=config.dataset_config, split=split)
-    except EnvError:
+    except UserCodeError:
         raise
     except Exception as exc:
         where = (
@@ -70,7 +70,7 @@ def load_rows(config: RunConfig, spec: str | None = None, split: str | None = No
             else " A Hub id needs the Hub to be reachable from this machine; elsewhere, save "
             "the dataset (Dataset.save_to_disk or a .jsonl file) and name that."
         )
-        raise EnvError(
+        raise UserCodeError(
             f"loading dataset {spec!r} (split {split!r}) failed: {type(exc).__name__}: {exc}.{where}"
         ) from exc
 
@@ -79,7 +79,7 @@ def shape_prompts(dataset, config: RunConfig, name: str | None = None):
     """``prompt_column`` renamed to ``prompt``, and the system prompt put in front of every prompt."""
     columns = dataset.column_names or []
     if config.prompt_column not in columns:
-        raise EnvError(
+        raise UserCodeError(
             f"dataset {name or config.dataset} has no column '{config.prompt_column}' (columns: "
             f"{', '.join(columns) or 'none'}). Set prompt_column to the column holding the prompts."
         )

@@ -4,135 +4,33 @@ The user writes ``score_episode(model, tokenizer, completion, **row_columns) -> 
 wants batched ``f(prompts, completions, **columns) -> list[float]``. The adapter bridges the two, hands the
 *live* model to every call, records scored samples, and refuses bad scores loudly: an exception, a NaN or a
 value outside [0, 1] stops the run with the environment's own traceback and the case that caused it,
-because a silently clamped reward trains the wrong thing cleanly. A traceback shown for the user's code has
-the user's frames only (``user_traceback``): grpo-tui's own frames say nothing the user can fix.
+because a silently clamped reward trains the wrong thing cleanly. The class itself is imported by the one
+loader of the user's code (user_code.py), as reward functions and tools are.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import math
-import os
-import sys
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from trainer_core.environment.user_code import UserCodeError, load_class
 
 REQUIRED_METHODS = ("build_dataset", "score_episode")
 _COMPLETION_PREVIEW = 200
-
-
-class EnvError(RuntimeError):
-    """A problem in the user's environment. ``case`` and ``user_traceback`` say where and on what."""
-
-    def __init__(self, message: str, *, case: dict | None = None, user_traceback: str | None = None):
-        super().__init__(message)
-        self.case = case
-        self.user_traceback = user_traceback
-
-
-_OWN_PACKAGES = tuple(
-    str(Path(__file__).resolve().parent.parent / name) + os.sep for name in ("trainer_core", "grpo_tui")
-)
-
-
-def _foreign(filename: str) -> bool:
-    """A frame of the user's code (or of a library it called): not grpo-tui's, not Python's import machinery."""
-    return not filename.startswith("<frozen ") and not os.path.abspath(filename).startswith(_OWN_PACKAGES)
-
-
-def user_traceback(exc: EnvError) -> str | None:
-    """The traceback of what the user's code raised (the EnvError's cause), with the user's frames only; None
-    when the error has no such cause or none of its frames is the user's (the message names the mistake)."""
-    cause = exc.__cause__
-    if cause is None or exc.user_traceback is None:
-        return None
-    frames = [f for f in traceback.extract_tb(cause.__traceback__) if _foreign(f.filename)]
-    if not frames:
-        return None
-    lines = traceback.format_list(frames) + traceback.format_exception_only(type(cause), cause)
-    return "Traceback (most recent call last):\n" + "".join(lines)
-
-
-def looks_like_file(spec: str) -> bool:
-    """--rl-env-module names a file (a path or ``*.py``) rather than an importable module."""
-    return spec.endswith(".py") or os.sep in spec or "/" in spec
-
-
-def import_file(path_text: str, prefix: str, what: str, fix: str, *, reuse: bool = False):
-    """Import the .py file ``path_text`` as module ``<prefix>_<stem>``, with its folder on sys.path.
-
-    ``what`` names the file in errors ("environment module"), ``fix`` says where it was given. A failing
-    import raises EnvError carrying the user's traceback. ``reuse``: a module already imported from this
-    very file is returned as it is.
-    """
-    path = Path(path_text).expanduser().resolve()
-    if not path.is_file():
-        raise EnvError(f"{what} file not found: {path_text} (looked at {path}). {fix}")
-    name = f"{prefix}_{path.stem}"
-    module = sys.modules.get(name)
-    if reuse and module is not None and getattr(module, "__file__", None) == str(path):
-        return module
-    module_spec = importlib.util.spec_from_file_location(name, path)
-    if module_spec is None or module_spec.loader is None:  # no loader for the suffix: not a .py file
-        raise EnvError(f"{what} {path_text} is not a Python (.py) file. {fix}")
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[name] = module
-    if str(path.parent) not in sys.path:
-        sys.path.insert(0, str(path.parent))
-    try:
-        module_spec.loader.exec_module(module)
-    except Exception as exc:
-        raise EnvError(
-            f"importing {what} {path_text} raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
-        ) from exc
-    return module
-
-
-def _import_module(spec: str):
-    if looks_like_file(spec):
-        return import_file(spec, "grpo_env", "environment module", "Check --rl-env-module.")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        return importlib.import_module(spec)
-    except ModuleNotFoundError as exc:
-        if exc.name and spec.startswith(exc.name):
-            raise EnvError(
-                f"environment module '{spec}' not found (no module named '{exc.name}' on the path; the current "
-                f"directory {cwd} is searched). Pass a dotted module path or a .py file path to --rl-env-module."
-            ) from None
-        raise EnvError(
-            f"importing environment module '{spec}' raised {type(exc).__name__}: {exc}",
-            user_traceback=traceback.format_exc(),
-        ) from exc
-    except Exception as exc:
-        raise EnvError(
-            f"importing environment module '{spec}' raised {type(exc).__name__}: {exc}",
-            user_traceback=traceback.format_exc(),
-        ) from exc
+ENV_FIX = "Check --rl-env-module (rl_env_module in a config file): a .py file path or a dotted module path."
 
 
 def load_environment(module: str, class_name: str, kwargs: dict | None = None):
     """Import ``module``, instantiate ``class_name(**kwargs)`` and check it has the required methods."""
-    mod = _import_module(module)
-    cls = getattr(mod, class_name, None)
-    if cls is None or not inspect.isclass(cls):
-        classes = sorted(n for n, v in vars(mod).items() if inspect.isclass(v) and v.__module__ == mod.__name__)
-        listing = ", ".join(classes) if classes else "none"
-        raise EnvError(
-            f"class '{class_name}' not found in environment module '{module}'. Classes defined there: {listing}. "
-            "Fix: set --rl-env-class (rl_env_class in a config file) to one of them."
-        )
+    cls = load_class(module, class_name, ENV_FIX)
     missing = [m for m in REQUIRED_METHODS if not callable(getattr(cls, m, None))]
     if "score_episode" in missing and callable(getattr(cls, "get_reward", None)):
         missing.remove("score_episode")  # an agentic environment that scores its own episodes (agentic.py)
     if missing:
-        raise EnvError(
+        raise UserCodeError(
             f"environment class {class_name} is missing {', '.join(missing)}. An environment needs "
             "build_dataset(tokenizer) and score_episode(model, tokenizer, completion, **row_columns) (an agentic one "
             "with get_tool_functions() may define get_reward(self) instead); get_tools() and get_reward_functions() "
@@ -142,14 +40,14 @@ def load_environment(module: str, class_name: str, kwargs: dict | None = None):
     try:
         return cls(**(kwargs or {}))
     except Exception as exc:
-        raise EnvError(
+        raise UserCodeError(
             f"{class_name}(**{kwargs or {}}) raised {type(exc).__name__}: {exc}. Check --rl-env-config.",
             user_traceback=traceback.format_exc(),
         ) from exc
 
 
 def _check_config_keys(cls, class_name: str, kwargs: dict) -> None:
-    """EnvError naming the ``rl_env_config`` keys that ``class_name.__init__`` does not take, with the ones it
+    """UserCodeError naming the ``rl_env_config`` keys that ``class_name.__init__`` does not take, with the ones it
     does, before it is called (a TypeError from the call would name neither the setting nor the fix)."""
     try:
         params = inspect.signature(cls).parameters.values()
@@ -162,7 +60,7 @@ def _check_config_keys(cls, class_name: str, kwargs: dict) -> None:
     if unknown:
         names = ", ".join(repr(k) for k in unknown)
         accepted = ", ".join(takes) if takes else "no settings"
-        raise EnvError(
+        raise UserCodeError(
             f"rl_env_config sets {names}, which {class_name}.__init__ does not take (it takes: {accepted}). Fix: "
             f"remove {'it' if len(unknown) == 1 else 'them'} from --rl-env-config (rl_env_config in a config file), "
             f"or add a parameter of that name to {class_name}.__init__."
@@ -226,13 +124,13 @@ class ScoreEpisodeReward:
 
 
 def checked_score(score: Callable[[], Any], where: str, text: str, row: dict) -> float:
-    """``score()``, which must give a finite float in [0, 1]: EnvError with the user's traceback and the case
+    """``score()``, which must give a finite float in [0, 1]: UserCodeError with the user's traceback and the case
     (the row's columns, the start of the completion) otherwise. ``where`` names the method in messages."""
     case = {"columns": row, "completion_start": text[:_COMPLETION_PREVIEW]}
     try:
         value = score()
     except Exception as exc:
-        raise EnvError(
+        raise UserCodeError(
             f"{where} raised {type(exc).__name__}: {exc}\n  case columns: {row!r}\n"
             f"  completion starts: {text[:_COMPLETION_PREVIEW]!r}",
             case=case,
@@ -241,13 +139,13 @@ def checked_score(score: Callable[[], Any], where: str, text: str, row: dict) ->
     try:
         result = float(value)
     except (TypeError, ValueError):
-        raise EnvError(
+        raise UserCodeError(
             f"{where} returned {value!r} ({type(value).__name__}); it must return a float in [0, 1].\n"
             f"  case columns: {row!r}\n  completion starts: {text[:_COMPLETION_PREVIEW]!r}",
             case={**case, "score": repr(value)},
         ) from None
     if not math.isfinite(result) or not 0.0 <= result <= 1.0:
-        raise EnvError(
+        raise UserCodeError(
             f"{where} returned {result!r}, outside [0, 1]; scores are never clamped. Fix the environment "
             f"so every score is a finite float in [0, 1].\n  case columns: {row!r}\n"
             f"  completion starts: {text[:_COMPLETION_PREVIEW]!r}",
@@ -271,7 +169,7 @@ def extra_reward_functions(env) -> tuple[list[Callable], list[float]]:
     for item in getter() or []:
         func, weight = item if isinstance(item, tuple) else (item, 1.0)
         if not callable(func):
-            raise EnvError(f"get_reward_functions() returned {func!r}, which is not callable.")
+            raise UserCodeError(f"get_reward_functions() returned {func!r}, which is not callable.")
         funcs.append(_guarded(func))
         weights.append(float(weight))
     return funcs, weights
@@ -286,7 +184,7 @@ def _guarded(func: Callable) -> Callable:
             return func(prompts=prompts, completions=completions, **kwargs)
         except Exception as exc:
             first = completion_text(completions[0]) if completions else ""
-            raise EnvError(
+            raise UserCodeError(
                 f"reward function {name} raised {type(exc).__name__}: {exc}\n  first completion starts: {first[:_COMPLETION_PREVIEW]!r}",
                 case={"completion_start": first[:_COMPLETION_PREVIEW]},
                 user_traceback=traceback.format_exc(),

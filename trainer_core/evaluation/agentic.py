@@ -40,9 +40,10 @@ from typing import Any
 
 from trainer_core.agents.episodes import EpisodeEnvironment, episode_turns
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
-from trainer_core.environment.user_env import EnvError
+from trainer_core.contract.config.stack import TRL_CHECKED
+from trainer_core.environment.user_code import UserCodeError
 
-TRL_VERSIONS = ("1.16", "1.17")  # [first, last) TRL minor versions whose GRPOTrainer internals this module uses
+TRL_VERSIONS = TRL_CHECKED  # [first, last) TRL minor versions whose GRPOTrainer internals this module uses
 TOOL_SUCCESS = "tool_success"
 _MISSING = object()
 _SWAPPED = (
@@ -107,12 +108,12 @@ class TrainerEpisodes:
     def __call__(self, rows: list[dict]) -> Episodes:
         trainer = self.trainer
         if getattr(trainer, "rollout_func", None) is not None:
-            raise EnvError("held-out evaluation of an agentic run with a TRL rollout_func is not supported.")
+            raise UserCodeError("held-out evaluation of an agentic run with a TRL rollout_func is not supported.")
         factories = trainer.environment_factories
         environments = None
         if factories is not None:
             if set(factories) != {None}:
-                raise EnvError("held-out evaluation with several environment factories is not supported.")
+                raise UserCodeError("held-out evaluation with several environment factories is not supported.")
             while len(self.pool) < len(rows):
                 self.pool.append(factories[None]())
             environments = self.pool[: len(rows)]

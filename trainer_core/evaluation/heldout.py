@@ -28,10 +28,12 @@ from typing import Any
 
 from trainer_core.contract.config.eval_settings import parse_keep_best
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
-from trainer_core.environment.user_env import TRL_REWARD_KWARGS, EnvError, checked_score, completion_text
+from trainer_core.environment.user_code import UserCodeError, load_function
+from trainer_core.environment.user_env import TRL_REWARD_KWARGS, checked_score, completion_text
 
 EVAL_ROWS_FILE = "eval_rows.json"
 _PREVIEW = 200
+METRIC_FIX = "Check eval_metric (--eval-metric): FILE.py:FUNCTION or pkg.module.function."
 Scorer = Callable[[list, list, list[dict], Any], list[float]]
 
 
@@ -78,10 +80,10 @@ def environment_eval_dataset(env: Any, tokenizer):
         return None
     try:
         return build(tokenizer)
-    except EnvError:
+    except UserCodeError:
         raise
     except Exception as exc:
-        raise EnvError(
+        raise UserCodeError(
             f"build_eval_dataset raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
         ) from exc
 
@@ -90,11 +92,13 @@ def _check_values(name: str, values: Any, count: int, completions: list, rows: l
     try:
         values = list(values)
     except TypeError:
-        raise EnvError(
+        raise UserCodeError(
             f"eval metric {name} returned {values!r}; it must return a list with one number in [0, 1] per completion."
         ) from None
     if len(values) != count:
-        raise EnvError(f"eval metric {name} returned {len(values)} values for {count} completions; return one each.")
+        raise UserCodeError(
+            f"eval metric {name} returned {len(values)} values for {count} completions; return one each."
+        )
     out = []
     for i, value in enumerate(values):
         if (
@@ -104,7 +108,7 @@ def _check_values(name: str, values: Any, count: int, completions: list, rows: l
             or not 0 <= value <= 1
         ):
             text = completion_text(completions[i])[:_PREVIEW]
-            raise EnvError(
+            raise UserCodeError(
                 f"eval metric {name} returned {value!r} ({type(value).__name__}); each value must be a number in "
                 f"[0, 1].\n  case columns: {rows[i]!r}\n  completion starts: {text!r}",
                 case={"columns": rows[i], "completion_start": text, "score": repr(value)},
@@ -127,7 +131,7 @@ def function_scorer(name: str, func: Callable):
             values = func(prompts=prompts, completions=completions, **given, **_columns(rows))
         except Exception as exc:
             first = completion_text(completions[0])[:_PREVIEW] if completions else ""
-            raise EnvError(
+            raise UserCodeError(
                 f"eval metric {name} raised {type(exc).__name__}: {exc}\n  first completion starts: {first!r}",
                 case={"completion_start": first},
                 user_traceback=traceback.format_exc(),
@@ -148,13 +152,13 @@ def env_metric_names(env, row: dict, factory: Callable | None = None) -> list[st
     try:
         probe = env.eval_metrics(completion="", **{k: v for k, v in row.items() if k != "prompt"})
     except Exception as exc:
-        raise EnvError(
+        raise UserCodeError(
             f"eval_metrics raised {type(exc).__name__}: {exc} (called on an empty completion to learn the metric "
             f"names)\n  case columns: {row!r}",
             user_traceback=traceback.format_exc(),
         ) from exc
     if not isinstance(probe, dict) or not probe or not all(isinstance(k, str) for k in probe):
-        raise EnvError(
+        raise UserCodeError(
             f"eval_metrics returned {probe!r} ({type(probe).__name__}); it must return a dict of metric names to "
             "numbers in [0, 1], e.g. {'answer_correct': 1.0}."
         )
@@ -181,7 +185,7 @@ def env_scorers(env, names: list[str], agentic: bool = False) -> dict[str, Score
                 result = _call_env_metrics(owner, text, columns)
                 for n in names:
                     if n not in result:
-                        raise EnvError(
+                        raise UserCodeError(
                             f"eval_metrics returned no '{n}' for one completion (it returned {sorted(result)}); "
                             f"return the same names every time.\n  case columns: {columns!r}\n  completion starts: {text[:_PREVIEW]!r}",
                             case={"columns": columns, "completion_start": text[:_PREVIEW]},
@@ -199,14 +203,16 @@ def _call_env_metrics(env, text: str, columns: dict) -> dict:
     try:
         result = env.eval_metrics(completion=text, **columns)
     except Exception as exc:
-        raise EnvError(
+        raise UserCodeError(
             f"eval_metrics raised {type(exc).__name__}: {exc}\n  case columns: {columns!r}\n"
             f"  completion starts: {text[:_PREVIEW]!r}",
             case={"columns": columns, "completion_start": text[:_PREVIEW]},
             user_traceback=traceback.format_exc(),
         ) from exc
     if not isinstance(result, dict):
-        raise EnvError(f"eval_metrics returned {result!r} ({type(result).__name__}); it must return a dict of numbers.")
+        raise UserCodeError(
+            f"eval_metrics returned {result!r} ({type(result).__name__}); it must return a dict of numbers."
+        )
     return result
 
 
@@ -256,16 +262,14 @@ def task_scorers(
 ) -> dict[str, Scorer]:
     """The task metrics: ``--eval-metric`` functions, and an environment's ``eval_metrics``. ``agentic``: each
     completion is an episode; ``factory``: the run's environment_factory, whose instances play them."""
-    from trainer_core.rewards.reward_funcs import display_name, load_reward_function
+    from trainer_core.rewards.reward_funcs import display_name
 
     scorers: dict[str, Scorer] = {}
     for spec in config.eval_metric:
         try:
-            func = load_reward_function(spec)
-        except EnvError as exc:
-            raise ConfigError(
-                "eval_metric", f"eval_metric {spec!r}: {str(exc).replace('reward function', 'function')}"
-            ) from None
+            func = load_function(spec, "eval_metric", METRIC_FIX)
+        except UserCodeError as exc:
+            raise ConfigError("eval_metric", str(exc)) from None
         scorer = function_scorer(display_name(func), func)
         prompt = first_row["prompt"]
         scorer([prompt], [[{"role": "assistant", "content": ""}] if isinstance(prompt, list) else ""], [first_row])

@@ -10,19 +10,16 @@ function's share: ``samples.jsonl`` and every viewer then read a dataset run lik
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import math
-import os
-import sys
 import traceback
 from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 from trainer_core.agents.episodes import episode_sample
 from trainer_core.contract.config.checks import reward_func_kind
-from trainer_core.environment.user_env import EnvError, completion_text, import_file
+from trainer_core.environment.user_code import UserCodeError, load_function
+from trainer_core.environment.user_env import completion_text
 
 # what `trl grpo` passes for get_soft_overlong_punishment (trl/scripts/grpo.py)
 SOFT_OVERLONG = {"max_completion_len": 1280, "soft_punish_cache": 256}
@@ -30,51 +27,7 @@ SOFT_OVERLONG = {"max_completion_len": 1280, "soft_punish_cache": 256}
 _MESSAGE_BUILTINS = ("accuracy_reward", "reasoning_accuracy_reward", "think_format_reward")
 _NOT_COLUMNS = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
 _PREVIEW = 200
-
-
-def _from_file(spec: str) -> Callable:
-    path_text, _, name = spec.rpartition(":")
-    module = import_file(path_text, "grpo_rewards", "reward function", "Check reward_funcs.", reuse=True)
-    return _attribute(module, name, spec)
-
-
-def _from_dotted(spec: str) -> Callable:
-    module_name, _, name = spec.rpartition(".")
-    if os.getcwd() not in sys.path:  # as trl grpo does
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
-            raise EnvError(
-                f"reward function '{spec}': no module named '{exc.name}' (the current folder {os.getcwd()} "
-                "is searched). Give a dotted import path or FILE.py:FUNCTION."
-            ) from None
-        raise EnvError(
-            f"importing {module_name} for reward function '{spec}' raised {type(exc).__name__}: {exc}",
-            user_traceback=traceback.format_exc(),
-        ) from exc
-    except Exception as exc:
-        raise EnvError(
-            f"importing {module_name} for reward function '{spec}' raised {type(exc).__name__}: {exc}",
-            user_traceback=traceback.format_exc(),
-        ) from exc
-    return _attribute(module, name, spec)
-
-
-def _attribute(module, name: str, spec: str) -> Callable:
-    func = getattr(module, name, None)
-    if not callable(func):
-        found = sorted(
-            n
-            for n, v in vars(module).items()
-            if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == module.__name__
-        )
-        raise EnvError(
-            f"reward function '{spec}': {module.__name__} has no function '{name}'. Functions defined there: "
-            f"{', '.join(found) or 'none'}."
-        )
-    return func
+REWARD_FIX = "Check reward_funcs (--reward-func): one of TRL's names, a dotted import path or FILE.py:FUNCTION."
 
 
 def load_reward_function(spec: str) -> Callable:
@@ -90,14 +43,12 @@ def load_reward_function(spec: str) -> Callable:
             from trl.import_utils import is_math_verify_available
 
             if not is_math_verify_available():
-                raise EnvError(
+                raise UserCodeError(
                     f"reward function {spec} needs the math_verify package, which is not installed: "
                     "pip install 'grpo-tui[math]' (or math-verify)."
                 )
         return getattr(rewards, spec)
-    if kind == "file":
-        return _from_file(spec)
-    return _from_dotted(spec)
+    return load_function(spec, "reward function", REWARD_FIX)
 
 
 def display_name(func: Callable) -> str:
@@ -117,12 +68,12 @@ def _check_values(name: str, values, completions: list) -> list:
     try:
         values = list(values)
     except TypeError:
-        raise EnvError(
+        raise UserCodeError(
             f"reward function {name} returned {values!r}; it must return a list with one float (or None) per "
             "completion."
         ) from None
     if len(values) != len(completions):
-        raise EnvError(
+        raise UserCodeError(
             f"reward function {name} returned {len(values)} rewards for {len(completions)} completions; it must "
             "return one per completion."
         )
@@ -132,7 +83,7 @@ def _check_values(name: str, values, completions: list) -> list:
         )
         if not ok:
             text = completion_text(completions[i])[:_PREVIEW]
-            raise EnvError(
+            raise UserCodeError(
                 f"reward function {name} returned {value!r} ({type(value).__name__}); each reward must be a "
                 f"finite float, or None to skip the completion.\n  completion starts: {text!r}",
                 case={"completion_start": text, "score": repr(value)},
@@ -166,9 +117,9 @@ class RewardFunctions:
         self._pending: dict[int, dict] = {}
 
     def _wrap(self, index: int, name: str, func: Callable, wants_messages: bool) -> Callable:
-        def failed(exc: Exception, completions) -> EnvError:
+        def failed(exc: Exception, completions) -> UserCodeError:
             first = completion_text(completions[0])[:_PREVIEW] if completions else ""
-            return EnvError(
+            return UserCodeError(
                 f"reward function {name} raised {type(exc).__name__}: {exc}\n  first completion starts: {first!r}",
                 case={"completion_start": first},
                 user_traceback=traceback.format_exc(),

@@ -4,7 +4,7 @@
 TRL) and runs ``GRPOTrainer`` with the event-stream callback. Whatever happens — completion, a stop from
 outside, a crash in the user's environment — the run folder ends with a final state and a
 ``run_finished`` event, and the events already written stay. Only the main process writes (and, with no
-root process above it, sends the run's alerts: ``notify.py``). A full disk too: the write that failed is
+root process above it, sends the run's alerts: ``alerting/notify.py``). A full disk too: the write that failed is
 named (``trainer_core/contract/run/disk.py``), and the run's reserve file gives back the room to record it.
 """
 
@@ -28,7 +28,7 @@ from trainer_core.contract.run.disk import disk_fault, last_complete_checkpoint,
 from trainer_core.contract.run.events import USER_MISTAKE, Checkpoint, Error, ErrorKind, RunStarted
 from trainer_core.contract.run.folder import RunFolder, resolve_runs_dir
 from trainer_core.contract.run.status import Status
-from trainer_core.environment.user_env import EnvError, user_traceback
+from trainer_core.environment.user_code import UserCodeError, user_traceback
 from trainer_core.training.run_context import RunContext, rank, world_size
 from trainer_core.training.stopping import StopBeforeTraining
 
@@ -89,7 +89,7 @@ def train(
     if not run_dir:  # a launched run was checked by its launcher (grpo_tui's create_run)
         require_room(config, resolve_runs_dir(runs_dir))
     folder = prepare_folder(config, runs_dir, run_id, run_dir)
-    # no root process here: this one sends the run's alerts (notify.py), as a launched run's root would
+    # no root process here: this one sends the run's alerts (alerting/notify.py), as a launched run's root would
     notifier = notify.safe_start(folder, config) if rank() == 0 else None
     try:
         return run_in_folder(config, folder, echo=echo)
@@ -142,7 +142,7 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         reason, bad_input = str(exc), trainer is None
         run.emit(Error(kind=ErrorKind.EXCEPTION, message=reason, step=run.last_step, extra=_mistake(bad_input)))
         print(f"error: {exc}", file=sys.stderr)
-    except EnvError as exc:  # the user's environment, dataset or tools: their frames only, never ours
+    except UserCodeError as exc:  # the user's environment, dataset or tools: their frames only, never ours
         reason, bad_input = str(exc).splitlines()[0], trainer is None
         shown = user_traceback(exc)
         run.emit(
@@ -217,7 +217,7 @@ def _record_disk_fault(run: RunContext, fault, tb: str) -> str:
 
 
 def _setup(config: RunConfig, run: RunContext, resume_from: str | None = None):
-    """The trainer, built: the model, the environment, its dataset and tools. What fails here (an EnvError, a
+    """The trainer, built: the model, the environment, its dataset and tools. What fails here (an UserCodeError, a
     ConfigError) is a mistake in what the user gave, found before any training."""
     from transformers.utils import logging as hf_logging
 

@@ -34,13 +34,14 @@ from trainer_core.contract.config.hardware import (
 )
 from trainer_core.contract.config.ports import SERVER_URL_ENV
 from trainer_core.contract.config.run_config import RunConfig, stop_on_rules
+from trainer_core.contract.config.stack import UNTRIED_TRL_ENV, trl_is_checked, untried_trl
 from trainer_core.contract.health.monitor import HealthMonitor, RunFacts, Thresholds, warning
 from trainer_core.contract.health.sample_stats import SampleStats
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
 from trainer_core.environment.dataset_source import HeldOutSource
+from trainer_core.environment.user_code import UserCodeError
 from trainer_core.environment.user_env import (
-    EnvError,
     ScoreEpisodeReward,
     extra_reward_functions,
     get_tools,
@@ -180,25 +181,27 @@ def prepare_dataset(
 
     try:
         dataset = env.build_dataset(tokenizer)
-    except EnvError:
+    except UserCodeError:
         raise
     except Exception as exc:
         import traceback
 
-        raise EnvError(f"{what} raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()) from exc
+        raise UserCodeError(
+            f"{what} raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
+        ) from exc
     if not isinstance(dataset, (datasets.Dataset, datasets.IterableDataset)):
-        raise EnvError(
+        raise UserCodeError(
             f"{what} must return a datasets.Dataset, got {type(dataset).__name__}. "
             "Build one with datasets.Dataset.from_list([...]) or Dataset.from_dict({...})."
         )
     columns = dataset.column_names or []
     if "prompt" not in columns:
-        raise EnvError(
+        raise UserCodeError(
             f"the dataset from {what} has no 'prompt' column (columns: {', '.join(columns) or 'none'}). "
             "Add a 'prompt' column of strings or chat message lists."
         )
     if isinstance(dataset, datasets.Dataset) and len(dataset) == 0:
-        raise EnvError(f"{what} returned an empty dataset; it needs at least one prompt.")
+        raise UserCodeError(f"{what} returned an empty dataset; it needs at least one prompt.")
     tools = None if agentic else get_tools(env)
     if agentic:
 
@@ -241,7 +244,7 @@ def prepare_dataset(
                 )
             )
         if not len(dataset):
-            raise EnvError(
+            raise UserCodeError(
                 f"every prompt is longer than max_prompt_length ({config.max_prompt_length}); nothing to train on."
             )
     return dataset
@@ -443,12 +446,25 @@ def hardware_at_start(config: RunConfig, run: RunContext | None, machine: Machin
         run.emit(fallback_warning([r for r in shown if isinstance(r, dict)]))
 
 
+def check_trl(version: str | None = None) -> None:
+    """ConfigError before the model loads when the installed TRL is not one the trainer was checked against."""
+    if os.environ.get(UNTRIED_TRL_ENV) == "1":
+        return
+    if version is None:
+        import trl
+
+        version = str(trl.__version__)
+    if not trl_is_checked(version):
+        raise ConfigError("trl", untried_trl(version, "grpo-tui's trainer"))
+
+
 def build_trainer(config: RunConfig, run: RunContext):
     from trl import GRPOTrainer  # pyright: ignore[reportPrivateImportUsage]  # as GRPOConfig above
 
     from trainer_core.training.callbacks import EventStreamCallback
 
     hardware_at_start(config, run)
+    check_trl()
     model = required(config.model, "model")
     tokenizer = load_tokenizer(model, config)
     stats = SampleStats()
@@ -529,7 +545,9 @@ def build_trainer(config: RunConfig, run: RunContext):
     if config.use_vllm:
         from trainer_core.generation import vllm_cpu_sync
 
-        vllm_cpu_sync.install(trainer)  # vLLM's CPU build syncs through its reload API; a GPU keeps TRL's sync
+        vllm_cpu_sync.install(
+            trainer, config.vllm_mode
+        )  # vLLM's CPU build syncs through its reload API; a GPU keeps TRL's sync
     setup.bind(trainer.model)
     if evaluation is not None:
         evaluation.trainer = trainer

@@ -10,9 +10,12 @@ import difflib
 import json
 from typing import Any, Literal, get_args
 
+from trainer_core.contract.config.code_refs import parse_code_ref
 from trainer_core.contract.config.slurm_settings import slurm_problems
 from trainer_core.contract.config.trl_names import TRL_REWARD_FUNCS
-from trainer_core.contract.health.monitor import STOPPABLE_RULES, SWITCHES, finite, threshold_names
+from trainer_core.contract.config.usual_values import USUAL
+from trainer_core.contract.health.monitor import STOPPABLE_RULES, SWITCHES, threshold_names
+from trainer_core.contract.run.json_values import is_number, is_whole
 
 # The choice fields' types: RunConfig annotates its fields with them, and their values are the choices
 # that --help, the form, the docs and the checks below offer.
@@ -122,16 +125,14 @@ def _source_problems(c):
 
 
 def reward_func_kind(name: str) -> str | None:
-    """'builtin', 'file' (FILE.py:FUNCTION), 'dotted' (pkg.module.function), or None for none of them."""
+    """'builtin' (one of TRL's), 'file' (FILE.py:FUNCTION) or 'dotted' (pkg.module.function, pkg.module:function):
+    the grammar tools share (config/code_refs.py), naming one function (a weight is one function's); else None."""
     if name in TRL_REWARD_FUNCS:
         return "builtin"
-    path, sep, func = name.rpartition(":")
-    if sep and path.endswith(".py") and func.isidentifier():
-        return "file"
-    module, _, func = name.rpartition(".")
-    if module and func.isidentifier() and all(p.isidentifier() for p in module.split(".")):
-        return "dotted"
-    return None
+    ref = parse_code_ref(name)
+    if ref is None or len(ref.names) != 1:
+        return None
+    return "file" if ref.file else "dotted"
 
 
 def reward_func_problems(funcs):
@@ -149,7 +150,15 @@ def reward_func_problems(funcs):
             f"(one of {', '.join(TRL_REWARD_FUNCS)}, a dotted path, or FILE.py:FUNCTION).",
         )
     for name, weight in funcs.items():
-        if not isinstance(name, str) or reward_func_kind(name) is None:
+        ref = parse_code_ref(name) if isinstance(name, str) else None
+        if ref is not None and len(ref.names) > 1:
+            each = ", ".join(f"{ref.where}:{n}" for n in ref.names)
+            yield ConfigError(
+                "reward_funcs",
+                f"reward function {name!r} names {len(ref.names)} functions; each has a weight of its own, so give "
+                f"each its own entry: {each}.",
+            )
+        elif not isinstance(name, str) or reward_func_kind(name) is None:
             close = difflib.get_close_matches(str(name), TRL_REWARD_FUNCS, n=1)
             hint = (
                 f" Did you mean '{close[0]}'?"
@@ -164,7 +173,7 @@ def reward_func_problems(funcs):
                 f"reward function {name!r} is not one of TRL's ({', '.join(TRL_REWARD_FUNCS)}), "
                 f"a dotted import path (my_pkg.rewards.fn) or FILE.py:FUNCTION.{hint}",
             )
-        if isinstance(weight, bool) or not finite(weight):
+        if not is_number(weight):
             yield ConfigError(
                 "reward_funcs", f"the weight of reward function {name!r} must be a finite number, got {weight!r}."
             )
@@ -223,7 +232,7 @@ _RANGES = (
     ("vllm_gpu_memory_utilization", lambda v: 0 < v <= 1, "in (0, 1]"),
     ("rl_kl_coef", lambda v: v >= 0, ">= 0 (0 disables the KL penalty)"),
     ("rl_clip_range", lambda v: v > 0, "> 0 (0.2 is typical)"),
-    ("lr", lambda v: v > 0, "> 0 (1e-6 to 1e-5 is typical for full fine-tuning)"),
+    ("lr", lambda v: v > 0, f"> 0 ({USUAL['lr'].text})"),
     ("epochs", lambda v: v > 0, "> 0"),
     ("lora_dropout", lambda v: 0 <= v < 1, "in [0, 1)"),
     ("warmup_ratio", lambda v: 0 <= v < 1, "in [0, 1)"),
@@ -231,23 +240,23 @@ _RANGES = (
 
 
 def _positive_int_or_none(value) -> bool:
-    return value is None or (isinstance(value, int) and value >= 1)
+    return value is None or is_whole(value, 1)
 
 
 def _number_problems(c):
     for name, low in _MIN_INTS.items():
         value = getattr(c, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        if not is_whole(value, low):
             fix = _INT_FIXES.get(name, f"use an integer >= {low}.")
             yield ConfigError(name, f"{name} must be an integer >= {low}, got {value!r}. {fix}")
-    if not isinstance(c.max_steps, int) or isinstance(c.max_steps, bool) or (c.max_steps < 1 and c.max_steps != -1):
+    if not is_whole(c.max_steps, -1) or c.max_steps == 0:
         yield ConfigError("max_steps", f"max_steps must be a positive integer or -1 (use epochs), got {c.max_steps!r}.")
     for name in ("max_prompt_length", "save_total_limit"):
         if not _positive_int_or_none(getattr(c, name)):
             yield ConfigError(name, f"{name} must be a positive integer, got {getattr(c, name)!r}.")
     for name, ok, rule in _RANGES:
         value = getattr(c, name)
-        if not finite(value) or not ok(value):
+        if not is_number(value) or not ok(value):
             yield ConfigError(name, f"{name} must be {rule}; got {value!r}.")
 
 
@@ -259,9 +268,9 @@ def _combination_problems(c, world_size: int):
             "(GPUs for a server the run starts); got neither.",
         )
     if (
-        isinstance(c.batch_size, int)
-        and isinstance(c.gradient_accumulation, int)
-        and isinstance(c.rl_num_generations, int)
+        is_whole(c.batch_size, None)
+        and is_whole(c.gradient_accumulation, None)
+        and is_whole(c.rl_num_generations, None)
     ):
         generation_batch = c.batch_size * world_size * max(c.gradient_accumulation, 1)
         if c.rl_num_generations >= 2 and generation_batch % c.rl_num_generations:
@@ -330,9 +339,9 @@ def _health_problems(c):
             hint = f" Did you mean '{close[0]}'?" if close else f" Known thresholds: {', '.join(names)}."
             yield ConfigError("health", f"health sets unknown threshold '{key}'.{hint}")
         elif key in SWITCHES:
-            if value not in (0, 1) or isinstance(value, bool):
+            if not (is_number(value) and value in (0, 1)):
                 yield ConfigError("health", f"health switch {key} must be 0 (off) or 1 (on), got {value!r}.")
-        elif not finite(value) or value <= 0:
+        elif not is_number(value) or value <= 0:
             yield ConfigError("health", f"health threshold {key} must be a positive number, got {value!r}.")
         elif key.endswith("_percent") and value > 100:
             yield ConfigError(
