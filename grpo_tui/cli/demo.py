@@ -7,12 +7,14 @@ same demo with a learning rate far too high, for people evaluating the health wa
 the agentic demo instead: the model books hotel rooms through tools that TRL calls while it generates
 (``hotel_agent_env.py``), and learns to use them; piped, it ends with how often a tool call succeeded in its
 first and last steps. Both demos evaluate the model on held-out prompts (at step 0 and every few steps);
-piped, they end with each held-out task metric at the base model and at the last eval.
+piped, they end with each held-out task metric at the base model and at the last eval, and a run that a rule
+stopped (the KL demo) says so: the score of the policy it stopped is no success, however high.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from grpo_tui.services.catalog.status import is_live, live_status
@@ -123,13 +125,16 @@ def tool_success_summary(run: Path) -> str:
 
 
 def heldout_summary(run: Path) -> str:
-    """Each held-out task metric at the base model's eval and at the last one."""
+    """Each held-out task metric at the base model's eval and at the last one; for a run a health rule stopped,
+    a second line that says so, and that the score of the policy it stopped is no success (``rule_stop_note``)."""
     from trainer_core.contract.run.event_log import EventTail
     from trainer_core.contract.run.events import Eval
 
-    evals = [e for e in EventTail(run / "events.jsonl").poll() if isinstance(e, Eval)]
+    events = EventTail(run / "events.jsonl").poll()
+    stopped = rule_stop_note(events, run.name)
+    evals = [e for e in events if isinstance(e, Eval)]
     if len(evals) < 2:
-        return "held-out evaluation: too few evals to compare"
+        return "held-out evaluation: too few evals to compare" + (f"\n{stopped}" if stopped else "")
     first, last = evals[0], evals[-1]
     names = [*first.task_metrics, *(n for n in ("tool_success",) if n in first.metrics)]
     parts = []
@@ -137,4 +142,39 @@ def heldout_summary(run: Path) -> str:
         before, after = first.value(name), last.value(name)
         if before is not None and after is not None:
             parts.append(f"{name} {before:.0%} at step {first.step}, {after:.0%} at step {last.step}")
-    return f"held-out ({first.prompts} prompts x {first.generations}): " + "; ".join(parts)
+    line = f"held-out ({first.prompts} prompts x {first.generations}): " + "; ".join(parts)
+    return line + (f"\n{stopped}" if stopped else "")
+
+
+AUTO_STOP = re.compile(r"auto-stop: (?P<rule>[\w-]+)(?: at step (?P<step>\d+))?")  # the trainer's stop reason
+# rules that fire when the policy runs away from the model it started from
+DIVERGENCE = ("kl_explosion", "entropy_collapse", "mode_collapse", "non_finite", "grad_norm_spike", "loss_spike")
+
+
+def rule_stop_note(events: list, run_id: str) -> str | None:
+    """Why a run that a health rule stopped (``--stop-on``) scores what it scores: the rule, its evidence and
+    advice, and that the held-out score of a diverged policy is no success; None for any other run.
+
+    The KL demo ends on a perfect held-out score: the policy it stopped writes rows of the letter for every
+    prompt, which the metric scores as right. Said without this line, the failed run reads as the best one."""
+    from trainer_core.contract.run.events import HealthWarning, RunFinished, StopRequested
+    from trainer_core.contract.run.status import Status
+
+    ends = [e for e in events if isinstance(e, RunFinished)]
+    if not ends or ends[-1].status is not Status.STOPPED:
+        return None
+    reasons = [ends[-1].reason, *(e.reason for e in reversed(events) if isinstance(e, StopRequested))]
+    found = next((m for r in reasons if r and (m := AUTO_STOP.search(r))), None)
+    if found is None:
+        return None  # stopped by a person, the app or a host: its score is what it is
+    rule, step = found["rule"], found["step"] or str(ends[-1].step)
+    warned = [e for e in events if isinstance(e, HealthWarning) and str(e.rule) == rule]
+    evidence = f", which warned: {warned[-1].message.rstrip('.')}" if warned else ""
+    advice = f" {warned[-1].advice}" if warned and warned[-1].advice else ""
+    what = "a diverged policy" if rule in DIVERGENCE else f"a policy the {rule} rule judged broken"
+    return (
+        f"not a success: the {rule} rule stopped this run at step {step} (--stop-on {rule}){evidence}. Its "
+        f"held-out score is that of {what}, which can collapse onto one kind of output that the metric happens "
+        f"to score well: read its completions before trusting any score (grpo-tui watch {run_id}, Completions "
+        f"tab).{advice}"
+    )

@@ -33,11 +33,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Label
+from textual.worker import get_current_worker
 
+from grpo_tui.services.lifecycle import tiny_model
 from grpo_tui.services.lifecycle.launching import SKIPPED, LaunchError, gate_inspection
 from grpo_tui.services.machine.gpus import GPU, list_gpus, visible_indices
 from grpo_tui.services.records.wire import TRAIN_EXTRA, missing_trainer
 from grpo_tui.services.serving.web_mode import control
+from trainer_core.contract.config.model_source import model_problems
 from trainer_core.contract.config.placement import Placement, plan
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 
@@ -94,6 +97,13 @@ class LaunchScreen(Screen):
             super().__init__()
             self.title, self.message, self.field = title, message, field
 
+    class TinyModelBuilt(Message):
+        """The demo's tiny model at ``path`` is current (``error`` None), or could not be built."""
+
+        def __init__(self, path: Path, error: str | None):
+            super().__init__()
+            self.path, self.error = path, error
+
     def __init__(self, runs_dir, config: RunConfig | None = None, executors: ExecutorRegistry | None = None):
         super().__init__()
         self.runs_dir = Path(runs_dir)
@@ -104,6 +114,9 @@ class LaunchScreen(Screen):
         self.available: list[int] = []
         self.placement: Placement | None = None
         self.launching = False
+        self._accepted_unusual: tuple = ()  # the unusual values the user chose to launch with
+        self.building: Path | None = None  # the demo's tiny model while a worker builds it
+        self.tiny_model_ready = False  # it was found current, or built, since this screen opened
 
     @property
     def form(self) -> ConfigForm:
@@ -225,7 +238,7 @@ class LaunchScreen(Screen):
         except ConfigError as exc:
             # problems with a form field (vllm_server_gpus, ...) show under that field instead
             self.picker.show_plan("" if self.form.has_field(exc.field) else str(exc), "-error")
-            self.form.set_context(self.form.world_size, [exc])
+            self.form.set_context(self.form.world_size, [exc, *self._model_problems(config)])
             return
         notes = list(self.placement.notes)
         if self.placement.train_gpus:
@@ -237,7 +250,14 @@ class LaunchScreen(Screen):
         if config.slurm:
             notes.insert(0, "a Slurm batch job: it runs on the node Slurm gives it (its GPUs: GPUs per node)")
         self.picker.show_plan("; ".join(notes), "-info")
-        self.form.set_context(self.placement.num_processes)
+        self.form.set_context(self.placement.num_processes, self._model_problems(config))
+
+    def _model_problems(self, config: RunConfig) -> list[ConfigError]:
+        """Whether the model loads where the run runs (config/model_source.py): checked here for this machine's
+        runs and its Slurm jobs; a host's grpo-tui checks its own paths and cache when it launches there."""
+        if config.model == str(tiny_model.tiny_model_dir()) and not self.tiny_model_ready:
+            return []  # the CPU demo preset's model: built when the run is launched
+        return model_problems(config.model) if self.executor.folders_here else []
 
     def on_config_form_changed(self, event: ConfigForm.Changed) -> None:
         self.refresh_preview()
@@ -258,6 +278,43 @@ class LaunchScreen(Screen):
             bar.describe(str(exc))
             return
         bar.describe(f"applied {name!r}: {PRESETS[name].description}")
+
+    # -- the demo's tiny model: the CPU demo preset's, built on its first launch -------------------------------
+    def _tiny_model_pending(self, config: RunConfig) -> bool:
+        """Whether this launch waits for the demo's tiny model (``config``'s model): built (or found current) in a
+        worker first, after which the launch goes on by itself."""
+        path = tiny_model.tiny_model_dir()
+        if config.model != str(path) or self.tiny_model_ready or not self.executor.folders_here or missing_trainer():
+            return False
+        if self.building is None:
+            self.building = path
+            self._launch_status.show(
+                f"the demo's tiny model first, in {path} (built once: minutes on a CPU) ...", "-info"
+            )
+            self.build_tiny_model(path)
+        return True
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="tiny-model")
+    def build_tiny_model(self, path: Path) -> None:
+        """Build the demo's tiny model in a child process unless it is current (the child says); stopped with
+        the screen."""
+        worker = get_current_worker()
+        try:
+            tiny_model.ensure(cancelled=lambda: worker.is_cancelled)
+        except (OSError, tiny_model.BuildFailed) as exc:
+            self.post_message(self.TinyModelBuilt(path, str(exc)))
+        else:
+            self.post_message(self.TinyModelBuilt(path, None))
+
+    def on_launch_screen_tiny_model_built(self, message: TinyModelBuilt) -> None:
+        self.building = None
+        self.tiny_model_ready = message.error is None
+        if message.error is not None:
+            self._launch_status.show(message.error, "-error")
+            return
+        self._launch_status.show(f"the demo's tiny model is ready in {message.path}", "-ok")
+        self.refresh_preview()  # the model field is checked again, now that the folder is there
+        self.action_launch()
 
     # -- config files -----------------------------------------------------------------------------------
     def action_load(self) -> None:
@@ -325,6 +382,8 @@ class LaunchScreen(Screen):
         except ConfigError:
             self._refuse(self.form.problems())
             return
+        if self._tiny_model_pending(config):
+            return
         try:
             placement = self.plan(config)
         except ConfigError as exc:
@@ -335,10 +394,12 @@ class LaunchScreen(Screen):
                 self._launch_status.show(f"cannot launch: {exc}", "-error")
                 self.picker.focus_problem(exc.field)
             return
-        self.form.external = []
+        self.form.external = self._model_problems(config)
         problems = self.form.problems(world_size=placement.num_processes)
         if problems:
             self._refuse(problems)
+            return
+        if not self._unusual_accepted():
             return
         gpus, num_processes = self.placement_request(config)
         executor = self.executor
@@ -366,6 +427,26 @@ class LaunchScreen(Screen):
             self._after_gate(result, executor, config, gpus, num_processes)
 
         self.app.push_screen(InspectScreen(config, self.runs_dir), after_gate)
+
+    def _unusual_accepted(self) -> bool:
+        """Whether no value is far outside its usual range (an lr of 4.0), or the user said yes to these; else ask,
+        and a yes launches again."""
+        unusual = self.form.unusual()
+        key = tuple((u.field, u.value) for u in unusual)
+        if not unusual or key == self._accepted_unusual:
+            return True
+
+        def answered(ok: bool | None) -> None:
+            if ok:
+                self._accepted_unusual = key
+                self.action_launch()
+            else:
+                self.form.focus_field(unusual[0].field)
+
+        self._launch_status.show(f"not launched yet: {unusual[0]}", "-info")
+        question = "Launch with a setting far outside its usual range?"
+        self.app.push_screen(ConfirmScreen(question, "\n".join(map(str, unusual))), answered)
+        return False
 
     def _after_gate(
         self, result, executor: Executor, config: RunConfig, gpus: list[int] | None, num_processes: int | None

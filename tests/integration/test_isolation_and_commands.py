@@ -146,6 +146,12 @@ def test_the_kl_pathology_demo_explodes_warns_and_stops_itself(pretrained_tiny_m
     assert isinstance(finished, RunFinished) and finished.status is Status.STOPPED
     assert finished.reason == f"auto-stop: kl_explosion at step {warned.step}" and finished.step < 300
     assert (folder / "checkpoints" / f"checkpoint-{finished.step}").is_dir()
+    # its summary ends on why a failed run scores well: a rule stopped it, and a diverged policy's score is no success
+    *_, heldout, note = result.stdout.strip().splitlines()
+    assert heldout.startswith("held-out (") and f"at step {finished.step}" in heldout, result.stdout
+    assert note.startswith(f"not a success: the kl_explosion rule stopped this run at step {warned.step}"), note
+    assert "held-out score is that of a diverged policy" in note and warned.message.rstrip(".") in note
+    assert f"grpo-tui watch {folder.name}" in note and warned.advice in note
 
 
 def test_the_running_app_never_imports_the_training_stack(tmp_path):

@@ -4,6 +4,10 @@ An inspection lives in ``RUNS_DIR/inspections/ID/`` (config.yaml, inspection.jso
 inspect.log). It runs in a child process (it loads the model), so this module stays torch-free. A run
 launched through the gate records the inspection's id in its config (``inspection``) and gets a copy of
 the report in its own folder.
+
+An inspection is a pass only when it wrote a report that scored completions: a child that crashed (no
+``summary.json``), one that recorded a failure, or one whose every score raised gives nothing to read and
+nothing to launch with (``Inspection.failure``, what the app's gate and ``grpo-tui inspect`` both say).
 """
 
 from __future__ import annotations
@@ -18,12 +22,15 @@ from pathlib import Path
 
 from grpo_tui.services.machine import hardware
 from trainer_core.contract.config.inspection_key import config_key
+from trainer_core.contract.config.model_source import require_model
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import read_records
 from trainer_core.contract.run.folder import RunFolder, resolve_runs_dir
 from trainer_core.contract.run.process import run_env, spawn_logged
 
 SUBDIR = "inspections"
+LOG_LINES = 20  # of inspect.log, shown when an inspection failed
+LOG_TAIL_BYTES = 64 * 1024
 
 
 @dataclass
@@ -47,6 +54,33 @@ class Inspection:
     def log(self) -> Path:
         return self.path / "inspect.log"
 
+    def failure(self, exit_code: int | None = None) -> str | None:
+        """Why this inspection is no pass, in words (None: it scored completions). ``exit_code``: its child's."""
+        summary = self.summary()
+        if not summary:
+            return no_report(exit_code)
+        if summary.get("failed"):
+            return str(summary.get("error") or "the inspection failed")
+        if not summary.get("scored"):
+            samples, errors = summary.get("samples", 0), summary.get("errors", 0)
+            return f"the inspection scored nothing: {errors} of {samples} completion(s) failed to score"
+        return None
+
+    def log_tail(self, lines: int = LOG_LINES) -> list[str]:
+        """The last ``lines`` lines of inspect.log (a traceback ends there); [] without one."""
+        try:
+            with open(self.log, "rb") as fh:
+                fh.seek(0, 2)
+                fh.seek(max(0, fh.tell() - LOG_TAIL_BYTES))
+                text = fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            return []
+        return text.splitlines()[-lines:]
+
+
+def no_report(exit_code: int | None) -> str:
+    return "the inspection wrote no report" + ("" if exit_code is None else f" (exit code {exit_code})")
+
 
 def inspections_dir(runs_dir) -> Path:
     return resolve_runs_dir(runs_dir) / SUBDIR
@@ -57,6 +91,7 @@ def create(config: RunConfig, runs_dir) -> Inspection:
     hardware pre-flight on this machine, where the inspection runs (``PreflightError`` with every problem; with
     on_missing fallback, the fallbacks are applied to the copy of the config it saves)."""
     config.validate()
+    require_model(config.model)  # loaded here: a folder or Hub id this machine can load (config/model_source.py)
     config = copy.deepcopy(config)  # the caller's config launches later, and gets its own fallbacks then
     hardware.check(config, here=True).raise_problems()
     folder = RunFolder.create(inspections_dir(runs_dir))
@@ -74,15 +109,16 @@ def start(inspection: Inspection, samples: int) -> subprocess.Popen:
 
 
 def find_for(config: RunConfig, runs_dir) -> Inspection | None:
-    """The newest finished inspection made with this config's model, environment and sampling."""
+    """The newest inspection that scored completions with this config's model, environment and sampling."""
     base = inspections_dir(runs_dir)
     if not base.is_dir():
         return None
     key = config_key(config)
     for path in sorted((p for p in base.iterdir() if p.is_dir()), reverse=True):
-        summary = Inspection(path).summary()
-        if summary.get("config_key") == key and not summary.get("failed") and "flags" in summary:
-            return Inspection(path)
+        inspection = Inspection(path)
+        summary = inspection.summary()
+        if summary.get("config_key") == key and "flags" in summary and inspection.failure() is None:
+            return inspection
     return None
 
 

@@ -28,12 +28,14 @@ from grpo_tui.services.machine.gpus import visible_indices
 from grpo_tui.services.records.stop_outcome import StopOutcome
 from grpo_tui.services.slurm.queue import job_of
 from trainer_core.contract.config.disk_estimate import require_room
+from trainer_core.contract.config.model_source import require_model
 from trainer_core.contract.config.notify_urls import NOTIFY_ENV, NOTIFY_FD_ENV
 from trainer_core.contract.config.placement import Placement, plan
 from trainer_core.contract.config.ports import check_port
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.event_log import last_step
 from trainer_core.contract.run.folder import RunFolder, resolve_runs_dir
+from trainer_core.contract.run.json_values import is_whole
 from trainer_core.contract.run.process import (
     Refusal,
     alive,
@@ -62,7 +64,8 @@ def create_run(
     available: list[int] | None = None,
     status: Status = Status.STARTING,
 ) -> tuple[RunFolder, Placement]:
-    """Validate everything, then create the run folder. Raises ConfigError / OSError before anything starts.
+    """Validate everything (the model too: config/model_source.py), then create the run folder. Raises
+    ConfigError / OSError before anything starts.
 
     The disk check (config/disk_estimate.py) refuses a run its filesystem cannot hold; ``on_disk_note(Preflight)``
     hears of one that fits only barely, starts anyway (``--health disk_check=0``) or cannot be estimated. The
@@ -70,6 +73,7 @@ def create_run(
     # ``available``: the GPUs of the machine that will run it (a Slurm node), when that is not this one
     placement = plan(config, visible_indices() if available is None else available, gpus, num_processes)
     config.validate(world_size=world_size(config, placement))
+    require_model(config.model)  # a folder or a Hub id this machine can load: not transformers' traceback later
     if vllm_port is not None and placement.starts_server:
         check_port(vllm_port)
     room = require_room(config, resolve_runs_dir(runs_dir))
@@ -84,7 +88,7 @@ def create_run(
 def world_size(config: RunConfig, placement: Placement) -> int:
     """Training processes over every machine: a Slurm run's nodes each run the placement's processes."""
     nodes = config.slurm.get("nodes") if isinstance(config.slurm, dict) else None
-    return placement.total_processes * (nodes if isinstance(nodes, int) and nodes > 1 else 1)
+    return placement.total_processes * (nodes if is_whole(nodes, 2) else 1)
 
 
 @dataclass

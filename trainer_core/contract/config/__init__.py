@@ -2,7 +2,8 @@
 
 Owns RunConfig (``run_config``) and its checks with their messages (``checks``, ``tool_specs``,
 ``slurm_settings``), the names of its TRL keys (``trl_names``), placement on GPUs and processes
-(``placement``, ``ports``), the hardware and disk preflights (``hardware``, ``disk_estimate``), the key of a
+(``placement``, ``ports``), the hardware, disk and model preflights (``hardware``, ``disk_estimate``,
+``model_source``: a model folder or Hub id this machine can load, without huggingface_hub), the key of a
 reward inspection (``inspection_key``), the training stack by name and the TRL releases checked (``stack``), notify URLs as a config value (``notify_urls``: checked, masked, kept
 out of config.yaml) and the user's own settings files (``user_files``).
 
