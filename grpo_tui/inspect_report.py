@@ -1,6 +1,8 @@
 """The reward-inspection report as Rich renderables: flags first, then numbers, histogram and samples.
 
-Shared by ``grpo-tui inspect`` and the app's Inspect screen so both say the same thing.
+Shared by ``grpo-tui inspect`` and the app's Inspect screen so both say the same thing. "No problems found"
+is said only of a report that scored something: an inspection that crashed or scored nothing is a failure, shown
+with the end of its log (``failure_report``), never as a pass.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ def flags_text(summary: dict, palette: Palette) -> Text:
         text.append(clean(summary.get("error", "")) + "\n")
         return text
     flags = summary.get("flags", [])
-    if not flags:
+    if not flags and summary.get("scored"):
         text.append(
             "No problems found: scores vary within groups and the model sometimes succeeds.\n",
             style=palette.role("success"),
@@ -95,4 +97,30 @@ def report(summary: dict, records: list[dict], palette: Palette | None = None) -
     parts = [flags_text(summary, palette)]
     if not summary.get("failed"):
         parts += [numbers_table(summary), histogram(summary), samples_table(records, palette)]
+    return Group(*parts)
+
+
+def failure_report(
+    reason: str, log_lines: list[str], summary: dict, records: list[dict], palette: Palette | None = None
+) -> Group:
+    """An inspection that is no pass: why, the flags and samples it has (the first errors), and the last lines of
+    its log, every one of them literal text."""
+    palette = palette or plain_palette()
+    text = Text()
+    text.append("The inspection failed: ", style=palette.role("error", bold=True))
+    text.append(clean(reason) + "\n")
+    last = next((line for line in reversed(log_lines) if line.strip()), None)
+    if last is not None:  # a traceback's last line says what went wrong
+        text.append("Its log ends with: ", style="bold")
+        text.append(clean(last.strip()) + "\n")
+    parts: list = [text]
+    if summary.get("flags"):
+        parts.append(flags_text(summary, palette))
+    if records:
+        parts.append(samples_table(records, palette))
+    if log_lines:
+        parts.append(Text("The end of inspect.log:", style="bold"))
+        parts.extend(literal(line) for line in log_lines)
+    else:
+        parts.append(Text("inspect.log is empty."))
     return Group(*parts)

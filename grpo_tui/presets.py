@@ -3,7 +3,9 @@
 A preset is a partial RunConfig: it changes only the fields it names and leaves every other field
 (the model, usually the environment) as it was. The CPU demo preset is the demo config file shipped as
 package data (with its environment pointing at the installed ``pattern_env.py``, as ``grpo-tui demo``
-does), so the file, the demo and the launch screen cannot drift apart.
+does), so the file, the demo and the launch screen cannot drift apart. It names its model too, the demo's tiny
+model in the user's cache: a newcomer's first run needs no model of their own. That model may not be built yet,
+so the preset says so (``tiny_model``) and the launch screen builds it in a child process.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from trainer_core.contract.config.run_config import ConfigError, RunConfig, load_file
 
 from .resources import demo_config_file, demo_env_file
+from .services.lifecycle.tiny_model import tiny_model_dir
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,8 @@ class Preset:
     fixed: dict[str, Any] = field(default_factory=dict)
     read: Callable[[], dict[str, Any]] | None = None
     """Reads a file-backed preset's fields each time it is applied, so edits to the file show."""
+    tiny_model: bool = False
+    """Its ``model`` is the demo's tiny model (``tiny_model_dir()``), which is built on first use."""
 
     def values(self) -> dict[str, Any]:
         """The fields this preset sets."""
@@ -31,8 +36,9 @@ class Preset:
 
 
 def cpu_demo_values() -> dict[str, Any]:
-    """The demo config file's fields, its environment module replaced by the installed file's path."""
-    return {**load_file(demo_config_file()), "rl_env_module": str(demo_env_file())}
+    """The demo config file's fields, its environment module replaced by the installed file's path, and the demo's
+    tiny model (built or not) as its model."""
+    return {**load_file(demo_config_file()), "rl_env_module": str(demo_env_file()), "model": str(tiny_model_dir())}
 
 
 PRESETS: dict[str, Preset] = {
@@ -71,6 +77,7 @@ PRESETS: dict[str, Preset] = {
             "CPU demo",
             "What grpo-tui demo runs: the tiny offline model learns to write the letter 'a' on a CPU.",
             read=cpu_demo_values,
+            tiny_model=True,
         ),
     )
 }

@@ -27,7 +27,7 @@ def register(sub) -> None:
 
 def describe(runs_dir=None) -> dict:
     """What a remote caller parses into ``executors/wire.HostInfo``: this machine's executor's ``info()``."""
-    return LocalExecutor(runs_dir).info().to_dict()
+    return LocalExecutor(runs_dir).info().to_wire()
 
 
 def run(args) -> int:

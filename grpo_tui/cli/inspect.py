@@ -47,7 +47,7 @@ def run(args) -> int:
     code = subprocess.call(inspections.command(inspection, args.samples))
     summary = inspection.summary()
     if not summary:
-        raise BadInput(f"the inspection wrote no report (exit code {code})")
+        raise BadInput(inspections.no_report(code))
     Console(soft_wrap=False).print(report(summary, inspection.records()))
     print(f"report: {inspection.path / 'summary.json'}  samples: {inspection.path / 'inspection.jsonl'}")
     if summary.get("failed") or code:

@@ -111,7 +111,7 @@ def run(args) -> int:
     if args.json:
         # orjson: the same JSON as json.dumps(indent=2), many times faster on thousands of rows
         sys.stdout.write(
-            json_bytes(orjson.dumps([r.to_dict() for r in runs], option=orjson.OPT_INDENT_2)).decode() + "\n"
+            json_bytes(orjson.dumps([r.to_wire() for r in runs], option=orjson.OPT_INDENT_2)).decode() + "\n"
         )
     elif not runs and not names:
         print(clean_line(f"no runs in {args.runs_dir or os.environ.get(RUNS_DIR_ENV) or './runs'}"))

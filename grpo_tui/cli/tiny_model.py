@@ -1,21 +1,20 @@
 """``grpo-tui tiny-model``: a tiny causal LM and tokenizer, built offline (tests and the demo use it).
 
 Built in a child process (``python -m trainer_core tiny-model``), so this one stays torch-free. The child also
-decides whether a cached model is current, so the format of the cache is known in one place.
+decides whether a cached model is current, so the format of the cache is known in one place; where the demo's
+model is cached, and building it there, is ``services/lifecycle/tiny_model.py`` (the launch form's preset uses it).
 """
 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-from trainer_core.contract.config.user_files import user_cache_dir
+from grpo_tui.services.lifecycle.tiny_model import BUILD, VARIANT_DIRS, cached_tiny_model
 
 from .common import BadInput, needs_trainer
 
-BUILD = [sys.executable, "-m", "trainer_core", "tiny-model"]
-VARIANT_DIRS = {None: "tiny-model", "vllm": "tiny-model-vllm", "agent": "tiny-model-agent"}
+__all__ = ["VARIANT_DIRS", "cached_tiny_model", "register", "run"]
 
 
 def register(sub) -> None:
@@ -58,12 +57,3 @@ def run(args) -> int:
         if on
     ]
     return subprocess.call([*BUILD, str(args.output_dir), *flags])
-
-
-def cached_tiny_model(variant: str | None = None) -> Path:
-    """The demo's tiny pre-trained model, built once into the cache (and again when its format changes); each
-    variant (``"vllm"``: head_dim 32; ``"agent"``: the agentic demo's) is cached apart from it."""
-    path = user_cache_dir() / VARIANT_DIRS[variant]
-    sys.stdout.flush()
-    subprocess.run([*BUILD, str(path), "--announce", *([f"--for-{variant}"] if variant else [])], check=True)
-    return path

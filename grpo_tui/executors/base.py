@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from grpo_tui.services.records.host_info import HostInfo
 from grpo_tui.services.records.stop_outcome import StopOutcome
-from grpo_tui.services.records.wire import HostInfo, LaunchReply
+from grpo_tui.services.records.wire import LaunchReply
 
 if TYPE_CHECKING:
     from grpo_tui.services.lifecycle.resuming import ResumePlan

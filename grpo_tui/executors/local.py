@@ -14,7 +14,6 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import asdict
 from pathlib import Path
 
 from grpo_tui.services.catalog.folders import UnknownRunError, list_runs, resolve_run, run_info
@@ -29,9 +28,9 @@ from grpo_tui.services.lifecycle.supervisor import (
     stop_run,
 )
 from grpo_tui.services.machine.gpus import GPU, list_gpus, visible_indices
+from grpo_tui.services.records.host_info import HostInfo
 from grpo_tui.services.records.run_row import RunInfo
 from grpo_tui.services.records.stop_outcome import StopOutcome
-from grpo_tui.services.records.wire import GpuRecord, HostInfo
 from grpo_tui.services.stream.log_follow import log_chunks
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder, resolve_runs_dir
@@ -92,7 +91,7 @@ class LocalExecutor:
             socket.gethostname(),
             str(resolve_runs_dir(self.runs_dir).expanduser().absolute()),
             sys.version.split()[0],
-            tuple(GpuRecord(**asdict(g)) for g in list_gpus()),
+            tuple(list_gpus()),
         )
 
     def gpus(self) -> list[GPU]:

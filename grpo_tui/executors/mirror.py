@@ -6,7 +6,7 @@ host's ``grpo-tui events --mirror --follow`` (``services/serving/event_feed.py``
 run unchanged and nothing of the reading is implemented twice. The appended files are copied at the host's
 offsets (a bad line masked with as many bytes), so after a dropped connection the copy asks again from where
 it ends: no event is lost and none is repeated. What only the host can judge (is the process alive, watcher alerts, its GPUs)
-arrives as status messages and is kept in ``.remote.json``, which ``services/run_status`` reads in place of
+arrives as status messages and is kept in ``.remote.json``, which ``services/catalog/status`` reads in place of
 a process check.
 
 The host is not trusted: every line is parsed by ``grpo_tui.services.records.wire`` before anything is
@@ -120,6 +120,7 @@ class Mirror:
         self._held: dict[str, bytes] = {}  # the start of a line not yet complete, per lines-only file
         self.masked = 0  # lines the host sent that were no JSON object, masked in the copy
         self.masked_where: str | None = None
+        self._gpus: tuple[GPU, ...] = ()  # the host's, as its stream last reported them
         for name in TAIL_LIMITS:  # where an earlier copy's tail started is not known: sent again from the host
             with contextlib.suppress(OSError, WireError):
                 os.close(os.open(self._path(name), os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW))
@@ -161,7 +162,7 @@ class Mirror:
 
     def gpus(self) -> list[GPU]:
         """The host's GPUs, as its stream last reported them."""
-        return [GPU(**g) for g in self._remote.get("gpus") or []]
+        return list(self._gpus)
 
     def sync(self) -> None:
         """Copy what the host has now, once (no follow)."""
@@ -282,7 +283,8 @@ class Mirror:
                 error=None,
             )
         elif isinstance(parsed, GpuReport):
-            self._set_remote(gpus=[g.to_wire() for g in parsed.gpus])
+            self._gpus = parsed.gpus
+            self._set_remote(gpus=parsed.to_wire()["gpus"])
         elif isinstance(parsed, Reset):
             os.close(os.open(self._path(parsed.file), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600))
             self._started.discard(parsed.file)

@@ -19,7 +19,6 @@ import os
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
 from typing import Any
 
 from orjson import loads
@@ -27,17 +26,15 @@ from orjson import loads
 from grpo_tui.config_flags import config_to_argv
 from grpo_tui.services.lifecycle.launching import LaunchError
 from grpo_tui.services.machine.gpus import GPU
+from grpo_tui.services.records.host_info import HostInfo
 from grpo_tui.services.records.run_row import RunInfo
 from grpo_tui.services.records.stop_outcome import StopOutcome
 from grpo_tui.services.records.wire import (
-    HostInfo,
     LaunchCheck,
     WireError,
-    parse_info,
     parse_launch_check,
     parse_launch_reply,
     parse_run_rows,
-    parse_stop_reply,
 )
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.folder import FORMAT_VERSION
@@ -168,11 +165,11 @@ class SshExecutor:
                     f"{str(data.get('run_format'))[:40]}, this one reads {FORMAT_VERSION}; install the same "
                     "grpo-tui version on both machines"
                 )
-            info = self._info = self._parsed("info --json", data, parse_info)
+            info = self._info = self._parsed("info --json", data, HostInfo.from_wire)
         return info
 
     def gpus(self) -> list[GPU]:
-        return [GPU(**asdict(g)) for g in self.info().gpus]
+        return list(self.info().gpus)
 
     def list_runs(self, refs: list[str] | None = None) -> RunListing:
         """The host's runs (``refs``: only these); a row that breaks the format is left out and named in ``error``."""
@@ -210,7 +207,7 @@ class SshExecutor:
 
     def stop(self, run: RunRef, force: bool = False, timeout: float = 300) -> StopOutcome:
         args = ["stop", str(run.path), "--json", "--timeout", str(timeout), *(["--force"] if force else [])]
-        return self._reply("stop --json", self.call(args, timeout=timeout + 120), parse_stop_reply)
+        return self._reply("stop --json", self.call(args, timeout=timeout + 120), StopOutcome.from_wire)
 
     def resume(self, run: RunRef, max_steps: int | None = None, on_plan: OnPlan | None = None) -> Launched:
         """The host's ``launch --resume --json``; the plan is made there (``on_plan`` is not told it)."""

@@ -1,4 +1,8 @@
-"""A yes/no question that must be answered before something irreversible happens."""
+"""A yes/no question that must be answered before something irreversible happens.
+
+The dialog fits an 80x24 terminal, and its labels take the dialog's width so that their text wraps inside it: a
+Label's default ``width: auto`` measures one line of the whole text and cuts it at the border.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,11 @@ class ConfirmScreen(ModalScreen[bool]):
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
-    ConfirmScreen > Vertical { width: 64; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
+    ConfirmScreen > Vertical {
+        width: 64; max-width: 100%; height: auto; max-height: 100%;
+        border: thick $warning; background: $surface; padding: 1 2;
+    }
+    ConfirmScreen Label { width: 100%; }
     ConfirmScreen #question { text-style: bold; margin-bottom: 1; }
     ConfirmScreen Horizontal { height: auto; margin-top: 1; }
     ConfirmScreen Button { margin-right: 2; }

@@ -4,6 +4,7 @@ A completed run can only continue to a higher ``max_steps``, so the runs screen 
 default is the run's old total plus half of it, rounded up; the answer must be a whole number above the
 run's last step, and anything else is refused in place with a message that names the value and the fix.
 The dialog only asks: the runs screen resumes the run through its executor (``Executor.resume``, as the CLI does).
+It fits an 80x24 terminal, its labels as wide as the dialog so that their text wraps instead of being cut.
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ class ExtendScreen(ModalScreen[int | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
     ExtendScreen { align: center middle; }
-    ExtendScreen > Vertical { width: 72; height: auto; border: thick $primary; background: $surface; padding: 1 2; }
+    ExtendScreen > Vertical {
+        width: 72; max-width: 100%; height: auto; max-height: 100%;
+        border: thick $primary; background: $surface; padding: 1 2;
+    }
+    ExtendScreen Label { width: 100%; }
     ExtendScreen #question { text-style: bold; margin-bottom: 1; }
     ExtendScreen #max-steps { margin-top: 1; }
     ExtendScreen #problem { color: $error; height: auto; }

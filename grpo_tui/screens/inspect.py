@@ -3,6 +3,9 @@
 Opens on the inspection already made for this config (same model, environment and sampling), or runs a
 new one in a child process. Dismisses with ``("launch", inspection_id)`` after the user has read the
 report, ``("skip", None)`` when they deliberately launch without one, or ``None`` to go back.
+
+An inspection that wrote no report (its child crashed) or scored nothing is a failure: the screen says why,
+shows the end of its log as literal text, and offers no launch with it (``Inspection.failure``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from textual.worker import get_current_worker
 from grpo_tui.services.lifecycle import inspections
 from trainer_core.contract.config.run_config import RunConfig
 
-from ..inspect_report import report
+from ..inspect_report import failure_report, report
 from ..palette import app_palette
 from ..safe_text import literal
 from .confirm import ConfirmScreen
@@ -45,12 +48,14 @@ class InspectScreen(Screen):
     """
 
     class Progress(Message):
-        """The inspection worker's news: a status line, or (with ``inspection``) that it finished."""
+        """The inspection worker's news: a status line, or (with ``inspection``) that its child ended with
+        ``exit_code``."""
 
-        def __init__(self, text: str, inspection: inspections.Inspection | None = None):
+        def __init__(self, text: str, inspection: inspections.Inspection | None = None, exit_code: int | None = None):
             super().__init__()
             self.text = text
             self.inspection = inspection
+            self.exit_code = exit_code
 
     def __init__(self, config: RunConfig, runs_dir, samples: int = DEFAULT_SAMPLES):
         super().__init__()
@@ -58,7 +63,8 @@ class InspectScreen(Screen):
         self.runs_dir = runs_dir
         self.samples = samples
         self.inspection: inspections.Inspection | None = None
-        self.finished = False
+        self.finished = False  # it scored completions: the report can be read and launched with
+        self.failure: str | None = None  # why the inspection is no pass, once it ended without one
         self.report_view = None
 
     def compose(self) -> ComposeResult:
@@ -83,13 +89,25 @@ class InspectScreen(Screen):
         else:
             self.run_inspection()
 
-    def _show(self, inspection: inspections.Inspection, status: str) -> None:
-        summary = inspection.summary()
-        self.finished = bool(summary)
+    def _show(self, inspection: inspections.Inspection, status: str, exit_code: int | None = None) -> None:
+        self.failure = inspection.failure(exit_code)
+        self.finished = self.failure is None
+        summary, records = inspection.summary(), inspection.records()
+        palette = app_palette(self.app)
+        if self.failure is None:
+            self.report_view = report(summary, records, palette)
+        else:
+            status = (
+                f"inspection {inspection.id} failed: {self.failure}. Go back (esc) to fix the config, or inspect "
+                "again (ctrl+r)"
+            )
+            self.report_view = failure_report(self.failure, inspection.log_tail(), summary, records, palette)
         self.query_one("#status", Label).update(literal(status))
-        self.report_view = report(summary, inspection.records(), app_palette(self.app))
         self.query_one("#body", Static).update(self.report_view)
-        self.query_one("#launch", Button).disabled = not self.finished or bool(summary.get("failed"))
+        launch = self.query_one("#launch", Button)
+        launch.disabled = not self.finished
+        launch.display = self.failure is None
+        self.refresh_bindings()
 
     @work(thread=True, exclusive=True, group="inspect", exit_on_error=False)
     def run_inspection(self) -> None:
@@ -112,7 +130,9 @@ class InspectScreen(Screen):
             )
             time.sleep(0.5)
         self.post_message(
-            self.Progress(f"inspection {inspection.id} finished; read it, then launch (ctrl+l)", inspection)
+            self.Progress(
+                f"inspection {inspection.id} finished; read it, then launch (ctrl+l)", inspection, proc.returncode
+            )
         )
 
     def on_inspect_screen_progress(self, message: Progress) -> None:
@@ -120,14 +140,18 @@ class InspectScreen(Screen):
             self.query_one("#status", Label).update(literal(message.text))
         else:
             self.inspection = message.inspection
-            self._show(message.inspection, message.text)
+            self._show(message.inspection, message.text, message.exit_code)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         # every button of this screen has an id
         {"launch": self.action_launch, "skip": self.action_skip, "back": self.action_back}[cast(str, event.button.id)]()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """No launch with an inspection that failed: its key leaves the footer."""
+        return self.failure is None if action == "launch" else True
+
     def action_launch(self) -> None:
-        if self.inspection is None or not self.finished or self.inspection.summary().get("failed"):
+        if self.inspection is None or not self.finished:
             self.notify("The inspection has not finished yet.")
             return
         self.dismiss(("launch", self.inspection.id))
@@ -147,8 +171,10 @@ class InspectScreen(Screen):
         )
 
     def action_rerun(self) -> None:
-        self.finished = False
-        self.query_one("#launch", Button).disabled = True
+        self.finished, self.failure = False, None
+        launch = self.query_one("#launch", Button)
+        launch.disabled, launch.display = True, True
+        self.refresh_bindings()
         self.run_inspection()
 
     def action_back(self) -> None:

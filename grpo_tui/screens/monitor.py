@@ -208,20 +208,24 @@ class MonitorScreen(Screen):
 
     # -- the UI thread ----------------------------------------------------------------------------------
 
+    def _show_slow(self, slow) -> None:
+        """The once-a-second reads: status, state, alerts, samples, the log and the GPUs."""
+        if slow.status is not self.status:
+            self.refresh_bindings()  # Stop leaves the footer once the run has ended
+        self.status, self.state, self.alerts = slow.status, slow.state, slow.alerts
+        if slow.samples and slow.samples[-1] != self.last_sample:
+            self.last_sample = slow.samples[-1]
+            self.query_one("#samples", CompletionsTable).set_samples(list(slow.samples))
+        if slow.log_text:
+            self.query_one("#log-view", LogView).add(slow.log_text)
+        self._show_gpus()
+
     def on_monitor_screen_updated(self, message: Updated) -> None:
         post = message.post
         slow, view = post.slow, post.view
         first = not self.loaded and not post.preview  # the events on disk when the screen opened are read
         if slow:
-            if slow.status is not self.status:
-                self.refresh_bindings()  # Stop leaves the footer once the run has ended
-            self.status, self.state, self.alerts = slow.status, slow.state, slow.alerts
-            if slow.samples and slow.samples[-1] != self.last_sample:
-                self.last_sample = slow.samples[-1]
-                self.query_one("#samples", CompletionsTable).set_samples(list(slow.samples))
-            if slow.log_text:
-                self.query_one("#log-view", LogView).add(slow.log_text)
-            self._show_gpus()
+            self._show_slow(slow)
         grid = self.grid
         if view.keys != self.view.keys:
             grid.set_keys(view.keys)

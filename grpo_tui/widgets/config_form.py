@@ -4,6 +4,8 @@ One section per field group, one input per field, and under each input the field
 field specs (``grpo_tui.field_spec``) that write ``--help``, so the form, the CLI and the docs
 cannot disagree. Validation is RunConfig's own (``RunConfig.problems``): the form only turns text into
 values (``FieldSpec.parse``), so every message shown under a field is the message the CLI would print.
+A value that is valid but far outside its usual range (``usual_values.py``: an lr of 4.0) gets a warning under
+its field instead, which blocks nothing; the launch screen asks before it launches with one.
 The ``slurm`` mapping has inputs of its own, one per ``launch --slurm`` flag (``slurm_fields.py``).
 """
 
@@ -25,7 +27,9 @@ from textual.widgets import Collapsible, Input, Label, Select, Static, Switch, T
 from grpo_tui.config_flags import GROUP_TITLES
 from grpo_tui.field_spec import FieldSpec, field_specs
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.config.usual_values import Unusual, unusual_values
 
+from .ordered_keys import OrderedInput, OrderedTextArea
 from .slurm_fields import SlurmFields
 
 OPEN_GROUPS = ("model", "grpo", "generation", "optimisation")
@@ -92,8 +96,9 @@ class ConfigForm(Vertical):
         self.touched: set[str] = set()
         self._baseline: dict[str, Any] = {s.name: s.format(getattr(self.initial, s.name)) for s in self.specs}
         self._messages: dict[str, list[str]] = {}
+        self._warnings: dict[str, str] = {}  # fields far outside their usual range: a warning, not a problem
         self._json_status: dict[str, tuple[bool, str] | None] = {}
-        self._shown_notes: dict[str, tuple[bool, str]] = {}
+        self._shown_notes: dict[str, tuple[str, str]] = {}
         self._timer: Timer | None = None
         self.external: list[ConfigError] = []
 
@@ -122,10 +127,10 @@ class ConfigForm(Vertical):
             options = list(spec.choices) + ([value] if value not in spec.choices else [])
             return Select([(c, c) for c in options], value=value, allow_blank=False, compact=True, id=wid)
         if spec.is_json:
-            return TextArea(value, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", id=wid)
+            return OrderedTextArea(value, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", id=wid)
         input_type = _input_type(spec.kind)
         placeholder = (spec.required_text or "none") if spec.optional else ""
-        return Input(
+        return OrderedInput(  # its backspace keeps its place among keys typed fast (ordered_keys.py)
             value,
             type=input_type,
             placeholder=placeholder,
@@ -198,12 +203,19 @@ class ConfigForm(Vertical):
         order = {s.name: i for i, s in enumerate(self.specs)}
         return sorted(found, key=lambda p: order.get(p.field, -1))
 
+    def unusual(self) -> list[Unusual]:
+        """The values the form shows that are valid but far outside their usual range (none for text that is no
+        value yet: that is a problem)."""
+        values, errors = self._read()
+        return [u for u in unusual_values(RunConfig(**values)) if u.field not in errors]
+
     def problems(self, world_size: int | None = None) -> list[ConfigError]:
         """Validate, show every problem under its field (from now on, as you type too), and return them."""
         if world_size is not None:
             self.world_size = world_size
         self.show_all = True
         found = self.check()
+        self._warnings = {u.field: str(u) for u in self.unusual()}
         self.show_problems(found)
         return found
 
@@ -245,7 +257,7 @@ class ConfigForm(Vertical):
         self.validate_now()
 
     def note(self, name: str) -> str:
-        """The text shown under field ``name``'s help: its problems, or the JSON status."""
+        """The text shown under field ``name``'s help: its problems, the JSON status, or a warning."""
         return "\n".join(self._note_lines(self._by_name[name])[1])
 
     def focus_field(self, name: str) -> bool:
@@ -265,6 +277,7 @@ class ConfigForm(Vertical):
             self._timer.stop()
             self._timer = None
         found = self.check()
+        self._warnings = {u.field: str(u) for u in self.unusual()}
         self.show_problems(found)
         self.post_message(self.Changed(self))
         return found
@@ -314,32 +327,35 @@ class ConfigForm(Vertical):
                 self._json_status[spec.name] = (False, str(exc))
         self._render_note(spec)
 
-    def _note_lines(self, spec: FieldSpec) -> tuple[bool, list[str]]:
-        """(is an error, lines) for the note under ``spec``'s input."""
+    def _note_lines(self, spec: FieldSpec) -> tuple[str, list[str]]:
+        """(its colour: error, success or warning; lines) for the note under ``spec``'s input."""
         messages = list(self._messages.get(spec.name, []))
         status = self._json_status.get(spec.name)
         if status is not None:
             ok, text = status
             if not ok:
-                return True, [text, *(m for m in messages if m != text)]
+                return "error", [text, *(m for m in messages if m != text)]
             if not messages:
-                return False, [text]
-        return bool(messages), messages
+                return "success", [text]
+        if messages:
+            return "error", messages
+        warning = self._warnings.get(spec.name)
+        return ("warning", [warning]) if warning else ("success", [])
 
     def _render_note(self, spec: FieldSpec) -> None:
         """Show the field's help with its problems (or JSON status) under it."""
         if not self.is_mounted:
             return
-        error, lines = self._note_lines(spec)
-        text = "\n".join(lines)
+        colour, lines = self._note_lines(spec)
+        error, text = colour == "error", "\n".join(lines)
         # an update costs a layout of the whole form, so only changes are drawn
-        if self._shown_notes.get(spec.name, (False, "")) == (error, text):
+        if self._shown_notes.get(spec.name, ("success", "")) == (colour, text):
             return
-        self._shown_notes[spec.name] = (error, text)
+        self._shown_notes[spec.name] = (colour, text)
         info = self.query_one(f"#info-{spec.name}", Static)
         parts: list = [self._help(spec)]
         if text:
-            parts += ["\n", (text, "$error" if error else "$success")]
+            parts += ["\n", (text, f"${colour}")]
         info.update(Content.assemble(*parts))
         info.set_class(error, "-error")
         self.query_one(f"#name-{spec.name}").set_class(error, "-problem")
@@ -361,6 +377,7 @@ class ConfigForm(Vertical):
             self.touched.add(name)
         # the field's old message may no longer hold; the next validation says
         self._messages.pop(name, None)
+        self._warnings.pop(name, None)
         if self._edits_json(spec):
             self._update_json_status(spec)
         else:

@@ -22,6 +22,8 @@ from textual.widgets import Input, Label, Switch
 
 from trainer_core.contract.config.slurm_settings import KEYS
 
+from .ordered_keys import OrderedInput
+
 INPUTS = (  # key, label, what it takes
     ("partition", "partition", "the cluster's default"),
     ("time", "time", "minutes or [D-]HH:MM:SS; the partition's limit"),
@@ -110,7 +112,7 @@ class SlurmFields(Vertical):
             yield Switch(False, id="slurm-submit")
             for key, label, placeholder in INPUTS:
                 yield Label(label, classes="slurm-name", id=f"slurm-name-{key}")
-                yield Input(
+                yield OrderedInput(
                     "",
                     type="integer" if key in COUNTS else "text",
                     placeholder=placeholder,

@@ -66,19 +66,26 @@ async def test_each_paged_metric_is_drawn_from_its_own_values_raw_and_smoothed(t
                 ),
                 what=f"the fourth chart drawing {key}",
             )
-            await pilot.pause(0.05)
             snap = grid.data[key]
             values = {e.step: float(e.values[key]) for e in logged if isinstance(e.values.get(key), (int, float))}
             expected = [v for block in blocks_of(values, snap) for v in block]
             assert [v for pair in zip(snap.lows, snap.highs) for v in pair] == pytest.approx(expected, rel=1e-5), key
-            assert drawn_rows(chart) == expected_rows(chart, snap), f"{key} is not drawn from its own values"
+            await wait_until(
+                pilot,
+                lambda snap=snap: drawn_rows(chart) == expected_rows(chart, snap),
+                timeout=10,
+                what=f"{key} drawn from its own values",
+                show=lambda: chart.text,
+            )
             await pilot.press("e")  # smoothed: the raw series stays faint behind the EMA, on the same axes
-            await wait_until(pilot, lambda: chart.smooth, what="EMA on")
-            await pilot.pause(0.05)
-            assert any(row.strip() for row in drawn_rows(chart)), key
+            await wait_until(pilot, lambda: chart.smooth and any(r.strip() for r in drawn_rows(chart)), what="EMA on")
             await pilot.press("e")
-            await wait_until(pilot, lambda: not chart.smooth, what="EMA off")
-            await pilot.pause(0.05)
-            assert drawn_rows(chart) == expected_rows(chart, snap), f"{key} after EMA off"
+            await wait_until(
+                pilot,
+                lambda snap=snap: not chart.smooth and drawn_rows(chart) == expected_rows(chart, snap),
+                timeout=10,
+                what=f"{key} drawn raw again after EMA off",
+                show=lambda: chart.text,
+            )
             if turn < len(keys) - 1:
                 await pilot.press("m")

@@ -40,7 +40,7 @@ def test_a_run_reads_the_same_through_either_executor(both):
     assert isinstance(local, LocalExecutor) and isinstance(host, SshExecutor)
     here, there = local.find(RUN_ID), host.find(RUN_ID)
     assert (here.host, there.host) == (None, "gpubox") and here.path == there.path
-    assert {**here.to_dict(), "host": None} == {**there.to_dict(), "host": None}
+    assert {**here.to_wire(), "host": None} == {**there.to_wire(), "host": None}
     assert RUN_ID in [r.run_id for r in host.list_runs().runs] and host.list_runs().error is None
     assert local.info().run_format == host.info().run_format and host.info().runs_dir == str(here.path.parent)
     assert all(isinstance(g, GPU) for g in [*local.gpus(), *host.gpus()])

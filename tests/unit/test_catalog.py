@@ -279,7 +279,7 @@ def test_run_info_fields_and_json(runs_dir):
     emit_steps(folder, range(1, 6))
     info = run_info(folder)
     assert isinstance(info, RunInfo) and info.status is Status.RUNNING and info.alerts == []
-    data = json.loads(json.dumps(info.to_dict()))
+    data = json.loads(json.dumps(info.to_wire()))
     assert data["run_id"] == IDS[0] and data["path"] == str(folder.path)
     assert (data["project"], data["model"], data["status"]) == ("demo", "org/Qwen2.5-0.5B-Instruct", "running")
     assert (data["step"], data["total"], data["last_reward"], data["ended"]) == (5, 40, 0.5, None)
@@ -296,7 +296,7 @@ def test_the_json_row_of_a_run_with_alerts_is_plain_strings(runs_dir, sleeper):
     info = run_info(folder)
     assert info.status is Status.LOST and [a.rule for a in info.alerts] == ["crash_killed"]
     assert isinstance(info.alerts[0], HealthWarning) and info.alerts[0].severity is Severity.CRITICAL
-    data = info.to_dict()
+    data = info.to_wire()
     assert data["status"] == "lost" and type(data["status"]) is str
     [alert] = data["alerts"]
     assert alert["rule"] == "crash_killed" and alert["severity"] == "critical" and type(alert["severity"]) is str
@@ -391,7 +391,7 @@ def test_the_table_has_a_skipped_column_only_while_a_run_has_skipped_lines(runs_
     with_bad_lines(runs_dir, IDS[0])
     runs = list_runs(runs_dir)
     assert runs[1].skipped == {"events.jsonl": SkippedLines(2, "events.jsonl line 3: not JSON")}
-    assert runs[0].skipped == {} and runs[0].to_dict()["skipped_lines"] == {}
+    assert runs[0].skipped == {} and runs[0].to_wire()["skipped_lines"] == {}
     console = Console(record=True, width=200, file=io.StringIO())
     console.print(format_table(runs))
     header, clean, bad = console.export_text().splitlines()
@@ -499,7 +499,7 @@ def test_a_long_events_file_is_checked_at_its_end_only_and_the_line_says_so(runs
         f"first: events.jsonl at byte {at}: a JSON list, not an object"
     )
     assert run_info(folder).skipped == {"events.jsonl": skipped}
-    assert run_info(folder).to_dict()["skipped_lines"] == {"events.jsonl": skipped.to_record()}
+    assert run_info(folder).to_wire()["skipped_lines"] == {"events.jsonl": skipped.to_record()}
 
 
 def test_a_skipped_lines_reason_is_shown_as_text_never_as_markup_or_escapes(runs_dir):

@@ -41,7 +41,7 @@ def _append(path: str, name: str, every: int, done: str, go) -> None:
     writer = FlakyWriter(path, every)
     go.wait(60)  # both start together
     for i in range(LINES):
-        time.sleep(0.0005)
+        time.sleep(0.0005)  # not a wait: the two writers interleave
         try:
             writer.write({"writer": name, "i": i, "pad": name * (1 + (i * 37) % 400)})
         except OSError as exc:

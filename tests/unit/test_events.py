@@ -43,16 +43,17 @@ from trainer_core.contract.run.status import IllegalTransition, Status
 
 def test_nan_and_inf_become_null_and_lines_are_strict_json(tmp_path):
     writer = EventWriter(tmp_path / "events.jsonl")
-    writer.emit(
-        Metrics(step=1, values={"loss": float("nan"), "kl": float("inf"), "reward": 0.5, "nested": {"x": -math.inf}})
-    )
+    writer.emit(Metrics(step=1, values={"loss": float("nan"), "kl": float("inf"), "reward": 0.5}))
+    writer.emit(HealthWarning("stall", step=1, message="m", evidence={"nested": {"x": -math.inf}}))
     writer.close()
-    line = (tmp_path / "events.jsonl").read_text()
-    assert "NaN" not in line and "Infinity" not in line
-    event = json.loads(line)
-    assert (event["loss"], event["kl"], event["reward"], event["nested"]) == (None, None, 0.5, {"x": None})
+    lines = (tmp_path / "events.jsonl").read_text()
+    assert "NaN" not in lines and "Infinity" not in lines
+    event, warned = map(json.loads, lines.splitlines())
+    assert (event["loss"], event["kl"], event["reward"]) == (None, None, 0.5) and warned["evidence"] == {
+        "nested": {"x": None}
+    }
     assert event["type"] == "metrics" and isinstance(event["time"], float)
-    [read] = read_events(tmp_path / "events.jsonl")
+    read, _ = read_events(tmp_path / "events.jsonl")  # a null is how a NaN is read back: a value of the step
     assert isinstance(read, Metrics) and read.step == 1 and read.type == "metrics"
     assert (read.get("loss"), read.get("reward"), read.get("absent", "-")) == (None, 0.5, "-")
 

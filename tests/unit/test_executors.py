@@ -8,8 +8,8 @@ import json
 import os
 import subprocess
 import sys
-import time
 
+import psutil
 import pytest
 
 from grpo_tui.executors.base import ExecutorError, RunAt, judge_stop, place_args
@@ -19,8 +19,9 @@ from grpo_tui.executors.registry import EXECUTORS, ExecutorRegistry
 from grpo_tui.executors.ssh import SshExecutor
 from grpo_tui.services.catalog.folders import UnknownRunError, resolve_run
 from grpo_tui.services.records.stop_outcome import StopOutcome
-from grpo_tui.services.records.wire import EventLine, WireError, parse_event_line, parse_stop_reply
+from grpo_tui.services.records.wire import EventLine, WireError, parse_event_line
 from grpo_tui.services.serving.event_feed import event_lines
+from tests.helpers import wait_for
 from tests.run_fixtures import make_finished_run
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.process import process_start_time
@@ -109,7 +110,7 @@ def test_the_local_info_is_what_info_json_prints(tmp_path, monkeypatch):
         text=True,
         check=True,
     ).stdout
-    assert json.loads(printed) == info.to_dict()
+    assert json.loads(printed) == info.to_wire()
 
 
 def test_stopping_an_ended_run_here_is_an_outcome_that_is_not_an_error(tmp_path):
@@ -126,7 +127,7 @@ def test_a_recorded_process_that_is_not_the_runs_is_refused_and_judged_an_error(
     folder = RunFolder(run)
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # no run marker
     try:
-        time.sleep(0.2)
+        wait_for(lambda: "time.sleep" in " ".join(psutil.Process(stranger.pid).cmdline()), 30, what="the stranger")
         state = {
             **folder.read_state(),
             "status": "running",
@@ -169,7 +170,7 @@ def test_resuming_a_run_without_a_checkpoint_is_one_line(tmp_path):
     ],
 )
 def test_what_stop_json_prints_is_what_the_caller_parses(outcome):
-    assert parse_stop_reply(json.loads(json.dumps(outcome.to_wire()))) == outcome
+    assert StopOutcome.from_wire(json.loads(json.dumps(outcome.to_wire()))) == outcome
     assert list(outcome.to_wire()) == [
         "run_id",
         "was_running",
@@ -194,7 +195,7 @@ def test_an_older_hosts_stop_reply_still_parses_and_a_bad_one_names_its_field():
         "status": "stopped",
         "message": "run r forced to stop",
     }  # before `refused` existed
-    reply = parse_stop_reply(older)
+    reply = StopOutcome.from_wire(older)
     assert reply.forced == (12,) and reply.refused == () and not judge_stop(reply).failed
     for bad, where in (
         ({"forced": True, "message": "m"}, "forced"),
@@ -202,7 +203,7 @@ def test_an_older_hosts_stop_reply_still_parses_and_a_bad_one_names_its_field():
         ({"refused": [3], "message": "m"}, r"refused\[0\]"),
     ):
         with pytest.raises(WireError, match=where):
-            parse_stop_reply(bad)
+            StopOutcome.from_wire(bad)
 
 
 def test_event_lines_name_their_byte_offset_apart_from_the_mirror_streams_end_status(tmp_path):

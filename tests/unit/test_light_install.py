@@ -12,10 +12,11 @@ import pytest
 
 from grpo_tui.cli import main
 from grpo_tui.cli.common import EXIT_BAD_INPUT, TRAIN_EXTRA, BadInput, needs_trainer
-from grpo_tui.services.records import wire
-from grpo_tui.services.records.wire import TRAINER_MODULES, WireError, install_kind, missing_trainer, parse_info
+from grpo_tui.services.records import host_info
+from grpo_tui.services.records.host_info import TRAINER_MODULES, HostInfo, install_kind, missing_trainer
+from grpo_tui.services.records.wire import WireError
 
-REAL_FIND_SPEC = wire.find_spec
+REAL_FIND_SPEC = host_info.find_spec
 
 
 def lacking(monkeypatch, *absent: str, broken: tuple[str, ...] = ()) -> None:
@@ -26,7 +27,7 @@ def lacking(monkeypatch, *absent: str, broken: tuple[str, ...] = ()) -> None:
             raise ValueError(f"{name}.__spec__ is None")
         return None if name in absent else REAL_FIND_SPEC("json")
 
-    monkeypatch.setattr(wire, "find_spec", find_spec)
+    monkeypatch.setattr(host_info, "find_spec", find_spec)
 
 
 @pytest.fixture
@@ -59,7 +60,7 @@ def test_the_lookup_never_imports_the_trainer(monkeypatch):
     import sys
 
     looked = []
-    monkeypatch.setattr(wire, "find_spec", lambda name, package=None: looked.append(name))
+    monkeypatch.setattr(host_info, "find_spec", lambda name, package=None: looked.append(name))
     assert install_kind() == "light" and looked == list(TRAINER_MODULES)
     assert not [m for m in TRAINER_MODULES if m in sys.modules and m not in looked]
 
@@ -106,7 +107,7 @@ def test_info_says_which_kind_of_install_this_is(light, capsys):
     )
     assert main(["info", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["install"] == "light" and parse_info(printed).install == "light"
+    assert printed["install"] == "light" and HostInfo.from_wire(printed).install == "light"
 
 
 @pytest.mark.parametrize("install", ["light", "train", None])
@@ -114,11 +115,11 @@ def test_info_json_is_parsed_with_or_without_the_install_kind(install):
     reply = {"version": "1.0", "run_format": 2, "runs_dir": "/r", "gpus": []}
     if install is not None:
         reply["install"] = install
-    info = parse_info(reply)
-    assert info.install == install and parse_info(info.to_dict()) == info
+    info = HostInfo.from_wire(reply)
+    assert info.install == install and HostInfo.from_wire(info.to_wire()) == info
 
 
 @pytest.mark.parametrize("bad", ["heavy", 1, True, ["light"]])
 def test_an_install_kind_that_is_not_one_is_named(bad):
     with pytest.raises(WireError, match="install: expected 'light', 'train' or null"):
-        parse_info({"run_format": 2, "install": bad})
+        HostInfo.from_wire({"run_format": 2, "install": bad})

@@ -210,7 +210,7 @@ def test_the_runs_list_lists_a_run_whatever_its_files_hold(tmp_path_factory, fil
 
 def test_a_10_mb_line_is_read_and_the_stream_goes_on(tmp_path):
     folder = RunFolder(tmp_path)
-    big = json.dumps({"type": "metrics", "time": 1.0, "step": 2, "reward": 0.5, "note": "x" * 10_000_000}).encode()
+    big = json.dumps({"type": "metrics", "time": 1.0, "step": 2, "reward": 0.5, "x" * 10_000_000: 1}).encode()
     folder.events_file.write_bytes(metrics_line(1) + b"\n" + big + b"\n" + metrics_line(3) + b"\n")
     stream = RunStream(folder)  # chunks of 2 MB: the big line is read to its end, not waited on forever
     for _ in range(4):

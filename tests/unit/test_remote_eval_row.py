@@ -8,8 +8,8 @@ import json
 import pytest
 
 from grpo_tui.services.catalog.folders import list_runs
-from grpo_tui.services.records.run_row import EvalFigures, EvalPoint
-from grpo_tui.services.records.wire import WireError, parse_run_row, parse_run_rows
+from grpo_tui.services.records.run_row import EvalFigures, EvalPoint, RunInfo
+from grpo_tui.services.records.wire import WireError, parse_run_rows
 from tests.standins.hostile_host import rows
 
 from ..run_fixtures import TASK_METRIC, make_eval_run, make_finished_run
@@ -30,25 +30,25 @@ def row(**changes) -> dict:
 def test_a_hosts_rows_carry_the_figures_it_listed(runs_dir):
     make_eval_run(runs_dir, "20260101-000000-e7a1ed")
     make_finished_run(runs_dir, "20251231-000000-abcdef", steps=10, with_warnings=False)
-    sent = [r.to_dict() for r in list_runs(runs_dir)]  # what `grpo-tui runs --json` prints on the host
+    sent = [r.to_wire() for r in list_runs(runs_dir)]  # what `grpo-tui runs --json` prints on the host
     received, problems = parse_run_rows(json.loads(json.dumps(sent)))
     assert problems == []
-    assert [r.to_dict() for r in received] == sent
+    assert [r.to_wire() for r in received] == sent
     assert received[0].held_out == EvalFigures(TASK_METRIC, EvalPoint(0, 0.3), EvalPoint(50, 0.1), EvalPoint(20, 0.7))
     assert received[1].held_out is None
 
 
 def test_a_row_without_figures_has_none():
-    assert parse_run_row(row()).held_out is None  # a host older than the figures sends no `eval`
-    assert parse_run_row(row(eval=None)).held_out is None
+    assert RunInfo.from_wire(row()).held_out is None  # a host older than the figures sends no `eval`
+    assert RunInfo.from_wire(row(eval=None)).held_out is None
 
 
 def test_points_may_be_null_and_values_null_or_whole():
-    figures = parse_run_row(
+    figures = RunInfo.from_wire(
         row(eval={"metric": "reward", "baseline": None, "latest": {"step": 7, "value": None}, "best": None})
     ).held_out
     assert figures == EvalFigures("reward", None, EvalPoint(7, None), None)
-    whole = parse_run_row(row(eval={**FIGURES, "best": {"step": 20, "value": 1}})).held_out
+    whole = RunInfo.from_wire(row(eval={**FIGURES, "best": {"step": 20, "value": 1}})).held_out
     assert whole is not None and whole.best == EvalPoint(20, 1)
 
 
@@ -75,7 +75,7 @@ def test_points_may_be_null_and_values_null_or_whole():
 )
 def test_figures_of_the_wrong_kind_are_named(value, where):
     with pytest.raises(WireError) as failed:
-        parse_run_row(row(eval=value))
+        RunInfo.from_wire(row(eval=value))
     assert str(failed.value).startswith(where)
     assert len(str(failed.value)) < 300  # the value is shown cut short
 

@@ -16,11 +16,14 @@ from grpo_tui.executors.hosts import Host, HostError
 from grpo_tui.executors.mirror import Mirror, mirror_path
 from grpo_tui.executors.ssh_connection import Connection
 from grpo_tui.services.catalog.status import live_status, remote_view
+from grpo_tui.services.records.gpu import GPU
+from grpo_tui.services.records.host_info import HostInfo
+from grpo_tui.services.records.run_row import RunInfo
+from grpo_tui.services.records.stop_outcome import StopOutcome
 from grpo_tui.services.records.wire import (
     MAX_OFFSET,
     Append,
     End,
-    GpuRecord,
     GpuReport,
     Heartbeat,
     Reset,
@@ -28,15 +31,12 @@ from grpo_tui.services.records.wire import (
     StatusReport,
     WholeFile,
     WireError,
-    parse_info,
     parse_launch_check,
     parse_launch_reply,
     parse_mirror_line,
     parse_mirror_message,
     parse_run_id,
-    parse_run_row,
     parse_run_rows,
-    parse_stop_reply,
 )
 from grpo_tui.services.serving.event_feed import mirror_lines
 from tests.run_fixtures import make_finished_run
@@ -164,7 +164,7 @@ def test_a_hostile_runs_reply_keeps_its_good_row_and_names_every_bad_one():
 def test_a_row_with_a_field_of_the_wrong_kind_is_named(field, value):
     row = {**rows("/runs")[7], field: value}
     with pytest.raises(WireError) as failed:
-        parse_run_row(row)
+        RunInfo.from_wire(row)
     assert str(failed.value).startswith(f"{field}")
     assert len(str(failed.value)) < 300  # the value is shown cut short
 
@@ -172,15 +172,15 @@ def test_a_row_with_a_field_of_the_wrong_kind_is_named(field, value):
 def test_a_rows_skipped_lines_arrive_as_the_host_counted_them():
     first = "events.jsonl line 3: not JSON"
     sent = {"events.jsonl": {"count": 2, "first": first, "checked_from": 0}, "notes.txt": {"count": "x"}}
-    row = parse_run_row({**rows("/runs")[7], "skipped_lines": sent})
+    row = RunInfo.from_wire({**rows("/runs")[7], "skipped_lines": sent})
     assert row.skipped == {"events.jsonl": SkippedLines(2, first, 0)}  # a name that is no run file is left out
-    assert row.to_dict()["skipped_lines"] == {"events.jsonl": sent["events.jsonl"]}
-    assert parse_run_row({**rows("/runs")[7], "skipped_lines": {}}).skipped == {}
-    assert parse_run_row(rows("/runs")[7]).skipped is None  # a host older than the check: not checked, not 0
+    assert row.to_wire()["skipped_lines"] == {"events.jsonl": sent["events.jsonl"]}
+    assert RunInfo.from_wire({**rows("/runs")[7], "skipped_lines": {}}).skipped == {}
+    assert RunInfo.from_wire(rows("/runs")[7]).skipped is None  # a host older than the check: not checked, not 0
 
 
 def test_the_other_replies_are_checked():
-    info = parse_info(
+    info = HostInfo.from_wire(
         {
             "version": "1.0",
             "run_format": 1,
@@ -188,7 +188,7 @@ def test_the_other_replies_are_checked():
             "gpus": [{"index": 0, "name": "H200", "memory_total": 10, "memory_used": 1, "utilization": 5}],
         }
     )
-    assert info.gpus == (GpuRecord(0, "H200", 10, 1, 5),) and info.to_dict()["gpus"][0]["name"] == "H200"
+    assert info.gpus == (GPU(0, "H200", 10, 1, 5),) and info.to_wire()["gpus"][0]["name"] == "H200"
     for bad, where in (
         ({"run_format": "1"}, "run_format"),
         ({"run_format": 1, "gpus": {}}, "gpus"),
@@ -197,7 +197,7 @@ def test_the_other_replies_are_checked():
         ([], "expected a JSON object"),
     ):
         with pytest.raises(WireError, match=where.replace("[", r"\[")):
-            parse_info(bad)
+            HostInfo.from_wire(bad)
     assert parse_launch_reply({"run_id": "r1", "path": "/runs/r1", "pid": 12}).run_id == "r1"
     with pytest.raises(WireError, match="run_id"):
         parse_launch_reply({"run_id": "../r1", "path": "/runs/r1"})
@@ -207,11 +207,11 @@ def test_the_other_replies_are_checked():
         parse_launch_check({"ok": False, "problems": []})
     with pytest.raises(WireError, match="ok: expected true or false"):
         parse_launch_check({"ok": "yes"})
-    stop = parse_stop_reply({"run_id": "r", "left": [], "status": "stopped", "message": "stopped gracefully"})
+    stop = StopOutcome.from_wire({"run_id": "r", "left": [], "status": "stopped", "message": "stopped gracefully"})
     assert stop.to_wire()["left"] == [] and stop.status is Status.STOPPED
     for bad in ({"left": "none", "message": "m"}, {"left": [True], "message": "m"}, {"left": [], "message": 5}):
         with pytest.raises(WireError):
-            parse_stop_reply(bad)
+            StopOutcome.from_wire(bad)
 
 
 def test_every_mirror_message_survives_its_own_encoding():
@@ -222,7 +222,7 @@ def test_every_mirror_message_survives_its_own_encoding():
         WholeFile("config.yaml", b"a: 1\n"),
         WholeFile("state.json", b"{}"),
         StatusReport(Status.RUNNING, (warning,)),
-        GpuReport((GpuRecord(0, "g", 1, 0, 0),)),
+        GpuReport((GPU(0, "g", 1, 0, 0),)),
         Reset("trainer.log"),
         End(Status.FAILED),
         Heartbeat(),
@@ -288,7 +288,7 @@ def test_offsets_and_data_are_bounded():
     )
 )
 def test_anything_a_host_sends_parses_or_is_a_wire_error(value):
-    for parse in (parse_mirror_message, parse_run_rows, parse_info, parse_stop_reply, parse_launch_check):
+    for parse in (parse_mirror_message, parse_run_rows, HostInfo.from_wire, StopOutcome.from_wire, parse_launch_check):
         try:
             parse(value)
         except WireError:

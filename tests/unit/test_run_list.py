@@ -32,7 +32,7 @@ from .test_catalog import IDS, emit, emit_steps, make_run, warning
 
 
 def rows(runs_dir: Path) -> list[dict]:
-    return [r.to_dict() for r in list_runs(runs_dir)]
+    return [r.to_wire() for r in list_runs(runs_dir)]
 
 
 def strip_summaries(runs_dir: Path) -> None:

@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -23,7 +22,7 @@ from grpo_tui.cli.common import BadInput
 from grpo_tui.cli.serve import check_address, served_command
 from grpo_tui.services.serving.web_server import is_loopback, page_url
 
-from ..helpers import cli, free_port
+from ..helpers import cli, free_port, scaled, wait_for
 
 HOSTILE = "runs $(touch pwned) `touch pwned2` 'q' \"d\" ;x& |y *\n\\ $HOME %s"
 ECHO_ARGV = [sys.executable, "-c", "import json, sys; print(json.dumps(sys.argv[1:]))"]
@@ -110,10 +109,12 @@ def test_exposed_every_page_and_websocket_needs_the_token(tmp_path):
             start_new_session=True,
         )
     try:
-        deadline = time.monotonic() + 60
-        while (printed := re.search(r"^open http://(\S+):(\d+)/\?token=(\S+)$", log.read_text(), re.M)) is None:
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+
+        def printed_url() -> re.Match | None:
+            assert server.poll() is None, log.read_text()
+            return re.search(r"^open http://(\S+):(\d+)/\?token=(\S+)$", log.read_text(), re.M)
+
+        printed = wait_for(printed_url, 60, what="grpo-tui serve to print its URL", show=log.read_text)
         assert printed.group(1) == socket.getfqdn() and printed.group(2) == str(port)
         token = printed.group(3)
         assert "read-only" in log.read_text()
@@ -137,7 +138,7 @@ def test_exposed_every_page_and_websocket_needs_the_token(tmp_path):
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
-            server.wait(timeout=20)
+            server.wait(timeout=scaled(20))
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             raise

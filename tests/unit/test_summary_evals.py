@@ -76,7 +76,7 @@ def scans(monkeypatch) -> list[str]:
 
 def test_the_summary_holds_the_figures_the_events_give(runs_dir):
     path = make_eval_run(runs_dir)
-    listed = run_info(RunFolder(path)).to_dict()["eval"]  # no summary yet: from the events
+    listed = run_info(RunFolder(path)).to_wire()["eval"]  # no summary yet: from the events
     assert summarised(path)[EVAL_KEY] == FIGURES == listed
 
 
@@ -139,7 +139,7 @@ def test_a_summarised_run_is_listed_without_scanning_its_events(runs_dir, scans)
     summarised(path)
     blank_events(path)  # a scan now would find no eval
     (row,) = list_runs(runs_dir)
-    assert row.to_dict()["eval"] == FIGURES
+    assert row.to_wire()["eval"] == FIGURES
     assert scans == []
 
 
@@ -154,7 +154,7 @@ def test_a_summary_written_before_it_held_figures_still_scans(runs_dir, scans):
     summarised(path)
     edit_summary(path, **{EVAL_KEY: ...})
     (row,) = list_runs(runs_dir)
-    assert row.to_dict()["eval"] == FIGURES
+    assert row.to_wire()["eval"] == FIGURES
     assert scans == [str(path / "events.jsonl")]
 
 
@@ -176,14 +176,14 @@ def test_a_summary_whose_figures_are_not_figures_is_scanned(runs_dir, scans, rec
     edit_summary(path, **{EVAL_KEY: record})
     assert EvalFigures.from_record(record) is None
     (row,) = list_runs(runs_dir)
-    assert row.to_dict()["eval"] == FIGURES and len(scans) == 1
+    assert row.to_wire()["eval"] == FIGURES and len(scans) == 1
 
 
 def test_the_rows_are_the_same_with_and_without_summaries(runs_dir):
     make_eval_run(runs_dir, "20260101-000000-e7a1ed")
     make_finished_run(runs_dir, "20251231-000000-abcdef", steps=10, with_warnings=False)
-    from_files = [r.to_dict() for r in list_runs(runs_dir)]
+    from_files = [r.to_wire() for r in list_runs(runs_dir)]
     for path in runs_dir.iterdir():
         summarised(path)
     catalog._eval_cache.clear()
-    assert [r.to_dict() for r in list_runs(runs_dir)] == from_files
+    assert [r.to_wire() for r in list_runs(runs_dir)] == from_files

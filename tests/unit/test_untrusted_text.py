@@ -75,9 +75,9 @@ def test_runs_tables_show_hostile_fields_literally(text, host):
     console, out = plain_console()
     console.print(format_table([hostile_run_info(text, host)], hosts=True))
     assert_no_control(out.getvalue(), "runs (table)")
-    rows = orjson.loads(json_bytes(orjson.dumps([hostile_run_info(text).to_dict()])))
+    rows = orjson.loads(json_bytes(orjson.dumps([hostile_run_info(text).to_wire()])))
     assert rows[0]["project"] == text  # --json keeps the value; only its encoding changed
-    assert_no_control(json_bytes(orjson.dumps([hostile_run_info(text).to_dict()])).decode(), "runs --json")
+    assert_no_control(json_bytes(orjson.dumps([hostile_run_info(text).to_wire()])).decode(), "runs --json")
 
 
 @PROPERTY

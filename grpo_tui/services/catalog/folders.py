@@ -33,6 +33,7 @@ from grpo_tui.services.slurm import queue as slurm_queue
 from trainer_core.contract.run.event_log import scan_events, tail_events
 from trainer_core.contract.run.events import Eval, EventType
 from trainer_core.contract.run.folder import RUNS_DIR_ENV, RunFolder, resolve_runs_dir
+from trainer_core.contract.run.json_values import number_or_none, text_or_none, whole_or_none
 from trainer_core.contract.run.ledger import default_metric
 from trainer_core.contract.run.line_check import EVENTS_FILE, SkippedLines, check_end
 from trainer_core.contract.run.state import read_state
@@ -154,8 +155,8 @@ def run_info(folder: RunFolder, now: float | None = None, state: dict | None = N
     return RunInfo(
         run_id=folder.run_id,
         path=folder.path,
-        project=config.get("project_name"),
-        model=config.get("model"),
+        project=text_or_none(config.get("project_name")),  # config.yaml may hold anything
+        model=text_or_none(config.get("model")),
         status=status,
         step=last.step if last else None,
         total=run_total(state, config),
@@ -177,23 +178,22 @@ def summarised_info(folder: RunFolder, state: dict, status: Status, summary: dic
     """The row of a finished run from the summary its end stored: the same fields, from one file."""
     crash = summary_crash(summary) if status is Status.FAILED else None
     alerts = [crash] if crash else []
-    warnings, last_warning = _int(summary.get("warnings")) or 0, _str(summary.get("last_warning"))
+    warnings, last_warning = whole_or_none(summary.get("warnings")) or 0, text_or_none(summary.get("last_warning"))
     if alerts:
         warnings, last_warning = warnings + len(alerts), str(alerts[-1].rule)
-    step, last_time = _int(summary.get("step")), summary.get("last_event_time")
-    reward = summary.get("reward")
+    step, last_time = whole_or_none(summary.get("step")), number_or_none(summary.get("last_event_time"))
     return RunInfo(
         run_id=folder.run_id,
         path=folder.path,
-        project=_str(summary.get("project")),
-        model=_str(summary.get("model")),
+        project=text_or_none(summary.get("project")),
+        model=text_or_none(summary.get("model")),
         status=status,
         step=step,
-        total=_int(summary.get("total")),
-        last_reward=reward if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None,
+        total=whole_or_none(summary.get("total")),
+        last_reward=number_or_none(summary.get("reward")),
         started=state.get("started"),
         ended=state.get("ended"),
-        duration=run_duration(state, status, now, last_time if isinstance(last_time, (int, float)) else None),
+        duration=run_duration(state, status, now, last_time),
         warnings=warnings,
         last_warning=last_warning,
         exit_reason=state.get("exit_reason"),
@@ -219,14 +219,6 @@ def summarised_skipped(folder: RunFolder, summary: dict) -> dict[str, SkippedLin
     them)."""
     skipped = summary_skipped(summary)
     return skipped_lines(folder) if skipped is None else skipped
-
-
-def _int(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _str(value) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _size(path: Path) -> int | None:

@@ -18,6 +18,7 @@ from trainer_core.contract.run.disk import usage
 from trainer_core.contract.run.event_log import BackwardLines, last_events, scan_events
 from trainer_core.contract.run.events import EventType, HealthWarning, Metrics, RunFinished, decode, warning
 from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.json_values import is_number
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import Status
@@ -63,7 +64,7 @@ def watcher_warnings(
         step = recent[-1].step if recent else 0
         found = [_disk_space(folder, step, thresholds)]
         if recent:
-            times = [e.time for e in recent if isinstance(e.time, (int, float))]
+            times = [e.time for e in recent if is_number(e.time)]
             found.insert(0, stall_warning(times, step, now, process_alive=True, thresholds=thresholds))
         return [w for w in found if w is not None]
     if status not in (Status.FAILED, Status.LOST):
@@ -86,7 +87,7 @@ def remote_alerts(remote: dict) -> list[HealthWarning]:
                 found.append(event)
     if not remote.get("connected") and remote.get("error"):
         updated = remote.get("updated")
-        since = time.strftime(" since %H:%M:%S", time.localtime(updated)) if isinstance(updated, (int, float)) else ""
+        since = time.strftime(" since %H:%M:%S", time.localtime(updated)) if is_number(updated) else ""
         found.append(
             warning(
                 HealthRule.CONNECTION_LOST,

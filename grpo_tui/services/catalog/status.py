@@ -17,6 +17,8 @@ from orjson import loads
 
 from grpo_tui.services.slurm import queue as slurm_queue
 from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.json_values import is_number
+from trainer_core.contract.run.legs import paused_seconds
 from trainer_core.contract.run.process import process_matches
 from trainer_core.contract.run.status import Status
 from trainer_core.contract.run.summary import run_total as run_total  # one rule, shared with the run's summary
@@ -85,15 +87,17 @@ def _age(path: Path) -> float:
 def run_duration(
     state: dict, status: str, now: float | None = None, last_event_time: float | None = None
 ) -> float | None:
-    """How long the run has run: to its end, to now while it lives, to its last sign of life when lost."""
+    """How long the run has trained: to its end, to now while it lives, to its last sign of life when lost; less
+    the pauses between a resumed run's legs (``contract/run/legs.py``)."""
     started, ended = state.get("started"), state.get("ended")
     now = time.time() if now is None else now
-    if not isinstance(started, (int, float)):
+    if not is_number(started):
         return None
-    if isinstance(ended, (int, float)):
-        return max(0.0, ended - started)
+    paused = paused_seconds(state)
+    if is_number(ended):
+        return max(0.0, ended - started - paused)
     if is_live(status):
-        return max(0.0, now - started)
+        return max(0.0, now - started - paused)
     # lost: the last sign of life is the newest of the state's update and the last event
-    times = [t for t in (state.get("updated"), last_event_time) if isinstance(t, (int, float))]
-    return max(0.0, max(times) - started) if times else None
+    times = [t for t in (state.get("updated"), last_event_time) if is_number(t)]
+    return max(0.0, max(times) - started - paused) if times else None

@@ -3,35 +3,24 @@
 Used to check ``--gpus`` before a run starts and to show the GPU picker and panel. On a machine without
 NVIDIA GPUs (or without the driver) the list is empty, and callers say so plainly. ``GRPO_TUI_FAKE_GPUS``
 (a JSON list of GPU objects, or a count) stands in for NVML where no GPU can exist, behind the same
-``list_gpus()`` interface.
+``list_gpus()`` interface. A GPU is ``records.gpu.GPU``, the record ``info --json`` and the mirror stream send.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from typing import Any
+
+from grpo_tui.services.records.gpu import GPU as GPU  # the one GPU type (records/gpu.py); imported from here too
+from trainer_core.contract.run.json_values import is_whole
 
 FAKE_ENV = "GRPO_TUI_FAKE_GPUS"
 
 
-@dataclass
-class GPU:
-    index: int
-    name: str
-    memory_total: int
-    memory_used: int
-    utilization: int
-
-    @property
-    def memory_free(self) -> int:
-        return self.memory_total - self.memory_used
-
-
 def _fake(spec: str) -> list[GPU]:
     data: Any = json.loads(spec)
-    if isinstance(data, int):
+    if is_whole(data):
         data = [{"index": i} for i in range(data)]
     gib = 1 << 30
     return [

@@ -31,13 +31,14 @@ from trainer_core.contract.config.hardware import (
 from trainer_core.contract.config.placement import Placement, plan
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.json_values import is_number, is_whole
 
 
 def _capability(value) -> tuple[int, int] | None:
     """``8.0``, ``"8.6"`` or ``[8, 6]`` as (8, 6); None for anything else."""
-    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) for v in value):
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(is_whole(v) for v in value):
         return int(value[0]), int(value[1])
-    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+    if is_number(value) or isinstance(value, str):
         major, _, minor = str(value).partition(".")
         if major.isdigit() and (minor or "0").isdigit():
             return int(major), int(minor or 0)
@@ -58,7 +59,7 @@ def capabilities() -> dict[int, tuple[int, int]]:
         for i, gpu in enumerate(data):
             if isinstance(gpu, dict) and _capability(gpu.get("compute_capability")) is not None:
                 found[gpu.get("index", i)] = _capability(gpu.get("compute_capability"))
-        return {k: v for k, v in found.items() if isinstance(k, int) and v is not None}
+        return {k: v for k, v in found.items() if is_whole(k, None) and v is not None}
     try:
         import pynvml
     except ImportError:
@@ -89,7 +90,7 @@ def machine_for(config: RunConfig, placement: Placement | None, slurm: bool = Fa
     job its Slurm settings ask for)."""
     if slurm:
         per_node = config.slurm.get("gpus_per_node") if isinstance(config.slurm, dict) else None
-        if isinstance(per_node, int) and not isinstance(per_node, bool) and per_node > 0:
+        if is_whole(per_node, 1):
             gpus = placement.train_gpus if placement is not None else list(range(per_node))
             return Machine("the Slurm job's node", tuple(Gpu(i) for i in gpus))
         return Machine("the Slurm job's node", gpus_known=False)

@@ -1,62 +1,89 @@
 """One run's row, wherever the run is: what ``grpo-tui runs`` shows, ``runs --json`` sends, and a host's reply becomes.
 
-The catalog makes one from a run folder here (``catalog.run_info``); ``to_dict`` is its ``runs --json`` row; a
-host's row is checked into the same type where it arrives (``executors/wire.parse_run_row``), so a run here
-and one on a host are listed, compared and shown alike, and the JSON keys are written in one place.
+The catalog makes one from a run folder here (``catalog.run_info``); ``to_wire`` is its ``runs --json`` row; a
+host's row is checked into the same type where it arrives (``RunInfo.from_wire``), so a run here and one on a host
+are listed, compared and shown alike. Each field is declared once, with its JSON key, its check and its
+conversions (``fields.wire``): the class is the row's encoder and its decoder, and the keys are written in one
+place. A summary's held-out figures are read by the same table (``EvalFigures.from_record``).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from grpo_tui.services.records.fields import (
+    APPENDED,
+    HOST_PATH,
+    NUMBER_OR_NULL,
+    RUN_ID_VALUE,
+    SECONDS,
+    TEXT,
+    TEXT_OR_NULL,
+    WHOLE,
+    WHOLE_OR_NULL,
+    Fields,
+    Record,
+    WireError,
+    fail,
+    items,
+    maybe,
+    parse_status,
+    wire,
+)
 from trainer_core.contract.run.events import Eval, HealthWarning
 from trainer_core.contract.run.line_check import SkippedLines
+from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import Status
 from trainer_core.contract.run.summary import eval_figures, warning_record
 
 
 @dataclass(frozen=True)
-class EvalPoint:
+class EvalPoint(Record):
     """One eval's value of the ranking metric, and its step."""
 
-    step: int
-    value: float | None
-
-    def to_dict(self) -> dict:
-        return {"step": self.step, "value": self.value}
+    step: int = wire(WHOLE)
+    value: float | None = wire(NUMBER_OR_NULL)
 
     @classmethod
     def from_record(cls, record: object) -> EvalPoint | None:
-        """``{step, value}`` as ``to_dict`` wrote it; None when it is not one."""
-        if not isinstance(record, dict):
+        """``{step, value}`` as ``to_wire`` wrote it; None when it is not one."""
+        try:
+            return cls.from_wire(record)
+        except WireError:
             return None
-        step, value = record.get("step"), record.get("value")
-        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            return None
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-        ):
-            return None
-        return cls(step, value)
 
 
 EVAL_POINTS = ("baseline", "latest", "best")  # an ``eval`` record's points, after its ``metric``
 
 
+def _metric(value: str, where: str) -> str:
+    if not value:
+        fail(where, value, "a metric's name (a non-empty string)")
+    return value
+
+
+def _point(value: Any, where: str) -> EvalPoint | None:
+    return None if value is None else EvalPoint.from_wire(value, where)
+
+
+_POINT = {"load": _point, "dump": maybe(EvalPoint.to_wire)}
+
+
 @dataclass(frozen=True)
-class EvalFigures:
+class EvalFigures(Record):
     """A run's held-out evaluation in three figures of its ranking ``metric`` (``ledger.default_metric``): the
     baseline (the base model's eval, step 0), the latest eval and the best one (the highest; the later on a tie,
     as the ledger ranks checkpoints). Computed by ``summary.eval_figures``, which a finished run's summary
-    stores: a run is listed alike from its summary and from its events."""
+    stores: a run is listed alike from its summary and from its events. A row's ``eval``: null without evals,
+    else its metric's name and each point ``{step, value}`` or null."""
 
-    metric: str
-    baseline: EvalPoint | None
-    latest: EvalPoint | None
-    best: EvalPoint | None
+    metric: str = wire(TEXT, load=_metric)
+    baseline: EvalPoint | None = wire(**_POINT)
+    latest: EvalPoint | None = wire(**_POINT)
+    best: EvalPoint | None = wire(**_POINT)
 
     @classmethod
     def of(cls, evals: Mapping[int, Eval], metric: str | None) -> EvalFigures | None:
@@ -67,74 +94,97 @@ class EvalFigures:
     def from_record(cls, record: object) -> EvalFigures | None:
         """The figures ``summary.eval_figures`` made (as a summary stores them); None when ``record`` is not
         that: None itself, or a record of the wrong shape (then its points are not trusted either)."""
-        if not isinstance(record, dict) or not isinstance(record.get("metric"), str) or not record["metric"]:
+        try:
+            return None if record is None else cls.from_wire(record)
+        except WireError:
             return None
-        points = {}
-        for name in EVAL_POINTS:
-            value = record.get(name)
-            points[name] = EvalPoint.from_record(value)
-            if value is not None and points[name] is None:
-                return None
-        return cls(record["metric"], **points)
 
-    def to_dict(self) -> dict:
-        """The ``eval`` of a ``runs --json`` row."""
-        points = {name: getattr(self, name) for name in EVAL_POINTS}
-        return {"metric": self.metric, **{name: p and p.to_dict() for name, p in points.items()}}
+
+def parse_alert(data: Any, where: str = "alert") -> HealthWarning:
+    """A warning record (``warning_record``: a health rule that fired, as the host judged it)."""
+    f = Fields(data, where)
+    severity = f.get("severity", Severity.WARN.value)
+    parsed = Severity.parse(severity) if isinstance(severity, str) else None
+    if parsed is None:
+        fail(f.name("severity"), severity, "a severity (" + ", ".join(s.value for s in Severity) + ")")
+    evidence = f.get("evidence", {})
+    if not isinstance(evidence, dict):
+        fail(f.name("evidence"), evidence, "a JSON object")
+    return HealthWarning(
+        f.check("rule", TEXT, ""),
+        parsed,
+        f.check("step", WHOLE, 0),
+        f.check("message", TEXT, ""),
+        f.check("advice", TEXT, ""),
+        evidence,
+    )
+
+
+def parse_alerts(value: Any, where: str) -> tuple[HealthWarning, ...]:
+    """A list of warning records (null: none)."""
+    return tuple(parse_alert(a, f"{where}[{i}]") for i, a in enumerate(items(value, where)))
+
+
+def _skipped(value: Any, where: str) -> dict[str, SkippedLines] | None:
+    """A row's ``skipped_lines``: ``SkippedLines.to_record`` by file name (names other than the run's JSONL files are
+    left out); null when the host did not check (a grpo-tui before it did)."""
+    if value is None:
+        return None
+    f = Fields(value, where)
+    found = {}
+    for name in APPENDED:
+        if f.get(name) is not None:
+            one = Fields(f.get(name), f.name(name))
+            count = one.whole("count")
+            if not count:
+                fail(one.name("count"), count, "a whole number from 1")
+            found[name] = SkippedLines(count, one.text("first", optional=False), one.whole("checked_from", default=0))
+    return found
 
 
 @dataclass
-class RunInfo:
+class RunInfo(Record):
     """One run as ``grpo-tui runs`` shows it; times are unix seconds, ``duration`` is seconds; ``path`` is the
     folder's path where the run is (a path on its host for a remote run)."""
 
-    run_id: str
-    path: Path
-    project: str | None
-    model: str | None
-    status: Status
-    step: int | None
-    total: int | None
-    last_reward: float | None
-    started: float | None
-    ended: float | None
-    duration: float | None
-    warnings: int
-    last_warning: str | None
-    exit_reason: str | None
-    alerts: list[HealthWarning] = field(default_factory=list)  # watcher-side warnings: stall, crash cause
-    host: str | None = None  # the host it runs on (executors/hosts.py); None: this machine
-    queue_reason: str | None = None  # a queued Slurm job: why it waits (Priority, Resources, ...)
-    held_out: EvalFigures | None = None  # the held-out evaluation's figures; None: the run has no held-out set
+    run_id: str = wire(RUN_ID_VALUE)
+    path: Path = wire(HOST_PATH, load=lambda v, _: Path(v), dump=str)
+    project: str | None = wire(TEXT_OR_NULL)
+    model: str | None = wire(TEXT_OR_NULL)
+    status: Status = wire(load=parse_status, dump=lambda s: s.value)
+    step: int | None = wire(WHOLE_OR_NULL)
+    total: int | None = wire(WHOLE_OR_NULL)
+    last_reward: float | None = wire(NUMBER_OR_NULL)
+    started: float | None = wire(SECONDS)
+    ended: float | None = wire(SECONDS)
+    duration: float | None = wire(SECONDS)
+    warnings: int = wire(WHOLE, missing=0)
+    last_warning: str | None = wire(TEXT_OR_NULL)
+    exit_reason: str | None = wire(TEXT_OR_NULL)
+    # watcher-side warnings: stall, crash cause
+    alerts: list[HealthWarning] = wire(
+        load=lambda v, where: list(parse_alerts(v, where)), dump=lambda a: list(map(warning_record, a)), factory=list
+    )
+    # the host it runs on (executors/hosts.py); None: this machine. Sent, never read: the caller says it
+    host: str | None = wire(sent=True, default=None)
+    queue_reason: str | None = wire(TEXT_OR_NULL, default=None)  # a queued Slurm job: why it waits (Priority, ...)
+    # the held-out evaluation's figures; None: the run has no held-out set
+    held_out: EvalFigures | None = wire(
+        key="eval",
+        load=lambda v, where: None if v is None else EvalFigures.from_wire(v, where),
+        dump=maybe(EvalFigures.to_wire),
+        default=None,
+    )
     # lines at the end of its files that readers skip (run/line_check.py), by file name: empty when none; None when
     # not checked (a host whose grpo-tui does not say)
-    skipped: dict[str, SkippedLines] | None = None
+    skipped: dict[str, SkippedLines] | None = wire(
+        key="skipped_lines",
+        load=_skipped,
+        dump=maybe(lambda s: {k: v.to_record() for k, v in s.items()}),
+        default=None,
+    )
 
     @property
     def key(self) -> str:
         """Unique across hosts: the run id, prefixed by the host for a remote run."""
         return self.run_id if self.host is None else f"{self.host}:{self.run_id}"
-
-    def to_dict(self) -> dict:
-        """The row of ``grpo-tui runs --json`` (the fields in order; ``dataclasses.asdict`` is slow on 10k rows)."""
-        return {
-            "run_id": self.run_id,
-            "path": str(self.path),
-            "project": self.project,
-            "model": self.model,
-            "status": self.status.value,
-            "step": self.step,
-            "total": self.total,
-            "last_reward": self.last_reward,
-            "started": self.started,
-            "ended": self.ended,
-            "duration": self.duration,
-            "warnings": self.warnings,
-            "last_warning": self.last_warning,
-            "exit_reason": self.exit_reason,
-            "alerts": [warning_record(a) for a in self.alerts],
-            "host": self.host,
-            "queue_reason": self.queue_reason,
-            "eval": None if self.held_out is None else self.held_out.to_dict(),
-            "skipped_lines": None if self.skipped is None else {k: v.to_record() for k, v in self.skipped.items()},
-        }

@@ -4,235 +4,52 @@ A host is driven through its own grpo-tui (``grpo_tui/executors/ssh.py``): the r
 ``runs``, ``launch`` and ``stop --json`` and the lines of its ``events --mirror`` stream (written by
 ``grpo_tui/services/serving/event_feed.py``, applied by ``grpo_tui/executors/mirror.py``) are all this machine takes
 from it, and a broken or compromised host may send anything. A run id becomes a local folder name, an offset
-a seek in a local file, a number a chart's value; so each message kind is a frozen dataclass with a
-``parse_…`` function that returns one or raises ``WireError`` naming the field, the value and what was
-expected. Code past the parsers trusts the types. The sender builds its mirror messages, its event lines,
-its ``runs --json`` rows and its ``stop --json`` reply from the same classes (``encode``, ``to_wire``,
-``to_dict``), so the two sides cannot drift apart; the JSON itself is documented in docs/hosts.md. A row is a
-``RunInfo`` (``services/records/run_row.py``) and a stop a ``StopOutcome`` (``services/records/stop_outcome.py``), the types
-the catalog and the supervisor make here; ``LaunchReply`` is also what an executor returns for a run of this
-machine (``grpo_tui/executors/base.py``): one record, wherever the run is.
+a seek in a local file, a number a chart's value; so each message kind is a frozen dataclass that is parsed
+into or raises ``WireError`` naming the field, the value and what was expected. Code past the parsers trusts
+the types. The sender builds its mirror messages, its event lines, its ``runs --json`` rows, its ``info`` and
+its ``stop --json`` reply from the same classes (``encode``, ``to_wire``), so the two sides cannot drift apart;
+the JSON itself is documented in docs/hosts.md. The records that are also the app's own types declare their
+fields once, with their checks (``fields.wire``), and decode themselves (``from_wire``): a row is a ``RunInfo``
+(``run_row.py``), a stop a ``StopOutcome`` (``stop_outcome.py``), a host's ``info`` a ``HostInfo``
+(``host_info.py``), a GPU a ``GPU`` (``gpu.py``). ``LaunchReply`` is also what an executor returns for a run of
+this machine (``grpo_tui/executors/base.py``): one record, wherever the run is.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import math
-import re
-from dataclasses import asdict, dataclass, field
-from importlib.util import find_spec
-from pathlib import Path
-from typing import Any, NoReturn
+from dataclasses import dataclass
+from typing import Any
 
 from orjson import dumps, loads
 
-from grpo_tui.services.records.run_row import EVAL_POINTS, EvalFigures, EvalPoint, RunInfo
-from grpo_tui.services.records.stop_outcome import StopOutcome
+from grpo_tui.services.records.fields import (
+    APPENDED,
+    HOST_PATH,
+    MAX_OFFSET,
+    Fields,
+    WireError,
+    fail,
+    parse_run_id,
+    parse_status,
+)
+from grpo_tui.services.records.gpu import GPU
+from grpo_tui.services.records.host_info import TRAIN_EXTRA as TRAIN_EXTRA  # imported from here too
+from grpo_tui.services.records.host_info import gpus_of, gpus_wire
+from grpo_tui.services.records.host_info import missing_trainer as missing_trainer  # imported from here too
+from grpo_tui.services.records.run_row import RunInfo, parse_alerts
 from trainer_core.contract.run.events import HealthWarning
-from trainer_core.contract.run.line_check import SkippedLines
-from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.state import StateError, parse_object
 from trainer_core.contract.run.status import Status
 from trainer_core.contract.run.summary import warning_record
 
-RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}\Z")
-RUN_ID_RULE = "a run id (letters, digits, '.', '_', '-'; not starting with '.' or '-'; at most 128 characters)"
-APPENDED = ("events.jsonl", "samples.jsonl", "trainer.log")  # copied byte for byte at the host's offsets
 WHOLE = ("config.yaml", "state.json")  # copied whole whenever they change
-MAX_OFFSET = 1 << 40  # 1 TiB: past any run file's size; an offset beyond it is a lie, not a long run
 MAX_DATA = 16 << 20  # decoded bytes in one message (the sender's chunks are 1 MiB, whole files are small)
 MAX_LINE = MAX_DATA * 4 // 3 + 4096  # one stream line: the base64 of MAX_DATA and the JSON around it
-MAX_TEXT = 64 * 1024  # characters in one text field
-MAX_ITEMS = 4096  # GPUs, alerts or problems in one message
-_STATUSES = ", ".join(s.value for s in Status)
-
-
-class WireError(ValueError):
-    """What a host sent is not what the format says; the message names the field, the value and the rule."""
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _fail(where: str, value: Any, expected: str) -> NoReturn:
-    raise WireError(
-        f"{where}: expected {expected}, got {_show(value)}" if where else f"expected {expected}, got {_show(value)}"
-    )
-
-
-class _Fields:
-    """Typed reads of one JSON object's fields; ``where`` prefixes the field names in errors."""
-
-    def __init__(self, data: Any, where: str = ""):
-        if not isinstance(data, dict):
-            _fail(where, data, "a JSON object")
-        self.data, self.where = data, where
-
-    def name(self, key: str) -> str:
-        return f"{self.where}.{key}" if self.where else key
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.data.get(key, default)
-
-    def whole(self, key: str, *, optional: bool = False, default: Any = None, maximum: int = MAX_OFFSET) -> Any:
-        value = self.data.get(key, default)
-        if value is None and optional:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
-            _fail(self.name(key), value, f"a whole number from 0 to {maximum}" + (" or null" if optional else ""))
-        return value
-
-    def number(self, key: str, *, minimum: float | None = None) -> float | None:
-        """An optional finite number (an int stays an int)."""
-        value = self.data.get(key)
-        if value is None:
-            return None
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-            or (minimum is not None and value < minimum)
-        ):
-            _fail(
-                self.name(key),
-                value,
-                "a finite number" + (f" >= {minimum:g}" if minimum is not None else "") + " or null",
-            )
-        return value
-
-    def text(self, key: str, *, optional: bool = True, default: Any = None) -> Any:
-        value = self.data.get(key, default)
-        if value is None and optional:
-            return None
-        if not isinstance(value, str) or len(value) > MAX_TEXT:
-            _fail(
-                self.name(key), value, f"a string of at most {MAX_TEXT} characters" + (" or null" if optional else "")
-            )
-        return value
-
-    def flag(self, key: str, default: bool = False) -> bool:
-        value = self.data.get(key, default)
-        if not isinstance(value, bool):
-            _fail(self.name(key), value, "true or false")
-        return value
-
-    def items(self, key: str) -> list:
-        value = self.data.get(key)
-        if value is None:
-            return []
-        if not isinstance(value, list) or len(value) > MAX_ITEMS:
-            _fail(self.name(key), value, f"a list of at most {MAX_ITEMS} items")
-        return value
-
-
-def parse_run_id(value: Any, where: str = "run_id") -> str:
-    """``value`` if it is a run id: one path component that cannot climb out of a folder or look like a flag."""
-    if not isinstance(value, str) or not RUN_ID.match(value):
-        _fail(where, value, RUN_ID_RULE)
-    return value
-
-
-def _host_path(f: _Fields, key: str) -> str:
-    value = f.get(key)
-    if not isinstance(value, str) or not value or len(value) > 4096 or "\0" in value or value.startswith("-"):
-        _fail(f.name(key), value, "a path on the host (a non-empty string, not starting with '-')")
-    return value
-
-
-def _status(value: Any, where: str) -> Status:
-    status = Status.parse(value) if isinstance(value, str) else None
-    if status is None:
-        _fail(where, value, f"a status ({_STATUSES})")
-    return status
-
-
-def parse_alert(data: Any, where: str = "alert") -> HealthWarning:
-    """A warning record (``warning_record``: a health rule that fired, as the host judged it)."""
-    f = _Fields(data, where)
-    severity = f.get("severity", Severity.WARN.value)
-    parsed = Severity.parse(severity) if isinstance(severity, str) else None
-    if parsed is None:
-        _fail(f.name("severity"), severity, "a severity (" + ", ".join(s.value for s in Severity) + ")")
-    evidence = f.get("evidence", {})
-    if not isinstance(evidence, dict):
-        _fail(f.name("evidence"), evidence, "a JSON object")
-    return HealthWarning(
-        f.text("rule", optional=False, default=""),
-        parsed,
-        f.whole("step", default=0),
-        f.text("message", optional=False, default=""),
-        f.text("advice", optional=False, default=""),
-        evidence,
-    )
-
-
-def _alerts(f: _Fields, key: str = "alerts") -> tuple[HealthWarning, ...]:
-    return tuple(parse_alert(a, f"{f.name(key)}[{i}]") for i, a in enumerate(f.items(key)))
 
 
 # -- replies to commands --------------------------------------------------------------------------------
-
-
-def parse_run_row(data: Any) -> RunInfo:
-    """One row of ``runs --json`` (``RunInfo.to_dict`` on the host) as the ``RunInfo`` it was; ``path`` is a path
-    there, ``host`` is left for the caller to say (the host's own ``host`` is None: its machine)."""
-    f = _Fields(data)
-    return RunInfo(
-        run_id=parse_run_id(f.get("run_id")),
-        path=Path(_host_path(f, "path")),
-        project=f.text("project"),
-        model=f.text("model"),
-        status=_status(f.get("status"), "status"),
-        step=f.whole("step", optional=True),
-        total=f.whole("total", optional=True),
-        last_reward=f.number("last_reward"),
-        started=f.number("started", minimum=0),
-        ended=f.number("ended", minimum=0),
-        duration=f.number("duration", minimum=0),
-        warnings=f.whole("warnings", default=0),
-        last_warning=f.text("last_warning"),
-        exit_reason=f.text("exit_reason"),
-        alerts=list(_alerts(f)),
-        queue_reason=f.text("queue_reason"),
-        held_out=_held_out(f),
-        skipped=_skipped(f),
-    )
-
-
-def _held_out(row: _Fields, key: str = "eval") -> EvalFigures | None:
-    """A row's ``eval`` (``EvalFigures.to_dict``): null for a run without evals, else its ranking metric's name and
-    each point ``{step, value}`` or null."""
-    if row.get(key) is None:
-        return None
-    f = _Fields(row.get(key), row.name(key))
-    metric = f.text("metric", optional=False)
-    if not metric:
-        _fail(f.name("metric"), metric, "a metric's name (a non-empty string)")
-    points = {}
-    for name in EVAL_POINTS:
-        point = None if f.get(name) is None else _Fields(f.get(name), f.name(name))
-        points[name] = point and EvalPoint(point.whole("step"), point.number("value"))
-    return EvalFigures(metric, **points)
-
-
-def _skipped(row: _Fields, key: str = "skipped_lines") -> dict[str, SkippedLines] | None:
-    """A row's ``skipped_lines``: ``SkippedLines.to_record`` by file name (names other than the run's JSONL files are
-    left out); null when the host did not check (a grpo-tui before it did)."""
-    if row.get(key) is None:
-        return None
-    f = _Fields(row.get(key), row.name(key))
-    found = {}
-    for name in APPENDED:
-        if f.get(name) is not None:
-            one = _Fields(f.get(name), f.name(name))
-            count = one.whole("count")
-            if not count:
-                _fail(one.name("count"), count, "a whole number from 1")
-            found[name] = SkippedLines(count, one.text("first", optional=False), one.whole("checked_from", default=0))
-    return found
 
 
 def parse_run_rows(data: Any) -> tuple[list[RunInfo], list[str]]:
@@ -240,11 +57,11 @@ def parse_run_rows(data: Any) -> tuple[list[RunInfo], list[str]]:
 
     Raises WireError when the reply is not a list at all."""
     if not isinstance(data, list):
-        _fail("", data, "a JSON list of runs")
+        fail("", data, "a JSON list of runs")
     rows, problems, seen = [], [], set()
     for n, item in enumerate(data, 1):
         try:
-            row = parse_run_row(item)
+            row = RunInfo.from_wire(item)
         except WireError as exc:
             problems.append(f"row {n}: {exc}")
             continue
@@ -254,104 +71,6 @@ def parse_run_rows(data: Any) -> tuple[list[RunInfo], list[str]]:
         seen.add(row.run_id)
         rows.append(row)
     return rows, problems
-
-
-@dataclass(frozen=True)
-class GpuRecord:
-    """A GPU as the host lists it (``asdict`` of its ``GPU``)."""
-
-    index: int
-    name: str
-    memory_total: int
-    memory_used: int
-    utilization: int
-
-    def to_wire(self) -> dict:
-        return asdict(self)
-
-
-def parse_gpu(data: Any, where: str = "gpu") -> GpuRecord:
-    f = _Fields(data, where)
-    return GpuRecord(
-        f.whole("index", maximum=MAX_ITEMS),
-        f.text("name", optional=False),
-        f.whole("memory_total"),
-        f.whole("memory_used"),
-        f.whole("utilization", maximum=100),
-    )
-
-
-def _gpus(f: _Fields) -> tuple[GpuRecord, ...]:
-    return tuple(parse_gpu(g, f"{f.name('gpus')}[{i}]") for i, g in enumerate(f.items("gpus")))
-
-
-INSTALL_KINDS = ("light", "train")
-TRAINER_MODULES = ("torch", "transformers", "trl", "datasets", "peft", "accelerate")
-"""What the ``[train]`` extra adds, by import name: a run's processes import them; the app and the CLI never do."""
-
-
-def missing_trainer() -> list[str]:
-    """The trainer's packages this interpreter cannot import: looked up with ``find_spec``, never imported."""
-    missing = []
-    for module in TRAINER_MODULES:
-        try:
-            found = find_spec(module) is not None
-        except (ImportError, ValueError):  # a broken install; a module whose __spec__ is gone
-            found = False
-        if not found:
-            missing.append(module)
-    return missing
-
-
-TRAIN_EXTRA = "pip install 'grpo-tui[train]'"
-
-
-def install_kind() -> str:
-    """``train`` where this interpreter can run the trainer, else ``light`` (``pip install grpo-tui``: the app and
-    the CLI, which watch, list, stop and export runs anywhere and launch on hosts that have the trainer)."""
-    return "light" if missing_trainer() else "train"
-
-
-@dataclass(frozen=True)
-class HostInfo:
-    """``info --json``: the host's grpo-tui version, the run format it writes, its runs folder and GPUs."""
-
-    version: str | None
-    run_format: int
-    hostname: str | None
-    runs_dir: str | None
-    python: str | None
-    gpus: tuple[GpuRecord, ...]
-    install: str | None = field(default_factory=install_kind)
-    """``train`` (``grpo-tui[train]``: it can run the trainer) or ``light`` (the app and the CLI only); None from
-    a grpo-tui older than the key. Made here (``LocalExecutor.info``), it is this interpreter's."""
-
-    def to_dict(self) -> dict:
-        return {
-            "version": self.version,
-            "run_format": self.run_format,
-            "hostname": self.hostname,
-            "runs_dir": self.runs_dir,
-            "python": self.python,
-            "gpus": [g.to_wire() for g in self.gpus],
-            "install": self.install,
-        }
-
-
-def parse_info(data: Any) -> HostInfo:
-    f = _Fields(data)
-    install = f.get("install")
-    if install is not None and (not isinstance(install, str) or install not in INSTALL_KINDS):
-        _fail("install", install, "'light', 'train' or null")
-    return HostInfo(
-        f.text("version"),
-        f.whole("run_format", maximum=1 << 31),
-        f.text("hostname"),
-        f.text("runs_dir"),
-        f.text("python"),
-        _gpus(f),
-        install,
-    )
 
 
 @dataclass(frozen=True)
@@ -365,10 +84,10 @@ class LaunchReply:
 
 
 def parse_launch_reply(data: Any) -> LaunchReply:
-    f = _Fields(data)
+    f = Fields(data)
     return LaunchReply(
         parse_run_id(f.get("run_id")),
-        _host_path(f, "path"),
+        f.check("path", HOST_PATH),
         f.whole("pid", optional=True, maximum=1 << 31),
         f.text("slurm_job_id"),
     )
@@ -392,52 +111,21 @@ class LaunchCheck:
 
 
 def parse_launch_check(data: Any) -> LaunchCheck:
-    f = _Fields(data)
+    f = Fields(data)
     problems = []
     for i, item in enumerate(f.items("problems")):
-        p = _Fields(item, f"problems[{i}]")
+        p = Fields(item, f"problems[{i}]")
         problems.append(Problem(p.text("field"), p.text("message", optional=False)))
     ok = f.flag("ok")
     if not ok and not problems:
-        _fail("problems", f.get("problems"), "at least one problem when ok is false")
+        fail("problems", f.get("problems"), "at least one problem when ok is false")
     placement = f.get("placement")
     if placement is not None and not isinstance(placement, dict):
-        _fail("placement", placement, "a JSON object or null")
+        fail("placement", placement, "a JSON object or null")
     notes = f.items("notes")
     if not all(isinstance(n, str) for n in notes):
-        _fail("notes", notes, "a list of strings")
+        fail("notes", notes, "a list of strings")
     return LaunchCheck(ok, tuple(problems), placement, tuple(notes))
-
-
-def _pids(f: _Fields, key: str) -> tuple[int, ...]:
-    pids = []
-    for i, pid in enumerate(f.items(key)):
-        if isinstance(pid, bool) or not isinstance(pid, int) or not 0 <= pid < 1 << 31:
-            _fail(f"{key}[{i}]", pid, "a process id (0: a Slurm job)")
-        pids.append(pid)
-    return tuple(pids)
-
-
-def parse_stop_reply(data: Any) -> StopOutcome:
-    """``stop --json`` (``StopOutcome.to_wire`` on the host) as the ``StopOutcome`` it was."""
-    f = _Fields(data)
-    left, forced = _pids(f, "left"), _pids(f, "forced")
-    refused = []
-    for i, why in enumerate(f.items("refused")):
-        if not isinstance(why, str) or len(why) > MAX_TEXT:
-            _fail(f"refused[{i}]", why, f"a string of at most {MAX_TEXT} characters")
-        refused.append(why)
-    status = f.get("status")
-    return StopOutcome(
-        f.text("run_id"),
-        f.flag("was_running"),
-        f.flag("graceful"),
-        forced,
-        left,
-        None if status is None else _status(status, "status"),
-        f.text("message", optional=False),
-        tuple(refused),
-    )
 
 
 # -- the events stream (``grpo-tui events`` without --mirror) ---------------------------------------------
@@ -465,19 +153,19 @@ class EventLine:
 def parse_event_line(line: bytes) -> EventLine:
     """One line of ``grpo-tui events`` (with or without its newline)."""
     if len(line) > MAX_LINE:
-        _fail("", f"a line of {len(line)} bytes", f"a line of at most {MAX_LINE} bytes")
+        fail("", f"a line of {len(line)} bytes", f"a line of at most {MAX_LINE} bytes")
     try:
         data = loads(line)
     except ValueError:
-        _fail("", line[:60], "a JSON line")
-    f = _Fields(data)
+        fail("", line[:60], "a JSON line")
+    f = Fields(data)
     offset = f.whole("offset")
     next_offset = f.whole("end")
     if next_offset <= offset:
-        _fail("end", next_offset, f"a byte offset past offset {offset}")
+        fail("end", next_offset, f"a byte offset past offset {offset}")
     event = f.get("event")
     if not isinstance(event, dict):
-        _fail("event", event, "a JSON object")
+        fail("event", event, "a JSON object")
     return EventLine(offset, next_offset, event)
 
 
@@ -547,10 +235,10 @@ class StatusReport(_Message):
 class GpuReport(_Message):
     """``{"gpus": [...]}``: the host's GPUs."""
 
-    gpus: tuple[GpuRecord, ...]
+    gpus: tuple[GPU, ...]
 
     def to_wire(self) -> dict:
-        return {"gpus": [g.to_wire() for g in self.gpus]}
+        return {"gpus": gpus_wire(self.gpus)}
 
 
 @dataclass(frozen=True)
@@ -589,35 +277,37 @@ MirrorMessage = RunHeader | Append | WholeFile | StatusReport | GpuReport | Rese
 
 def _file(value: Any, key: str, allowed: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in allowed:
-        _fail(key, value, "one of " + ", ".join(allowed) + " (a file name of the run folder, not a path)")
+        fail(key, value, "one of " + ", ".join(allowed) + " (a file name of the run folder, not a path)")
     return value
 
 
 def _data(value: Any) -> bytes:
     if not isinstance(value, str) or len(value) > MAX_LINE:
-        _fail("data", value, "a base64 string")
+        fail("data", value, "a base64 string")
     try:
         data = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        _fail("data", value, "strict base64")
+        fail("data", value, "strict base64")
     if len(data) > MAX_DATA:
-        _fail("data", f"{len(data)} bytes", f"at most {MAX_DATA} bytes")
+        fail("data", f"{len(data)} bytes", f"at most {MAX_DATA} bytes")
     return data
 
 
 def _run(m: dict) -> RunHeader:
-    f = _Fields(m["run"], "run")
+    f = Fields(m["run"], "run")
     return RunHeader(
-        parse_run_id(f.get("run_id"), "run.run_id"), _host_path(f, "path"), f.whole("format_version", maximum=1 << 31)
+        parse_run_id(f.get("run_id"), "run.run_id"),
+        f.check("path", HOST_PATH),
+        f.whole("format_version", maximum=1 << 31),
     )
 
 
 def _append(m: dict) -> Append:
     file = _file(m["append"], "append", APPENDED)
-    offset = _Fields(m).whole("offset")
+    offset = Fields(m).whole("offset")
     data = _data(m.get("data"))
     if offset + len(data) > MAX_OFFSET:
-        _fail("offset", offset, f"an offset that with its {len(data)} bytes stays below {MAX_OFFSET}")
+        fail("offset", offset, f"an offset that with its {len(data)} bytes stays below {MAX_OFFSET}")
     return Append(file, offset, data)
 
 
@@ -627,12 +317,12 @@ def _whole(m: dict) -> WholeFile:
         try:
             parse_object(data, "state.json")  # the one reader's check: any fields, but one JSON object
         except StateError as exc:
-            _fail("data", data[:40], f"state.json as a JSON object ({exc.why.partition(';')[0]})")
+            fail("data", data[:40], f"state.json as a JSON object ({exc.why.partition(';')[0]})")
     return WholeFile(file, data)
 
 
 def _status_report(m: dict) -> StatusReport:
-    return StatusReport(_status(m["status"], "status"), _alerts(_Fields(m)))
+    return StatusReport(parse_status(m["status"], "status"), parse_alerts(m.get("alerts"), "alerts"))
 
 
 _PARSERS = {
@@ -640,21 +330,21 @@ _PARSERS = {
     "append": _append,
     "file": _whole,
     "status": _status_report,
-    "gpus": lambda m: GpuReport(_gpus(_Fields(m))),
+    "gpus": lambda m: GpuReport(gpus_of(m["gpus"], "gpus")),
     "reset": lambda m: Reset(_file(m["reset"], "reset", APPENDED)),
-    "end": lambda m: End(_status(m["end"], "end")),
+    "end": lambda m: End(parse_status(m["end"], "end")),
 }
 
 
 def parse_mirror_message(message: Any) -> MirrorMessage | None:
     """The message a decoded stream line holds; None for a kind this version does not know (a newer host's)."""
     if not isinstance(message, dict):
-        _fail("", message, "a JSON object")
+        fail("", message, "a JSON object")
     if not message:
         return Heartbeat()
     kinds = [k for k in _PARSERS if k in message]
     if len(kinds) > 1:
-        _fail("", sorted(message), "one of the keys " + ", ".join(_PARSERS) + ", not several")
+        fail("", sorted(message), "one of the keys " + ", ".join(_PARSERS) + ", not several")
     return _PARSERS[kinds[0]](message) if kinds else None
 
 
@@ -695,9 +385,9 @@ def checked_lines(data: bytes) -> tuple[bytes, list[tuple[int, str]]]:
 def parse_mirror_line(line: bytes) -> MirrorMessage | None:
     """One line of ``events --mirror`` (with or without its newline)."""
     if len(line) > MAX_LINE:
-        _fail("", f"a line of {len(line)} bytes", f"a line of at most {MAX_LINE} bytes")
+        fail("", f"a line of {len(line)} bytes", f"a line of at most {MAX_LINE} bytes")
     try:
         message = loads(line)
     except ValueError:
-        _fail("", line[:60], "a JSON line")
+        fail("", line[:60], "a JSON line")
     return parse_mirror_message(message)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
 
 from orjson import loads
 
@@ -33,7 +32,6 @@ from grpo_tui.services.records.wire import (
     Append,
     End,
     EventLine,
-    GpuRecord,
     GpuReport,
     Heartbeat,
     MirrorMessage,
@@ -175,7 +173,7 @@ def mirror_lines(
             if now - alert_at >= ALERT_SECONDS or not status.is_live:
                 alert_at = now
                 alerts = tuple(watcher_warnings(folder, status))
-                gpus = GpuReport(tuple(GpuRecord(**asdict(g)) for g in list_gpus())).encode()
+                gpus = GpuReport(tuple(list_gpus())).encode()
                 if gpus != last_gpus:
                     last_gpus = gpus
                     yield gpus

@@ -27,13 +27,23 @@ from types import MappingProxyType
 from orjson import loads
 
 from grpo_tui.services.stream.metrics_lines import REFUSED, RESERVED, UNSET, MetricsLines, step_of, time_of
-from grpo_tui.services.stream.rejected_lines import MAX_STEP, line_of_rejected, rejection
+from grpo_tui.services.stream.rejected_lines import MAX_STEP, line_of_rejected
 from grpo_tui.services.stream.series import Series, SeriesSnapshot
 from trainer_core.contract.health.sample_stats import TOOL_SUCCESS, TURNS_MEAN
 from trainer_core.contract.health.tools import CALL_FREQUENCY, FAILURE_FREQUENCY
 from trainer_core.contract.run.event_log import EventTail
-from trainer_core.contract.run.events import Eval, Event, HealthWarning, Metrics, UnknownEvent, decode
+from trainer_core.contract.run.events import (
+    Eval,
+    Event,
+    HealthWarning,
+    Metrics,
+    RunStarted,
+    UnknownEvent,
+    decode,
+    problem,
+)
 from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.legs import per_second
 
 TOOL_METRICS = (CALL_FREQUENCY, FAILURE_FREQUENCY, TURNS_MEAN, TOOL_SUCCESS)
 """An agentic run's charts: tool calls per episode, the share that failed, turns per episode, tool use that succeeded."""
@@ -252,9 +262,9 @@ class RunStream:
         keys = None
         for record in records:
             if record.get("type") == "metrics":
-                step = record.get("step", 0)
-                if type(step) is not int or not 0 <= step < MAX_STEP:  # rejected, as decode rejects it: no step
-                    self._reject(rejection(record) or f"metrics: step {step} is past {MAX_STEP - 1}")
+                why = problem(record)  # as decode judges it: a step, a time and values that are numbers
+                if why is not None or record.get("step", 0) >= MAX_STEP:  # rejected: no step
+                    self._reject("metrics: " + (why or f"step {record['step']} is past {MAX_STEP - 1}"))
                     continue
                 if run and record.keys() != keys:
                     self._fold_metrics(run, update)
@@ -317,21 +327,19 @@ class RunStream:
             update.lifecycle.append(event)
 
     def rate(self, window: int = 20) -> float | None:
-        """Steps per second over the last ``window`` logged steps."""
-        n = len(self.times)
-        if n < 2:
-            return None
-        i = max(0, n - window)
-        dt = self.times.values[-1] - self.times.values[i]
-        return (self.times.steps[-1] - self.times.steps[i]) / dt if dt > 0 else None
+        """Steps per second over the last ``window`` logged steps, not across a pause between legs (legs.py)."""
+        n = len(self.times)  # the steps may be shared, and longer
+        first = max(0, n - window)
+        return per_second(self.times.steps[first:n], self.times.values[first:n], self._leg_starts(), window)
 
     def tokens_rate(self, window: int = 20) -> float | None:
         tokens = self.series.get("num_tokens")
-        if tokens is None or len(tokens) < 2 or len(self.times) < 2:
+        if tokens is None:
             return None
-        i = max(0, min(len(tokens), len(self.times)) - window)
-        dt = self.times.values[-1] - self.times.values[i]
-        return (tokens.values[-1] - tokens.values[i]) / dt if dt > 0 else None
+        return per_second(tokens.values, self.times.values, self._leg_starts(), window)
+
+    def _leg_starts(self) -> list[float]:
+        return [e.time for e in self.lifecycle if isinstance(e, RunStarted) and e.time is not None]
 
     # -- frozen views for another thread ---------------------------------------------------------------
 

@@ -5,11 +5,12 @@ charted value out of every dict, is most of what opening a 100k-step run costs. 
 into a record of the fields the stream has seen, checking each field's kind on the way, without building a
 dict or a key string; the stream then takes each charted column from the records at once (``run_stream.py``).
 
-What it accepts is exactly what the reference path accepts, with the same values: a line alone (one call per
-line, so a line is one JSON value or none), a JSON object whose ``type`` is ``metrics``, whose ``step`` is a
-whole number from 0 to 2**63 - 1 (absent: 0), whose ``time`` and charted values are numbers or null, whose
-other values are numbers, text, true, false or null (decoded, so invalid UTF-8 or a number out of a double's
-range is refused as orjson refuses it), and whose keys the stream has seen before (``forbid_unknown_fields``).
+What it accepts is exactly what the reference path accepts (``events.problem``, with the rules of
+``event_rules.py``), with the same values: a line alone (one call per line, so a line is one JSON value or
+none), a JSON object whose ``type`` is ``metrics``, whose ``step`` is a whole number from 0 to 2**63 - 1 (absent:
+0), whose ``time`` and every value are numbers or null (never text, true or false: a ``"reward": "NaN"`` is no
+step; decoded, so invalid UTF-8 or a number out of a double's range is refused as orjson refuses it), and whose
+keys the stream has seen before (``forbid_unknown_fields``).
 Anything else returns None and the line goes the reference way (``EventTail.parse`` and ``events.decode``),
 which names and counts what it rejects: a bad line costs only itself a second parse, and a line with a new key
 teaches it (``learn``) so the next ones are fast again.
@@ -26,8 +27,7 @@ import msgspec
 RESERVED = ("type", "step", "time")  # a metrics line's own fields, beside its values
 MAX_KEYS = 512  # a stream with more distinct keys than this is read the reference way only
 Step = Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]  # a step the series can hold (signed 64-bit)
-Number = float | None  # msgspec's float takes JSON integers too, as orjson's value does in an array("f")
-Scalar = float | str | bool | None  # a value that is not charted: anything but a list or an object
+Number = float | None  # msgspec's float takes JSON integers too (not true or false), as event_rules.VALUE does
 UNSET = msgspec.UNSET  # a key the line does not have
 step_of = attrgetter("k_step")
 time_of = attrgetter("k_time")
@@ -69,10 +69,9 @@ class MetricsLines:
             if key in RESERVED or not fits(key):  # a line with a key msgspec cannot name goes the reference way
                 continue
             name = f"v{index}"
-            charted = self.charted(key)
-            fields.append((name, Number if charted else Scalar, UNSET))
+            fields.append((name, Number, UNSET))
             rename[name] = key
-            if charted:
+            if self.charted(key):
                 columns.append((key, attrgetter(name)))
         try:
             record = msgspec.defstruct("MetricsLine", fields, rename=rename, forbid_unknown_fields=True, gc=False)

@@ -16,7 +16,8 @@ import os
 
 from orjson import loads
 
-from trainer_core.contract.run.events import UnknownEvent, decode
+from trainer_core.contract.run.events import problem
+from trainer_core.contract.run.json_values import is_whole
 from trainer_core.contract.run.line_check import SkippedLines
 
 MAX_STEP = 1 << 63  # steps are kept as signed 64-bit integers: a larger one is no step to chart
@@ -32,16 +33,13 @@ def parse_record(line: bytes) -> dict | None:
 
 
 def rejection(record: dict) -> str | None:
-    """Why a line's object is no event the stream can use (as ``decode`` judges it), or None."""
-    event = decode(dict(record))
-    if isinstance(event, UnknownEvent) and event.rejected:
-        return f"{event.type_name}: {event.rejected}"
-    return None
+    """Why a line's object is no event the stream can use (as ``decode`` judges it: ``events.problem``), or None."""
+    why = problem(record)
+    return None if why is None else f"{record.get('type')}: {why}"
 
 
 def _too_far(record: dict) -> bool:
-    step = record.get("step")
-    return record.get("type") == "metrics" and type(step) is int and step >= MAX_STEP
+    return record.get("type") == "metrics" and is_whole(record.get("step"), MAX_STEP)
 
 
 def line_of_rejected(path: str | os.PathLike, start: int, end: int) -> int:

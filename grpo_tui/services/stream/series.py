@@ -12,6 +12,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from grpo_tui.services.stream.buckets import BlockCache
+from trainer_core.contract.run.json_values import is_number
 
 
 class Series:
@@ -48,7 +49,7 @@ class Series:
         """
         count = len(self.values)
         if not self._take(values, typed):
-            pairs = [(s, v) for s, v in zip(steps, values) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            pairs = [(s, v) for s, v in zip(steps, values) if is_number(v)]
             steps = [p[0] for p in pairs]
             self.values.fromlist([p[1] for p in pairs])
             aligned = False

@@ -32,6 +32,7 @@ from trainer_core.contract.config.checks import ConfigError
 from trainer_core.contract.health.monitor import Thresholds
 from trainer_core.contract.run.disk import RESERVE_BYTES, Usage, human, usage
 from trainer_core.contract.run.events import HealthWarning, warning
+from trainer_core.contract.run.json_values import is_whole
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
 
@@ -87,7 +88,7 @@ def _config_shapes(cfg: dict) -> list[tuple[str, list[int]]]:
     cfg = {**cfg, **(cfg.get("text_config") or {})}
 
     def pick(*keys: str, default: _D = None) -> int | _D:
-        return next((cfg[k] for k in keys if isinstance(cfg.get(k), int) and not isinstance(cfg[k], bool)), default)
+        return next((cfg[k] for k in keys if is_whole(cfg.get(k), None)), default)
 
     hidden, layers, vocab = (
         pick("hidden_size", "n_embd", "d_model"),

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainer_core.contract.config.checks import ConfigError, reward_func_kind
-from trainer_core.contract.health.core import finite
+from trainer_core.contract.run.json_values import is_number, is_whole
 from trainer_core.contract.run.ranking import KeepBest
 from trainer_core.contract.run.ranking import parse_keep_best as read_keep_best
 
@@ -31,14 +31,10 @@ def eval_metric_kind(name: str) -> str | None:
     return kind if kind in ("file", "dotted") else None
 
 
-def _whole(value: Any, low: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-
 def eval_problems(c) -> Iterator[ConfigError]:
     """Every evaluation setting that cannot run, each naming the field, the value and the fix."""
     fraction = c.eval_fraction
-    if fraction is not None and (isinstance(fraction, bool) or not finite(fraction) or not 0 < fraction < 1):
+    if fraction is not None and (not is_number(fraction) or not 0 < fraction < 1):
         yield ConfigError(
             "eval_fraction",
             f"eval_fraction must be a number in (0, 1), the share of the training prompts set aside as the held-out "
@@ -56,9 +52,9 @@ def eval_problems(c) -> Iterator[ConfigError]:
         yield ConfigError("eval_split", f"eval_split must be a split name such as test, got {c.eval_split!r}.")
     for name, low in (("eval_steps", 1), ("eval_max_prompts", 1), ("eval_generations", 1), ("eval_batch_size", 1)):
         value = getattr(c, name)
-        if value is not None and not _whole(value, low):
+        if value is not None and not is_whole(value, low):
             yield ConfigError(name, f"{name} must be a whole number of at least {low}, got {value!r}.")
-    if isinstance(c.eval_temperature, bool) or not finite(c.eval_temperature) or c.eval_temperature <= 0:
+    if not is_number(c.eval_temperature) or c.eval_temperature <= 0:
         yield ConfigError(
             "eval_temperature",
             f"eval_temperature must be > 0 (0.6 is typical for pass@k), got {c.eval_temperature!r}.",

@@ -29,6 +29,7 @@ from typing import Any
 from trainer_core.contract.config.checks import ConfigError, trackers
 from trainer_core.contract.config.ports import SERVE_OVERRIDE_ENV
 from trainer_core.contract.run.events import HealthWarning, warning
+from trainer_core.contract.run.json_values import is_flag, is_whole
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
 
@@ -159,7 +160,7 @@ class PreflightError(ConfigError):
 
 
 def _yaml(value: Any) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
+    return str(value).lower() if is_flag(value) else str(value)
 
 
 def _init_kwargs(config) -> dict:
@@ -334,9 +335,9 @@ def model_head_dim(model: str | None) -> int | None:
     text = data.get("text_config")
     cfg = text if isinstance(text, dict) and "hidden_size" in text else data
     head_dim, hidden, heads = cfg.get("head_dim"), cfg.get("hidden_size"), cfg.get("num_attention_heads")
-    if isinstance(head_dim, int) and head_dim > 0:
+    if is_whole(head_dim, 1):
         return head_dim
-    if isinstance(hidden, int) and isinstance(heads, int) and heads > 0:
+    if is_whole(hidden) and is_whole(heads, 1):
         return hidden // heads
     return None
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.run.json_values import is_whole
 
 MULTI_MACHINE_FIELDS = ("num_machines", "machine_rank", "main_process_ip", "main_process_port")
 
@@ -39,7 +40,7 @@ class Placement:
 
     def __post_init__(self) -> None:
         for name in ("num_processes", "num_machines", "machine_rank"):
-            if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), int):
+            if not is_whole(getattr(self, name), None):
                 raise ConfigError(name, f"placement {name} must be an integer, got {getattr(self, name)!r}.")
         if self.num_machines < 1:
             raise ConfigError("num_machines", f"num_machines must be >= 1, got {self.num_machines}.")
@@ -56,7 +57,7 @@ class Placement:
                 "main_process_port: the address and a free port of machine 0, where the ranks meet.",
             )
         port = self.main_process_port
-        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        if port is not None and not is_whole(port, 1, 65535):
             raise ConfigError("main_process_port", f"main_process_port must be a port number 1-65535, got {port!r}.")
 
     @property

@@ -9,6 +9,8 @@ from __future__ import annotations
 import difflib
 import re
 
+from trainer_core.contract.run.json_values import is_whole
+
 KEYS = ("partition", "time", "nodes", "gpus_per_node", "sbatch_args", "grace")
 DEFAULT_GRACE_S = 300  # a step plus a checkpoint save, as the graceful stop's timeout
 _TIME = re.compile(r"(\d+|\d+-\d{1,2}(:\d{2}){0,2}|\d{1,2}(:\d{2}){1,2})\Z")
@@ -27,10 +29,7 @@ def slurm_problems(settings) -> list[str]:
             found.append(f"slurm sets unknown setting '{key}'.{hint}")
         elif key == "partition" and not (isinstance(value, str) and _NAME.match(value)):
             found.append(f"slurm partition must be a partition name (letters, digits, _.,-), got {value!r}.")
-        elif key == "time" and not (
-            (isinstance(value, int) and not isinstance(value, bool) and value > 0)
-            or (isinstance(value, str) and _TIME.match(value))
-        ):
+        elif key == "time" and not (is_whole(value, 1) or (isinstance(value, str) and _TIME.match(value))):
             found.append(f"slurm time must be minutes (e.g. 90) or [D-]HH:MM:SS (e.g. 1-12:00:00), got {value!r}.")
         elif key in ("nodes", "gpus_per_node", "grace") and not _count(value, low=1 if key == "nodes" else 0):
             low = "at least 1" if key == "nodes" else "0 or more"
@@ -52,7 +51,7 @@ def slurm_problems(settings) -> list[str]:
 
 def time_seconds(value) -> int | None:
     """Slurm's --time as seconds: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if is_whole(value, None):
         return value * 60
     if not isinstance(value, str) or not _TIME.match(value):
         return None
@@ -70,7 +69,7 @@ def time_seconds(value) -> int | None:
 
 
 def _count(value, low: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+    return is_whole(value, low)
 
 
 def _args(value) -> bool:
@@ -96,4 +95,4 @@ def sbatch_options(settings: dict) -> list[str]:
 
 def grace(settings: dict) -> int:
     value = settings.get("grace")
-    return value if isinstance(value, int) and not isinstance(value, bool) else DEFAULT_GRACE_S
+    return value if is_whole(value, None) else DEFAULT_GRACE_S

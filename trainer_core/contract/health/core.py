@@ -9,12 +9,11 @@ read on their own and import this, not each other. Stdlib only.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import deque
 from dataclasses import dataclass
 from statistics import mean, median
-from typing import Any, TypeGuard
 
+from trainer_core.contract.run.json_values import is_number
 from trainer_core.contract.run.severity import Severity
 
 
@@ -92,11 +91,6 @@ class RunFacts:
     tools: bool = False  # the model can call tools while it generates
 
 
-def finite(value: Any) -> TypeGuard[float]:
-    """A real number: not a bool, not NaN or infinite."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 class FireOnce:
     """Fire-once bookkeeping: a rule re-arms after ``rearm`` clear steps; a higher severity fires again."""
 
@@ -136,7 +130,7 @@ class Window:
         self.seen.update(metrics)
         for key, value in metrics.items():
             early = self._early.setdefault(key, [])
-            if finite(value) and len(early) < self.baseline_steps:
+            if is_number(value) and len(early) < self.baseline_steps:
                 early.append(value)
 
     def recent(self, key: str, n: int) -> list:
@@ -147,7 +141,7 @@ class Window:
     def recent_finite(self, key: str, n: int) -> list[float] | None:
         """The last ``n`` values of ``key`` when every one is a finite number, else None."""
         values = self.recent(key, n)
-        return values if values and all(finite(v) for v in values) else None
+        return values if values and all(is_number(v) for v in values) else None
 
     def baseline(self, key: str) -> float | None:
         """The mean of ``key``'s first values, once there are ``baseline_steps`` of them."""
@@ -157,7 +151,7 @@ class Window:
     def before_last(self, key: str, n: int) -> list[float]:
         """The finite values of ``key`` in the ``n`` steps before the last one (a spike's baseline)."""
         values = [m.get(key) for _, m in list(self.steps)[-n - 1 : -1]]
-        return [v for v in values if finite(v)]
+        return [v for v in values if is_number(v)]
 
 
 def robust_spread(values: list[float]) -> tuple[float, float]:

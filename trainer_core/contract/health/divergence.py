@@ -28,8 +28,9 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from trainer_core.contract.health.core import Thresholds, finite
+from trainer_core.contract.health.core import Thresholds
 from trainer_core.contract.run.events import Eval, HealthWarning, warning
+from trainer_core.contract.run.json_values import is_number
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
 
@@ -68,7 +69,7 @@ class DivergenceJudge:
         if event.base:
             self.baseline = {name: v for name in event.metrics if (v := event.value(name)) is not None}
             return []
-        if not finite(event.train_reward):
+        if not is_number(event.train_reward):
             return []
         while self.evals and self.evals[-1].step >= event.step:  # a resumed run evaluates some steps again
             self.evals.pop()
@@ -93,7 +94,7 @@ class DivergenceJudge:
         t, window = self.t, list(self.evals)
         values = [e.value(name) for e in window]
         rewards = [e.train_reward for e in window]
-        if len(window) < self.size or not all(finite(v) for v in (*values, *rewards)):
+        if len(window) < self.size or not all(is_number(v) for v in (*values, *rewards)):
             return None
         values_f = [v for v in values if v is not None]
         rewards_f = [r for r in rewards if r is not None]

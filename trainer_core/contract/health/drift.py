@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from statistics import mean
 
-from trainer_core.contract.health.core import RunFacts, Thresholds, Window, finite, robust_spread
+from trainer_core.contract.health.core import RunFacts, Thresholds, Window, robust_spread
 from trainer_core.contract.run.events import HealthWarning, warning
+from trainer_core.contract.run.json_values import is_number
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
 
@@ -32,7 +33,7 @@ def _spike(w: Window, t: Thresholds, key: str, m: dict) -> tuple[float, float, f
     """(value, median, threshold) when this step's ``key`` is a spike against the steps before it."""
     value = m.get(key)
     history = w.before_last(key, t.spike_history)
-    if not finite(value) or len(history) < t.spike_min_history:
+    if not is_number(value) or len(history) < t.spike_min_history:
         return None
     mid, spread = robust_spread(history)
     if key == "grad_norm":

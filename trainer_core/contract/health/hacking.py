@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from statistics import mean
 
-from trainer_core.contract.health.core import RunFacts, Thresholds, Window, finite
+from trainer_core.contract.health.core import RunFacts, Thresholds, Window
 from trainer_core.contract.health.sample_stats import LENGTH_REWARD_CORR, NEAR_DUPLICATES, REPETITION
 from trainer_core.contract.run.events import HealthWarning, warning
+from trainer_core.contract.run.json_values import is_number
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
 
@@ -137,7 +138,7 @@ def degenerate_completions(w: Window, t: Thresholds, facts: RunFacts, step: int,
         values, base = w.recent_finite(key, t.window), w.baseline(key)
         if values is None or base is None or mean(values) < high or mean(values) - base < t.repetition_rise:
             continue
-        if not all(finite(v) and v >= high * 0.8 for v in values):
+        if not all(is_number(v) and v >= high * 0.8 for v in values):
             continue
         return warning(
             HealthRule.DEGENERATE_COMPLETIONS,

@@ -22,10 +22,11 @@ from typing import cast
 import trainer_core.contract.health.drift as health_drift
 import trainer_core.contract.health.hacking as health_hacking
 import trainer_core.contract.health.tools as health_tools
-from trainer_core.contract.health.core import FireOnce, RunFacts, Thresholds, Window, finite, threshold_names
+from trainer_core.contract.health.core import FireOnce, RunFacts, Thresholds, Window, threshold_names
 from trainer_core.contract.health.divergence import DivergenceJudge
 from trainer_core.contract.health.sample_stats import REPETITION
 from trainer_core.contract.run.events import Eval, HealthWarning, Metrics, warning
+from trainer_core.contract.run.json_values import is_number
 from trainer_core.contract.run.rules import HealthRule, RuleGroup, rules_of
 from trainer_core.contract.run.severity import Severity
 
@@ -38,7 +39,6 @@ __all__ = [
     "Thresholds",
     "config_warnings",
     "drift_rules",
-    "finite",
     "replay",
     "threshold_names",
     "warning",
@@ -160,11 +160,11 @@ class HealthMonitor:
 
     def feed(self, step: int, metrics: dict) -> list[HealthWarning]:
         beta, loss, kl = self.facts.kl_coef, metrics.get("loss"), metrics.get("kl")
-        if beta and finite(loss) and finite(kl):
+        if beta and is_number(loss) and is_number(kl):
             metrics = {**metrics, health_drift.POLICY_LOSS: loss - beta * kl}
         self.window.append(step, metrics)
         entropy = metrics.get("entropy")
-        if finite(entropy) and len(self._early_entropy) < 3:
+        if is_number(entropy) and len(self._early_entropy) < 3:
             self._early_entropy.append(entropy)
             self.entropy_baseline = max(self._early_entropy)
         fired = self._not_logged(step)
@@ -204,14 +204,14 @@ class HealthMonitor:
 
     def _back_to_normal(self, rule: HealthRule, m: dict) -> bool:
         if rule is HealthRule.KL_EXPLOSION:
-            return not finite(m.get("kl")) or m["kl"] < self.t.kl_rearm
+            return not is_number(m.get("kl")) or m["kl"] < self.t.kl_rearm
         return True
 
     def _recent(self, key: str, n: int) -> list:
         return self.window.recent(key, n)
 
     def _non_finite(self, step: int, m: dict) -> HealthWarning | None:
-        bad = {k: m[k] for k in ("loss", "grad_norm", "reward") if k in m and not finite(m[k])}
+        bad = {k: m[k] for k in ("loss", "grad_norm", "reward") if k in m and not is_number(m[k])}
         if not bad:
             return None
         shown = ", ".join(f"{k}={'None' if v is None else v}" for k, v in bad.items())
@@ -226,7 +226,7 @@ class HealthMonitor:
     def _kl_explosion(self, step: int, m: dict) -> HealthWarning | None:
         t = self.t
         window = self.window.recent("kl", 3) or self.window.recent("kl", 2)
-        if len(window) < 2 or not all(finite(v) for v in window):
+        if len(window) < 2 or not all(is_number(v) for v in window):
             return None
         kls = cast(list[float], window)
         above = [v for v in kls if v > t.kl_high]
@@ -244,7 +244,7 @@ class HealthMonitor:
         older = self._recent("kl", 4)
         if (
             older
-            and all(finite(v) for v in older)
+            and all(is_number(v) for v in older)
             and kls[-1] > t.kl_high / 2
             and older[0] > 0
             and kls[-1] >= t.kl_growth * older[0]
@@ -261,7 +261,7 @@ class HealthMonitor:
 
     def _entropy_low(self, n: int, factor: float) -> list | None:
         values = self._recent("entropy", n)
-        if not values or not self.entropy_baseline or not all(finite(v) for v in values):
+        if not values or not self.entropy_baseline or not all(is_number(v) for v in values):
             return None
         return values if all(v < factor * self.entropy_baseline for v in values) else None
 
@@ -284,8 +284,8 @@ class HealthMonitor:
         t = self.t
         stds = self._recent("reward_std", t.window)
         zero = self._recent("frac_reward_zero_std", t.window)
-        low_std = stds and all(finite(v) and v < t.reward_std_low for v in stds)
-        same_groups = zero and all(finite(v) and v >= t.zero_std_frac for v in zero)
+        low_std = stds and all(is_number(v) and v < t.reward_std_low for v in stds)
+        same_groups = zero and all(is_number(v) and v >= t.zero_std_frac for v in zero)
         entropy = self._entropy_low(t.window, t.entropy_falling)
         if not (low_std or same_groups) or entropy is None or self.entropy_baseline is None:
             return None
@@ -303,17 +303,17 @@ class HealthMonitor:
         n = self.t.no_signal_steps
         zero = self._recent("frac_reward_zero_std", n)
         stds = self._recent("reward_std", n)
-        if zero and all(finite(v) for v in zero):
+        if zero and all(is_number(v) for v in zero):
             flat = all(v >= 0.99 for v in zero)
         else:
-            flat = bool(stds) and all(finite(v) and v == 0 for v in stds)
+            flat = bool(stds) and all(is_number(v) and v == 0 for v in stds)
         if not flat or self._entropy_low(n, self.t.entropy_falling) is not None:
             return None
         reward = m.get("reward")
         kind = "every group scores the same"
-        if finite(reward) and reward >= 0.99:
+        if is_number(reward) and reward >= 0.99:
             kind = "rewards are saturated: every completion already scores the maximum"
-        elif finite(reward) and reward <= 0.01:
+        elif is_number(reward) and reward <= 0.01:
             kind = "nothing succeeds: every completion scores 0"
         return warning(
             HealthRule.NO_LEARNING_SIGNAL,
@@ -326,7 +326,7 @@ class HealthMonitor:
     def _reward_plateau(self, step: int, m: dict) -> HealthWarning | None:
         n = self.t.plateau_window
         rewards = self._recent("reward", n)
-        if not rewards or not all(finite(v) for v in rewards):
+        if not rewards or not all(is_number(v) for v in rewards):
             return None
         first, second = mean(rewards[: n // 2]), mean(rewards[n // 2 :])
         if second - first >= self.t.plateau_min_gain or max(rewards) >= 0.99:
@@ -341,7 +341,7 @@ class HealthMonitor:
 
     def _truncation(self, step: int, m: dict) -> HealthWarning | None:
         values = self._recent("completions/clipped_ratio", self.t.window)
-        if not values or not all(finite(v) and v >= self.t.truncation_ratio for v in values):
+        if not values or not all(is_number(v) and v >= self.t.truncation_ratio for v in values):
             return None
         return warning(
             HealthRule.TRUNCATION,

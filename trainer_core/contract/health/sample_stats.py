@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from statistics import mean, pstdev
 
+from trainer_core.contract.run.json_values import is_number
+
 REPETITION = "samples/repetition"
 NEAR_DUPLICATES = "samples/near_duplicates"
 LENGTH_REWARD_CORR = "samples/length_reward_corr"
@@ -96,7 +98,7 @@ class SampleStats:
         self._at_limit.append(1.0 if sample.get("turn_limit") else 0.0)
         called = any(t.get("tool") and not t.get("error") for t in turns)
         reward = sample.get("reward")
-        earned = isinstance(reward, (int, float)) and not isinstance(reward, bool) and reward >= SUCCESS_SCORE
+        earned = is_number(reward) and reward >= SUCCESS_SCORE
         self._tool_success.append(1.0 if called and earned else 0.0)
 
     def add(self, samples: Sequence[dict]) -> None:
@@ -111,7 +113,7 @@ class SampleStats:
             if measured is not None:
                 self._repetition.append(measured)
             reward = sample.get("reward")
-            if isinstance(reward, (int, float)) and not isinstance(reward, bool):
+            if is_number(reward):
                 self._lengths.append(float(len(text.split())))
                 self._rewards.append(float(reward))
             if sample.get("prompt") != prompt:

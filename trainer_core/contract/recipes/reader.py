@@ -23,6 +23,7 @@ from trainer_core.contract.config.checks import ConfigError
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.config.trl_names import RENAMED, SAME_NAME, TRL_DEFAULTS, TRL_FIELDS, TRL_UNHONOURED_DEFAULTS
 from trainer_core.contract.recipes.keys import BY_KEY, RetiredKey, note, shown
+from trainer_core.contract.run.json_values import is_number
 
 RECIPE_FORMATS = ("auto", "trl", "grpo-tui")
 FILE_BUILDERS = {"json": (".json", ".jsonl"), "csv": (".csv",), "parquet": (".parquet",)}
@@ -248,7 +249,7 @@ def _one_config(value: Any, source: str) -> str | None:
 
 
 def _ratio(value: Any, source: str) -> Any:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 1:
+    if not is_number(value) or not 0 <= value < 1:
         raise ConfigError(
             "warmup_ratio",
             f"warmup_ratio in {source} must be a fraction of the steps, at least 0 and below 1, got {value!r}.",
@@ -431,7 +432,7 @@ def _datasets(values: dict, source: str, notes: _Notes) -> dict:
 
 def _warmup(values: dict, grpo_args: dict) -> dict:
     steps = values.get("warmup_steps") or 0
-    if isinstance(steps, (int, float)) and 0 < steps < 1:  # transformers 5: a fraction of the steps
+    if is_number(steps) and 0 < steps < 1:  # transformers 5: a fraction of the steps
         return {"warmup_ratio": steps}
     if steps:
         grpo_args["warmup_steps"] = steps

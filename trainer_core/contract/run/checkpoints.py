@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainer_core.contract.run.events import HealthWarning, warning
+from trainer_core.contract.run.json_values import is_whole
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
 
@@ -96,7 +97,7 @@ def check_safetensors(path: Path) -> str | None:
         if key == "__metadata__":
             continue
         offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
-        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)):
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(is_whole(o, None) for o in offsets)):
             return f"{path.name} has a damaged header (tensor {key})"
         end = max(end, offsets[1])
     if 8 + length + end > size:

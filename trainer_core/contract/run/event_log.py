@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover - stdlib fallback keeps this module depe
         return json.loads(data if isinstance(data, str) else bytes(data))
 
 
-from trainer_core.contract.run.events import Event, EventType, Metrics, UnknownEvent, clean, decode
+from trainer_core.contract.run.events import Event, EventType, Metrics, UnknownEvent, clean, decode, problem
 
 BLOCK_SIZE = 64 * 1024
 SCAN_CHUNK = 4 * 1024 * 1024
@@ -328,18 +328,16 @@ def _read_record(record: object) -> Event | str:
 
 
 def line_problem(line: bytes) -> str | None:
-    """Why a line is no event (``read_line``'s words), or None when it is one. A metrics line, most of a stream, is
-    judged by its step alone, as ``decode`` judges it, without building the event: a check costs about a parse."""
+    """Why a line is no event (``read_line``'s words), or None when it is one. Judged as ``decode`` judges it
+    (``events.problem``), without building the event: a check costs about a parse."""
     try:
         record = _loads(line)
     except (ValueError, RecursionError):
         return "not JSON"
-    if isinstance(record, dict) and record.get("type") == "metrics":
-        step = record.get("step", 0)
-        if type(step) is int and step >= 0:
-            return None
-    event = _read_record(record)
-    return event if isinstance(event, str) else None
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    why = problem(record)
+    return None if why is None else f"{record.get('type')}: {why}"
 
 
 def last_events(lines: Iterable[bytes], type: EventType, count: int = 1) -> list[Event]:

@@ -3,8 +3,10 @@
 Every writer builds these and every reader gets them back from ``decode``, so a field's name is written in
 one place. On disk an event is one flat JSON object: ``type``, ``time``, the event's fields; a metrics or
 summary event spreads its values beside ``step`` (TRL's keys verbatim). Decoding is lenient, as a public
-format's reader must be: a missing field takes its default, an unknown key of a typed event is kept in
-``extra``, and a type this version does not know decodes as ``UnknownEvent`` instead of failing.
+format's reader must be: a missing (or null) field takes its default, an unknown key of a typed event is kept
+in ``extra``, and a type this version does not know decodes as ``UnknownEvent`` instead of failing. What it
+does not take is a field of the wrong kind: each field carries its rule (``checked``, event_rules.py), and a
+line that breaks one is an ``UnknownEvent`` that says why, which every reader skips and counts.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, ClassVar
 
+from trainer_core.contract.run.event_rules import COUNT, NAMES, RULE, STATS, STEP, TEXT, checked, judge
+from trainer_core.contract.run.json_values import FLAG, LIST, NUMBER, OBJECT, is_number, whole
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import Status
@@ -75,16 +79,16 @@ class Event:
 @dataclass(frozen=True)
 class RunStarted(Event):
     type: ClassVar = EventType.RUN_STARTED
-    run_id: str = ""
-    pid: int | None = None
-    host: str | None = None
-    world_size: int = 1
-    project_name: str | None = None
-    model: str | None = None
-    max_steps: int | None = None
-    resumed_from: str | None = None
-    restart: int | None = None
-    skipped_checkpoints: list | None = None
+    run_id: str = checked(TEXT, "")
+    pid: int | None = checked(COUNT)
+    host: str | None = checked(TEXT)
+    world_size: int = checked(COUNT, 1)
+    project_name: str | None = checked(TEXT)
+    model: str | None = checked(TEXT)
+    max_steps: int | None = checked(whole(-1, words="a whole number, -1 (by epochs) or more"))
+    resumed_from: str | None = checked(TEXT)
+    restart: int | None = checked(COUNT)
+    skipped_checkpoints: list | None = checked(LIST)
 
     def to_record(self) -> dict:
         """A first start has no resume fields; a resume has ``resumed_from`` and ``restart`` (1 for the first
@@ -98,9 +102,9 @@ class RunStarted(Event):
 
 @dataclass(frozen=True)
 class _Values(Event):
-    """An event that carries a step and a mapping of logged values, spread flat on disk."""
+    """An event that carries a step and a mapping of logged values (each a ``VALUE``), spread flat on disk."""
 
-    step: int = 0
+    step: int = checked(STEP, 0)
     values: dict = field(default_factory=dict)
 
     def to_record(self) -> dict:
@@ -132,9 +136,9 @@ class Summary(_Values):
 @dataclass(frozen=True)
 class Checkpoint(Event):
     type: ClassVar = EventType.CHECKPOINT
-    step: int = 0
-    path: str = ""
-    final: bool = False
+    step: int = checked(STEP, 0)
+    path: str = checked(TEXT, "")
+    final: bool = checked(FLAG, False)
 
     def to_record(self) -> dict:
         record = super().to_record()
@@ -146,16 +150,16 @@ class Checkpoint(Event):
 @dataclass(frozen=True)
 class StopRequested(Event):
     type: ClassVar = EventType.STOP_REQUESTED
-    reason: str | None = None
-    step: int = 0
+    reason: str | None = checked(TEXT)
+    step: int = checked(STEP, 0)
 
 
 @dataclass(frozen=True)
 class RunFinished(Event):
     type: ClassVar = EventType.RUN_FINISHED
-    status: Status = Status.FAILED
-    reason: str | None = None
-    step: int = 0
+    status: Status = checked(TEXT, Status.FAILED)
+    reason: str | None = checked(TEXT)
+    step: int = checked(STEP, 0)
 
 
 @dataclass(frozen=True)
@@ -163,11 +167,11 @@ class Error(Event):
     """``kind``: an ``ErrorKind`` (a kind this version does not know stays a plain string)."""
 
     type: ClassVar = EventType.ERROR
-    kind: ErrorKind | str = ErrorKind.EXCEPTION
-    message: str = ""
-    traceback: str | None = None
-    case: dict | None = None
-    step: int = 0
+    kind: ErrorKind | str = checked(TEXT, ErrorKind.EXCEPTION)
+    message: str = checked(TEXT, "")
+    traceback: str | None = checked(TEXT)
+    case: dict | None = checked(OBJECT)
+    step: int = checked(STEP, 0)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", ErrorKind.parse(self.kind, self.kind))
@@ -188,12 +192,12 @@ class HealthWarning(Event):
     this version does not know (a newer trainer's, read from a file) stays a plain string."""
 
     type: ClassVar = EventType.WARNING
-    rule: HealthRule | str = ""
-    severity: Severity = Severity.WARN
-    step: int = 0
-    message: str = ""
-    advice: str = ""
-    evidence: dict = field(default_factory=dict)
+    rule: HealthRule | str = checked(TEXT, "")
+    severity: Severity = checked(TEXT, Severity.WARN)
+    step: int = checked(STEP, 0)
+    message: str = checked(TEXT, "")
+    advice: str = checked(TEXT, "")
+    evidence: dict = checked(OBJECT, factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rule", HealthRule.parse(self.rule, self.rule))
@@ -216,11 +220,11 @@ class NotifyFailed(Event):
     a refused settings file, whose path is then ``url``)."""
 
     type: ClassVar = EventType.NOTIFY_FAILED
-    url: str = ""
-    reason: str = ""
-    alert: str | None = None
-    attempts: int = 0
-    step: int = 0
+    url: str = checked(TEXT, "")
+    reason: str = checked(TEXT, "")
+    alert: str | None = checked(TEXT)
+    attempts: int = checked(COUNT, 0)
+    step: int = checked(STEP, 0)
 
 
 @dataclass(frozen=True)
@@ -233,14 +237,14 @@ class Eval(Event):
     logged steps when the eval ran (None before any), what the divergence rule reads the metrics against."""
 
     type: ClassVar = EventType.EVAL
-    step: int = 0
-    metrics: dict = field(default_factory=dict)
-    task_metrics: list = field(default_factory=list)
-    prompts: int = 0
-    generations: int = 1
-    seconds: float = 0.0
-    base: bool = False
-    train_reward: float | None = None
+    step: int = checked(STEP, 0)
+    metrics: dict = checked(STATS, factory=dict)
+    task_metrics: list = checked(NAMES, factory=list)
+    prompts: int = checked(COUNT, 0)
+    generations: int = checked(COUNT, 1)
+    seconds: float = checked(NUMBER, 0.0)
+    base: bool = checked(FLAG, False)
+    train_reward: float | None = checked(NUMBER)
 
     def value(self, metric: str) -> float | None:
         """``NAME`` (its mean) or ``NAME/STAT`` (``answer/pass@4``): a finite number, else None."""
@@ -249,9 +253,7 @@ class Eval(Event):
             name, _, stat = metric.rpartition("/")
         stats = self.metrics.get(name)
         value = stats.get(stat) if isinstance(stats, dict) else None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            return None
-        return float(value)
+        return float(value) if is_number(value) else None
 
     def headline(self) -> dict[str, float]:
         """Each metric's mean, the figure a list or a chart shows (the task metrics first)."""
@@ -292,68 +294,46 @@ TYPED: dict[str, type[Event]] = {
     )
 }
 _FIELDS = {name: {f.name for f in fields(cls)} - {"extra"} for name, cls in TYPED.items()}
+_RULES = {
+    name: tuple((f.name, f.metadata[RULE]) for f in fields(cls) if RULE in f.metadata) for name, cls in TYPED.items()
+}
 _ENUMS = {"status": Status, "severity": Severity}
 
 
-def _step_problem(record: dict) -> str | None:
-    """Why a record's ``step`` cannot be a step: a step is a whole number, 0 or more (absent means 0)."""
-    step = record.get("step", 0)
-    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-        return f"step must be a whole number, 0 or more; got {str(step)[:40]!r}"
-    return None
-
-
-_TEXT_FIELDS = ("message", "advice", "reason", "url", "run_id")
-
-
-def _field_problem(record: dict) -> str | None:
-    for key in _TEXT_FIELDS:
-        if key in record and not isinstance(record[key], str) and record[key] is not None:
-            return f"{key} must be text; got {type(record[key]).__name__}"
-    for key in ("evidence", "metrics"):
-        if key in record and not isinstance(record[key], dict):
-            return f"{key} must be an object; got {type(record[key]).__name__}"
-    names = record.get("task_metrics", [])
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        return f"task_metrics must be a list of names; got {str(names)[:40]!r}"
-    for key in ("prompts", "generations"):
-        value = record.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            return f"{key} must be a whole number, 0 or more; got {str(value)[:40]!r}"
-    return _step_problem(record) if "step" in record else None
+def problem(record: dict) -> str | None:
+    """Why a line's JSON object is no event (``step must be a whole number, 0 or more; got 'x'``), or None
+    (``event_rules.judge`` by each type's rules)."""
+    return judge(record, _RULES)
 
 
 def decode(record: dict) -> Event:
     """The typed event a parsed JSON line holds. ``record`` may be consumed (metrics reuse it as values). A
-    known type whose fields have the wrong kind (``"step": "x"``) is an ``UnknownEvent`` that says why, so no
-    reader meets a step that is not a number."""
+    line ``problem`` refuses (``"step": "x"``, ``"reward": "NaN"``, ``"time": "soon"``) is an ``UnknownEvent``
+    that says why, so no reader meets a step, a time or a value that is not a number."""
+    why = problem(record)
     kind = record.pop("type", None)
-    stamp = record.pop("time", None)
+    stamp = record.get("time")
+    if is_number(stamp) or stamp is None:
+        record.pop("time", None)
+    else:
+        stamp = None  # kept in extra, as it was
+    if why is not None:
+        return UnknownEvent(time=stamp, type_name=str(kind), extra=record, rejected=why)
     if kind == "metrics" or kind == "summary":
-        problem = _step_problem(record)
-        if problem is not None:
-            return UnknownEvent(time=stamp, type_name=kind, extra=record, rejected=problem)
         step = record.pop("step", 0)
         return (Metrics if kind == "metrics" else Summary)(time=stamp, step=step, values=record)
     cls = TYPED.get(kind) if isinstance(kind, str) else None
     if cls is None:
         return UnknownEvent(time=stamp, type_name=str(kind), extra=record)
-    if "step" in record and record["step"] is None:  # an older writer's "no step yet"
-        del record["step"]
-    problem = _field_problem(record)
-    if problem is not None:
-        return UnknownEvent(time=stamp, type_name=kind, extra=record, rejected=problem)
     known = _FIELDS[kind]
     kwargs: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for key, value in record.items():
-        if key in known:
-            enum = _ENUMS.get(key)
-            if enum is not None:
-                value = enum.parse(value) or value
-            kwargs[key] = value
-        else:
+        if key not in known:
             extra[key] = value
+        elif value is not None:  # null: the field's default (an older writer's "no step yet")
+            enum = _ENUMS.get(key)
+            kwargs[key] = value if enum is None else enum.parse(value) or value
     try:
         return cls(time=stamp, extra=extra, **kwargs)
     except (TypeError, ValueError) as exc:  # a field of the wrong kind: keep the line, untyped, rather than fail

@@ -20,6 +20,7 @@ from trainer_core.contract.run.checkpoints import TORN_DIR, check_checkpoints, c
 from trainer_core.contract.run.event_log import scan_events
 from trainer_core.contract.run.events import Eval, EventType
 from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.json_values import is_number
 from trainer_core.contract.run.ranking import KeepBest, ranking_metric
 
 EVAL_FILE = "grpo_tui_eval.json"
@@ -72,7 +73,7 @@ def eval_of(event: Eval) -> dict[str, float]:
         if not isinstance(stats, dict):
             continue
         for stat, value in stats.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if not is_number(value):
                 continue
             found[name if stat == "mean" else f"{name}/{stat}"] = float(value)
     return found

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 
 from trainer_core.contract.run.event_log import line_problem
+from trainer_core.contract.run.json_values import whole_or_none
 
 CHECK_BYTES = 64 * 1024
 EVENTS_FILE = "events.jsonl"
@@ -42,14 +43,14 @@ class SkippedLines:
         """``to_record``'s record; None when ``record`` is not one."""
         if not isinstance(record, dict):
             return None
-        count, first, start = _whole(record.get("count")), record.get("first"), _whole(record.get("checked_from", 0))
+        count, first, start = (
+            whole_or_none(record.get("count")),
+            record.get("first"),
+            whole_or_none(record.get("checked_from", 0)),
+        )
         if not count or not isinstance(first, str) or start is None:
             return None
         return cls(count, first, start)
-
-
-def _whole(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def check_end(path: str | os.PathLike, size: int = CHECK_BYTES) -> SkippedLines | None:

@@ -17,7 +17,6 @@ reads ten thousand of these files.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ except ImportError:  # pragma: no cover - the stdlib parser reads the same files
         return json.loads(data)
 
 
+from trainer_core.contract.run.json_values import is_number, is_text, is_whole
 from trainer_core.contract.run.status import Status
 
 FIX = (
@@ -49,33 +49,17 @@ class StateError(ValueError):
 
 
 def _whole(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _pid(value) -> bool:
-    return _whole(value) and 0 < value < 1 << 31
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _text(value) -> bool:
-    return isinstance(value, str)
-
-
-def _job(value) -> bool:
-    return isinstance(value, str) or _whole(value)
+    return is_whole(value, None)
 
 
 _IS: dict[str, tuple[Callable[[object], bool], str]] = {
     "whole": (_whole, "a whole number"),
-    "pid": (_pid, "a process id (a whole number above 0)"),
-    "number": (_number, "a finite number (unix seconds)"),
-    "text": (_text, "a string"),
+    "pid": (lambda v: is_whole(v, 1, (1 << 31) - 1), "a process id (a whole number above 0)"),
+    "number": (is_number, "a finite number (unix seconds)"),
+    "text": (is_text, "a string"),
     "object": (lambda v: isinstance(v, dict), "a JSON object"),
     "list": (lambda v: isinstance(v, list), "a JSON list"),
-    "job": (_job, "a Slurm job id (a string)"),
+    "job": (lambda v: isinstance(v, str) or _whole(v), "a Slurm job id (a string)"),
 }
 
 FIELDS: dict[str, str] = {

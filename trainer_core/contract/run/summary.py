@@ -5,7 +5,8 @@ YAML config each time. So when a run ends (``RunFolder.record_end``, which every
 through) this computes the list's fields from the run folder once — a backward read of events.jsonl for
 the last step, a byte scan for the warnings, config.yaml for the project and model and, for a failed run,
 the watcher's crash verdict from the error events and the end of trainer.log, the held-out evaluation's
-figures from the same scan's ``eval`` events, and the lines at the end of events.jsonl that are no event
+figures from the same scan's ``eval`` events, the pauses between a resumed run's legs (``legs.py``; its
+``duration`` counts training time, not them), and the lines at the end of events.jsonl that are no event
 (``line_check.py``) — and the state stores them as ``summary`` (docs/run-format.md).
 A reader then needs one small JSON file per finished run.
 
@@ -25,6 +26,8 @@ from pathlib import Path
 from trainer_core.contract.run.crash import classify_crash
 from trainer_core.contract.run.event_log import scan_events, tail_events
 from trainer_core.contract.run.events import Error, Eval, EventType, HealthWarning, RunFinished, clean, decode
+from trainer_core.contract.run.json_values import is_number, whole_or_none
+from trainer_core.contract.run.legs import PAUSED_KEY, pauses
 from trainer_core.contract.run.line_check import EVENTS_FILE, SkippedLines, check_end
 from trainer_core.contract.run.ranking import ranking_metric
 from trainer_core.contract.run.status import Status
@@ -33,11 +36,11 @@ LOG_TAIL_BYTES = 64 * 1024
 SUMMARY_KEY = "summary"
 EVAL_KEY = "eval"  # the summary's held-out figures; absent from summaries written before it existed
 SKIPPED_KEY = "skipped_lines"  # the end check of events.jsonl (line_check.py); absent before it existed
-SUMMARY_SCAN = (EventType.WARNING, EventType.ERROR, EventType.RUN_FINISHED, EventType.EVAL)
+SUMMARY_SCAN = (EventType.WARNING, EventType.ERROR, EventType.RUN_STARTED, EventType.RUN_FINISHED, EventType.EVAL)
 
 
 def _positive(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    return whole_or_none(value, 1)
 
 
 def run_total(state: dict, config: dict) -> int | None:
@@ -114,9 +117,10 @@ def summarize(folder, status: Status | str, state: dict | None = None, config: d
     except OSError:
         size = 0
     last_event, last = tail_events(events_file)
-    last_time = last_event.time if last_event is not None and isinstance(last_event.time, (int, float)) else None
-    # one byte scan of the events for the warnings, a failed run's errors and the evals
+    last_time = last_event.time if last_event is not None and is_number(last_event.time) else None
+    # one byte scan of the events for the warnings, a failed run's errors, the evals and the legs' ends and starts
     events, _ = scan_events(events_file, SUMMARY_SCAN)
+    paused = pauses(events)
     warnings, last_warning = _alarming(events)
     evals = {e.step: e for e in events if isinstance(e, Eval)}  # a step's latest record wins (a resumed leg)
     crash = crash_verdict(events, folder.log_file) if status is Status.FAILED else None
@@ -136,8 +140,9 @@ def summarize(folder, status: Status | str, state: dict | None = None, config: d
             "crash": warning_record(crash) if crash else None,
             EVAL_KEY: eval_figures(evals, ranking_metric(config.get("keep_best"), evals)),
             SKIPPED_KEY: {} if skipped is None else {EVENTS_FILE: skipped.to_record()},
-            "duration": round(max(0.0, ended - started), 3)
-            if isinstance(started, (int, float)) and isinstance(ended, (int, float))
+            PAUSED_KEY: paused,
+            "duration": round(max(0.0, ended - started - paused), 3)
+            if is_number(started) and is_number(ended)
             else None,
         }
     )
