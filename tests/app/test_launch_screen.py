@@ -3,10 +3,9 @@ started from the form and watched in the monitor, presets, config files, the com
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
-import time
+from pathlib import Path
 
 import pytest
 from textual.widgets import Input, Select, SelectionList, Static, Switch, TextArea
@@ -14,7 +13,7 @@ from textual.widgets import Input, Select, SelectionList, Static, Switch, TextAr
 from grpo_tui.app import make_app
 from grpo_tui.cli import build_parser
 from grpo_tui.config_flags import config_from_args
-from grpo_tui.presets import PRESETS, apply_preset
+from grpo_tui.presets import PRESETS, apply_preset, preset_values
 from grpo_tui.screens.confirm import ConfirmScreen
 from grpo_tui.screens.launch import NO_GPU_TEXT, LaunchScreen
 from grpo_tui.services.machine.gpus import list_gpus
@@ -22,7 +21,7 @@ from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.process import marked
 from trainer_core.contract.run.status import FINAL as FINAL_STATUSES  # the final Status members
 
-from ..helpers import EXAMPLES
+from ..helpers import EXAMPLES, wait_until
 
 SIZE = (120, 40)
 PATTERN = {"rl_env_module": str(EXAMPLES / "pattern_env.py"), "rl_env_class": "PatternEnv"}
@@ -48,8 +47,25 @@ async def launch_screen(pilot) -> LaunchScreen:
 
 
 async def settle(pilot, seconds: float = 0.35) -> None:
-    """Let the as-you-type validation (debounced) and the preview catch up."""
+    """Let the as-you-type validation (debounced) and the preview catch up: pending messages handled, no validation
+    still scheduled, and what the last one posted handled too, however late a loaded machine runs the timer."""
     await pilot.pause(seconds)
+    await pilot.pause()
+    form = getattr(pilot.app.screen, "form", None)
+    await wait_until(pilot, lambda: getattr(form, "_timer", None) is None, what="the form's debounced validation")
+    await pilot.pause()
+
+
+def run_state(runs_dir: Path) -> str:
+    """The state and the log's tail of the runs under ``runs_dir``: what a wait for a run shows when it fails."""
+    if not runs_dir.is_dir():
+        return f"no {runs_dir}"
+    shown = []
+    for run in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
+        log = run / "trainer.log"
+        state = (run / "state.json").read_text() if (run / "state.json").exists() else "no state.json"
+        shown.append(f"{run.name}: {state}\n{log.read_text(errors='replace')[-3000:] if log.exists() else 'no log'}")
+    return "\n".join(shown) or f"no run in {runs_dir}"
 
 
 @pytest.fixture
@@ -122,6 +138,7 @@ async def test_a_config_handed_to_the_screen_shows_its_problems_and_a_failed_lau
         await pilot.press("ctrl+l")
         await skip_the_gate(pilot)
         await app.workers.wait_for_complete()
+        await wait_until(pilot, lambda: not screen.launching, 30, what="the launch to end")
         await settle(pilot, 0.1)
         assert note(screen, "#launch-status").startswith("launch failed: cannot create a run folder in")
         assert isinstance(app.screen, LaunchScreen) and not screen.launching
@@ -153,18 +170,16 @@ async def skip_the_gate(pilot, click: bool = False) -> None:
     """Launch deliberately without a reward inspection (the gate's skip, by key or button, confirmed)."""
     from grpo_tui.screens.inspect import InspectScreen
 
-    for _ in range(50):
-        if isinstance(pilot.app.screen, InspectScreen):
-            break
-        await pilot.pause(0.1)
-    assert isinstance(pilot.app.screen, InspectScreen)
+    app = pilot.app
+    await wait_until(pilot, lambda: isinstance(app.screen, InspectScreen), 30, interval=0.1, what="the inspection gate")
+    gate = app.screen
     if click:
         await pilot.click("#skip")
     else:
         await pilot.press("ctrl+k")
-    await pilot.pause(0.2)
+    await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 30, what="the skip's confirmation")
     await pilot.press("y")
-    await pilot.pause(0.2)
+    await wait_until(pilot, lambda: gate not in app.screen_stack, 30, what="the gate answered")
 
 
 async def test_env_config_json_is_checked_while_typing(runs_dir):
@@ -203,28 +218,35 @@ async def test_a_run_launched_from_the_form_opens_its_monitor_and_trains(runs_di
         await pilot.click("#launch")
         await skip_the_gate(pilot, click=True)  # the button: its confirm answers inside the screen's own handler
 
-        deadline = time.monotonic() + 60
-        monitor = None
-        while time.monotonic() < deadline:
-            await pilot.pause(0.5)
-            if isinstance(app.screen, MonitorScreen) and len(app.screen.charts.get("reward") or ()) >= 1:
-                monitor = app.screen
-                break
-        assert monitor is not None, "the monitor did not show a reward point within 60 s"
+        # the trainer's start alone (torch, the model, the first step) takes most of a minute beside another test
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, MonitorScreen) and len(app.screen.charts.get("reward") or ()) >= 1,
+            240,
+            interval=0.5,
+            what="a reward point on the run's monitor",
+            show=lambda: run_state(runs_dir),
+        )
+        monitor = app.screen
+        assert isinstance(monitor, MonitorScreen)
         assert not any(isinstance(s, LaunchScreen) for s in app.screen_stack)
         folder = monitor.folder
         assert folder.path.parent == runs_dir.resolve()
         saved = RunConfig.load(folder.config_file)
         assert (saved.model, saved.max_steps, saved.rl_max_new_tokens) == (tiny_model, 3, 8)
 
-        while time.monotonic() < deadline + 60 and folder.read_state().get("status") not in FINAL_STATUSES:
-            await pilot.pause(0.5)
+        await wait_until(
+            pilot,
+            lambda: folder.read_state().get("status") in FINAL_STATUSES,
+            240,
+            interval=0.5,
+            what="the run to end",
+            show=lambda: run_state(runs_dir),
+        )
         assert folder.read_state().get("status") == "completed", (folder.path / "trainer.log").read_text()[-3000:]
-    for _ in range(60):
-        if not marked(folder.path):
-            break
-        await asyncio.sleep(0.5)
-    assert not marked(folder.path)
+    await wait_until(
+        None, lambda: not marked(folder.path), 30, interval=0.5, what="no process left marked with the run"
+    )
 
 
 async def test_presets_fill_only_the_fields_they_name(runs_dir, no_gpus):
@@ -240,7 +262,8 @@ async def test_presets_fill_only_the_fields_they_name(runs_dir, no_gpus):
             assert screen.form.config() == expected, name
             assert note(screen, "#preset-description") == f"applied {name!r}: {PRESETS[name].description}"
             assert screen.query_one("#preset", Select).is_blank()
-        assert expected.model == "keep/me" and expected.project_name == "cpu-demo"
+        # the CPU demo preset (the last) names its model too: the demo's tiny model (test_cpu_demo_preset.py)
+        assert expected.model == preset_values("CPU demo")["model"] and expected.project_name == "cpu-demo"
         assert json.loads(screen.form.widget_for("rl_env_config").text) == expected.rl_env_config
         assert expected.rl_env_config["target"] == "a"
 
@@ -363,11 +386,10 @@ async def test_the_screen_is_usable_at_80x24(runs_dir, no_gpus):
         await settle(pilot)
         health = screen.form.widget_for("health")
         assert app.focused is health
-        for _ in range(50):  # scrolling to the focused field is animated; give a busy machine time
-            if body.region.overlaps(health.region):
-                break
-            await pilot.pause(0.1)
-        assert body.region.overlaps(health.region)
+        # scrolling to the focused field is animated; give a busy machine time
+        await wait_until(
+            pilot, lambda: body.region.overlaps(health.region), 30, interval=0.1, what="the field scrolled to"
+        )
         assert isinstance(screen.form.widget_for("peft"), Switch)
 
 
@@ -381,9 +403,13 @@ async def test_the_gate_inspect_read_launch(runs_dir, tiny_model):
         fill(screen, **tiny_pattern_run(tiny_model, max_steps=2))
         await settle(pilot)
         await pilot.press("ctrl+l")
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (isinstance(app.screen, InspectScreen) and app.screen.finished):
-            await pilot.pause(0.3)
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, InspectScreen) and app.screen.finished,
+            240,
+            interval=0.3,
+            what="the inspection to finish",
+        )
         gate = app.screen
         assert isinstance(gate, InspectScreen) and gate.finished
         import io
@@ -397,17 +423,31 @@ async def test_the_gate_inspect_read_launch(runs_dir, tiny_model):
         assert not gate.query_one("#launch").disabled
         inspection_id = gate.inspection.id
         await pilot.press("ctrl+l")
-        while time.monotonic() < deadline and not isinstance(app.screen, MonitorScreen):
-            await pilot.pause(0.3)
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, MonitorScreen), 120, interval=0.3, what="the run's monitor"
+        )
         folder = app.screen.folder
         assert RunConfig.load(folder.config_file).inspection == inspection_id
         assert (folder.path / "inspection.jsonl").read_text() == (gate.inspection.path / "inspection.jsonl").read_text()
-        while time.monotonic() < deadline + 60 and folder.read_state().get("status") not in FINAL_STATUSES:
-            await pilot.pause(0.5)
+        await wait_until(
+            pilot,
+            lambda: folder.read_state().get("status") in FINAL_STATUSES,
+            240,
+            interval=0.5,
+            what="the run to end",
+            show=lambda: run_state(runs_dir),
+        )
 
         app.open_launch(RunConfig.load(folder.config_file))
-        await pilot.pause(0.5)
+        await wait_until(pilot, lambda: isinstance(app.screen, LaunchScreen), 30, what="the launch form")
+        await settle(pilot, 0.5)
         await pilot.press("ctrl+l")
-        await pilot.pause(1.0)
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, InspectScreen) and app.screen.inspection is not None,
+            60,
+            what="the gate with an inspection",
+        )
+        await pilot.pause(0.2)
         assert isinstance(app.screen, InspectScreen) and app.screen.inspection.id == inspection_id
         assert "already made for this model" in str(app.screen.query_one("#status").render())
