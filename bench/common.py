@@ -25,6 +25,19 @@ from tools.tmux import ScreenTimeout, Tmux
 ROOT = Path(__file__).resolve().parents[1]
 SIZE = (120, 40)  # the terminal the app is measured in
 RESULT_PREFIX = "RESULT "
+# the pattern environment as the benchmarks train it (grpo-tui train flags): 4 generations, 8 per batch, 16 tokens
+PATTERN_FLAGS = (
+    "--rl-env-module",
+    str(ROOT / "examples" / "pattern_env.py"),
+    "--rl-env-class",
+    "PatternEnv",
+    "--rl-num-generations",
+    "4",
+    "--batch-size",
+    "8",
+    "--rl-max-new-tokens",
+    "16",
+)
 
 
 def child_env() -> dict:

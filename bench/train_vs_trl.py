@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import ROOT, child_env, module_cmd
+from bench.common import PATTERN_FLAGS, ROOT, child_env, module_cmd
 from trainer_core.commands.tiny_model import build_tiny_model
 from trainer_core.contract.run.event_log import read_events, read_records
 from trainer_core.contract.run.events import Metrics
@@ -90,16 +90,7 @@ def run_grpo_tui(model_dir: Path, steps: int, work: Path, tag: str) -> tuple[flo
             "train",
             "--model",
             str(model_dir),
-            "--rl-env-module",
-            str(ROOT / "examples" / "pattern_env.py"),
-            "--rl-env-class",
-            "PatternEnv",
-            "--rl-num-generations",
-            "4",
-            "--batch-size",
-            "8",
-            "--rl-max-new-tokens",
-            "16",
+            *PATTERN_FLAGS,
             "--lr",
             "0.002",
             "--max-steps",

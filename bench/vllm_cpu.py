@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import ROOT, work_dir
+from bench.common import PATTERN_FLAGS, ROOT, work_dir
 from trainer_core.contract.run.event_log import read_events
 from trainer_core.contract.run.events import Metrics
 
@@ -58,16 +58,7 @@ def run_once(model: Path, steps: int, work: Path, tag: str, use_vllm: bool) -> f
         "train",
         "--model",
         str(model),
-        "--rl-env-module",
-        str(ROOT / "examples" / "pattern_env.py"),
-        "--rl-env-class",
-        "PatternEnv",
-        "--rl-num-generations",
-        "4",
-        "--batch-size",
-        "8",
-        "--rl-max-new-tokens",
-        "16",
+        *PATTERN_FLAGS,
         "--rl-top-k",
         "0",
         "--max-steps",

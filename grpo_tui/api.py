@@ -48,8 +48,9 @@ class RunHandle:
         events = read_events(self.folder.events_file)
         return [e for e in events if type is None or e.type == type]
 
-    def stop(self, *, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT) -> StopOutcome:
-        return HERE.stop(self, force=force, timeout=timeout)
+    def stop(self, *, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT, by: str | None = None) -> StopOutcome:
+        """Stop the run (``Executor.stop``); ``by``: who asked, recorded in its stop request."""
+        return HERE.stop(self, force=force, timeout=timeout, by=by)
 
     def wait(self, timeout: float | None = None, poll: float = 0.5) -> Status:
         """Block until the run ends (or ``timeout`` s pass); return its status."""

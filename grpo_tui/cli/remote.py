@@ -14,6 +14,7 @@ it as the app does: ``find`` is a run by its reference, through that executor.
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -127,6 +128,8 @@ def remote_words(args, ex: SshExecutor) -> tuple[list[str], bytes | None]:
     words, data = config_on_stdin(words)
     if "--runs-dir" not in words and not any(w.startswith("--runs-dir=") for w in words):
         words += ex.runs_args()
+    if args.command == "stop" and not any(w == "--by" or w.startswith("--by=") for w in words):
+        words.append(f"--by={args.by} on {socket.gethostname()}")  # who asked: this machine's CLI (cleaned there)
     return [args.command, *words], data
 
 

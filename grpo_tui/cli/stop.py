@@ -9,11 +9,13 @@ refusal is also said on stderr, which is what a remote caller shows; the JSON is
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
 from ..executors.base import judge_stop
 from ..safe_text import clean
+from ..services.lifecycle.stop_request import CLI
 from .common import add_host, add_run_ref
 
 
@@ -32,6 +34,9 @@ def register(sub) -> None:
         help="seconds to wait for the graceful stop (a step plus a checkpoint save) (default: 300)",
     )
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    # who asked, when another machine's grpo-tui forwards a stop here (SshExecutor.stop); recorded, cleaned, in
+    # the stop request (services/lifecycle/stop_request.py)
+    parser.add_argument("--by", default=CLI, metavar="TEXT", help=argparse.SUPPRESS)
     parser.set_defaults(handler=run, forward=True)
 
 
@@ -46,7 +51,7 @@ def run(args) -> int:
             f"(up to {args.timeout:.0f}s, then forced) ...",
             flush=True,
         )
-    outcome = local.stop(run, force=args.force, timeout=args.timeout)
+    outcome = local.stop(run, force=args.force, timeout=args.timeout, by=args.by)
     if args.json:
         print(json.dumps(outcome.to_wire()))  # what a remote caller parses (StopOutcome.from_wire)
         if outcome.refused:

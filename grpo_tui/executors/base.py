@@ -150,8 +150,9 @@ class Executor(Protocol):
         """How ``run`` stands now: a live status only while its processes are the run's (``lost`` otherwise)."""
         ...
 
-    def stop(self, run: RunRef, force: bool = False, timeout: float = ...) -> StopOutcome:
-        """Stop ``run``: graceful with a checkpoint (unless ``force``) for up to ``timeout`` s, then TERM/KILL."""
+    def stop(self, run: RunRef, force: bool = False, timeout: float = ..., by: str | None = None) -> StopOutcome:
+        """Stop ``run``: graceful with a checkpoint (unless ``force``) for up to ``timeout`` s, then TERM/KILL;
+        ``by`` says who asked ("CLI", "the app"), recorded in the run's stop request and its exit reason."""
         ...
 
     def resume(self, run: RunRef, max_steps: int | None = None, on_plan: OnPlan | None = None) -> Launched:

@@ -125,8 +125,10 @@ class LocalExecutor:
         state = folder.read_state()
         return Launched(folder.run_id, str(folder.path), state.get("root_pid"), _job(state.get("slurm_job_id")))
 
-    def stop(self, run: RunRef, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT) -> StopOutcome:
-        return stop_run(RunFolder(Path(run.path)), force=force, timeout=timeout)
+    def stop(
+        self, run: RunRef, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT, by: str | None = None
+    ) -> StopOutcome:
+        return stop_run(RunFolder(Path(run.path)), force=force, timeout=timeout, by=by)
 
     def prepare_resume(
         self,

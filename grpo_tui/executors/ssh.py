@@ -16,6 +16,7 @@ import codecs
 import dataclasses
 import json
 import os
+import socket
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
@@ -205,8 +206,12 @@ class SshExecutor:
         """The host's verdict (its ``runs --json`` row of the run's folder there)."""
         return self.find(str(run.path)).status
 
-    def stop(self, run: RunRef, force: bool = False, timeout: float = 300) -> StopOutcome:
+    def stop(self, run: RunRef, force: bool = False, timeout: float = 300, by: str | None = None) -> StopOutcome:
+        """The host's ``stop --json``; ``by`` goes as ``--by=BY on THIS-MACHINE`` (one word, quoted by ``call``, and
+        joined to its option so a value that starts with a dash is not read as one)."""
         args = ["stop", str(run.path), "--json", "--timeout", str(timeout), *(["--force"] if force else [])]
+        if by:
+            args.append(f"--by={by} on {socket.gethostname()}")
         return self._reply("stop --json", self.call(args, timeout=timeout + 120), StopOutcome.from_wire)
 
     def resume(self, run: RunRef, max_steps: int | None = None, on_plan: OnPlan | None = None) -> Launched:

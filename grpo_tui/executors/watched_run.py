@@ -45,8 +45,8 @@ class WatchedRun:
     def gpus(self) -> list[GPU]:
         return self.copy.gpus()
 
-    def stop(self, force: bool = False) -> StopOutcome:
-        return self.executor.stop(self.run, force=force)
+    def stop(self, force: bool = False, by: str | None = None) -> StopOutcome:
+        return self.executor.stop(self.run, force=force, by=by)
 
     def close(self) -> None:
         self.copy.stop()

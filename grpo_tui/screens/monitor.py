@@ -37,6 +37,7 @@ from textual.worker import get_current_worker
 
 from grpo_tui.services.catalog.checkpoints import CheckpointList, metric_names, read_checkpoints
 from grpo_tui.services.catalog.status import run_duration, run_total
+from grpo_tui.services.lifecycle.stop_request import APP
 from grpo_tui.services.machine.gpus import GPU
 from grpo_tui.services.serving.web_mode import control
 from grpo_tui.services.stream import reader as run_reader
@@ -60,6 +61,7 @@ from ..widgets.gpu_panel import GpuPanel
 from ..widgets.health_panel import CriticalBanner, HealthPanel
 from ..widgets.log_view import LogView
 from ..widgets.run_header import RunHeader
+from ..widgets.runs_table import config_label
 from .confirm import ConfirmScreen
 from .transcript import TranscriptScreen
 
@@ -344,6 +346,7 @@ class MonitorScreen(Screen):
             run_duration(dict(state), self.status, last_event_time=last_time),
             view.steps_per_s,
             view.tokens_per_s,
+            label=config_label(self.config),
         )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -428,7 +431,7 @@ class MonitorScreen(Screen):
     @work(thread=True, exclusive=True, group="stop", exit_on_error=False)
     def run_stop(self, force: bool) -> None:
         try:
-            outcome = self.watched.stop(force)
+            outcome = self.watched.stop(force, by=APP)
         except ExecutorError as exc:
             self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
             return

@@ -6,6 +6,7 @@ import json
 
 from grpo_tui.api import launch
 from grpo_tui.app import make_app
+from grpo_tui.screens.confirm import ConfirmScreen
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.screens.runs import RunsScreen
 from grpo_tui.widgets.health_panel import CriticalBanner, HealthPanel
@@ -53,8 +54,12 @@ async def test_a_kl_explosion_run_shows_its_warning_and_advice(tiny_model, runs_
         screen = app.screen
         await wait_until(pilot, lambda: screen.query_one(HealthPanel).shown > 0)
         await pilot.press("2")
-        await pilot.pause(0.2)
-        shown = " ".join(str(s.render()) for s in screen.query_one(HealthPanel).query(".warning"))
+
+        def warnings_shown() -> str:
+            return " ".join(str(s.render()) for s in screen.query_one(HealthPanel).query(".warning"))
+
+        await wait_until(pilot, lambda: "kl_explosion" in warnings_shown(), what="the warnings tab")
+        shown = warnings_shown()
         assert "kl_explosion" in shown and "Lower --lr" in shown
         markers = screen._markers()
         assert markers and all(1 <= m <= 12 for m in markers)
@@ -81,12 +86,13 @@ async def test_stopping_a_live_run_from_the_monitor(tiny_model, runs_dir):
             await wait_until(pilot, lambda: screen.view.metrics_read >= 1, timeout=120)
             await wait_until(pilot, lambda: screen.status == "running")
             await pilot.press("s")
-            await pilot.pause(0.2)
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the stop's confirmation")
             await pilot.press("y")
             await wait_until(pilot, lambda: screen.status == "stopped", timeout=120)
             assert "STOPPED" in header_text(screen)
         assert handle.status() is Status.STOPPED
         assert handle.folder.checkpoints()
+        assert "grpo-tui stop (the app)" in handle.folder.read_state()["exit_reason"]  # who asked is recorded
     finally:
         handle.stop(force=True, timeout=1)
 
@@ -129,11 +135,18 @@ async def test_resuming_a_stopped_run_from_the_runs_screen(tiny_model, runs_dir)
             screen = app.screen
             await wait_until(pilot, lambda: len(screen.runs) == 1 and screen.runs[0].status == "stopped")
             await pilot.press("u")
-            await pilot.pause(0.2)
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the resume's confirmation")
             await pilot.press("y")
             await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen), timeout=30)
             monitor = app.screen
-            await wait_until(pilot, lambda: monitor.view.metrics_read > stopped_at, timeout=120)
+            # a resumed trainer starts as a new one does (torch, the model, the checkpoint): slow beside another test
+            await wait_until(
+                pilot,
+                lambda: monitor.view.metrics_read > stopped_at,
+                timeout=240,
+                what=f"a step after {stopped_at} on the resumed run's monitor",
+                show=lambda: handle.folder.log_file.read_text(errors="replace")[-3000:],
+            )
         steps = [e.step for e in handle.events(EventType.METRICS)]
         assert steps[: stopped_at + 1] == list(range(1, stopped_at + 2))
     finally:
@@ -176,7 +189,7 @@ async def test_the_command_palette_offers_the_screens_keys(runs_dir):
         command = next(c for c in app.get_system_commands(screen) if c.title == "Next metric")
         before = screen.extra_index
         command.callback()
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: screen.extra_index != before, what="the next metric")
         assert screen.extra_index == before + 1
 
 

@@ -4,6 +4,9 @@ as the same types."""
 
 from __future__ import annotations
 
+import json
+import socket
+
 import pytest
 
 from grpo_tui.executors.base import ExecutorError, judge_stop
@@ -12,10 +15,12 @@ from grpo_tui.executors.local import LocalExecutor
 from grpo_tui.executors.registry import ExecutorRegistry
 from grpo_tui.executors.ssh import SshExecutor, close_all
 from grpo_tui.executors.watched_run import WatchedRun
+from grpo_tui.safe_text import has_control
 from grpo_tui.services.machine.gpus import GPU
-from tests.helpers import cli, pattern_args, wait_for
+from tests.helpers import PATTERN_FLAGS, cli, pattern_args, wait_for
 from tests.remote_hosts import remote, sshd  # noqa: F401
 from tests.run_fixtures import make_finished_run
+from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.status import Status
 
 pytestmark = pytest.mark.slow
@@ -54,6 +59,39 @@ def test_stopping_an_ended_run_is_the_same_outcome_and_verdict_from_here_and_fro
     here, there = local.stop(run, timeout=5), host.stop(host.find(RUN_ID), timeout=5)
     assert here == there and not here.was_running and here.status is Status.STOPPED
     assert judge_stop(here) == judge_stop(there) and not judge_stop(there).failed
+
+
+def test_a_stop_forwarded_to_a_host_records_who_asked_here_and_a_hostile_by_is_only_data(
+    remote,  # noqa: F811
+    monkeypatch,
+    tiny_model,
+):
+    """The app's stop of a run on a host: ``stop --by "the app on THIS-MACHINE"`` there, recorded in the run's
+    exit reason; a hostile ``--by`` (a shell word, an option, escapes, newlines, a great length) is kept as data."""
+    for key, value in remote.env.items():
+        monkeypatch.setenv(key, value)
+    runs = remote.runs / "gpubox"
+    registry = ExecutorRegistry(runs, load_hosts(remote.hosts_file))
+    hostile = "x'; touch pwned #\x1b]52;c;Zm9v\x07\n--force $(id) \u202e" + "y" * 300
+    try:
+        host = registry.get("gpubox")
+        for by in ("the app", hostile):
+            out = cli("launch", "--json", "--model", tiny_model, *PATTERN_FLAGS, "--runs-dir", str(runs),
+                      "--max-steps", "2000", "--save-steps", "1000")  # fmt: skip
+            assert out.returncode == 0, out.stderr
+            run_id = json.loads(out.stdout)["run_id"]
+            wait_for(lambda: (host.find(run_id).step or 0) >= 1, timeout=120)  # noqa: B023
+            outcome = host.stop(host.find(run_id), timeout=120, by=by)
+            assert outcome.graceful and not judge_stop(outcome).failed, outcome.message
+            reason = RunFolder(runs / run_id).read_state()["exit_reason"]
+            if by == "the app":
+                assert reason == f"stop file: grpo-tui stop (the app on {socket.gethostname()})"
+            else:  # one word there, never a shell's or an option: the run stopped gracefully, nothing ran
+                assert reason.startswith("stop file: grpo-tui stop (x'; touch pwned #]52;c;Zm9v --force $(id) yyy")
+                assert not has_control(reason) and "\u202e" not in reason and len(reason) < 120
+                assert not list(remote.runs.rglob("pwned"))
+    finally:
+        close_all()
 
 
 def test_the_monitors_copy_of_a_remote_run_holds_its_events_and_the_hosts_gpus(both):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from itertools import pairwise
@@ -52,6 +53,8 @@ def test_launch_list_watch_logs_and_stop_a_run_on_a_host(remote, tiny_model):  #
     assert stopped.returncode == 0, stopped.stderr + stopped.stdout
     assert "stopped gracefully" in stopped.stdout
     assert json.loads((folder / "state.json").read_text())["status"] == "stopped"
+    reason = json.loads((folder / "state.json").read_text())["exit_reason"]
+    assert reason == f"stop file: grpo-tui stop (CLI on {socket.gethostname()})"  # who asked, and from where
     assert [p.name for p in (folder / "checkpoints").iterdir() if p.name.startswith("checkpoint-")]
     assert remote.processes_of(folder) == []
     after = json.loads(remote.cli("runs", "--host", "gpubox", "--json").stdout)

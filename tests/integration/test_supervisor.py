@@ -16,7 +16,7 @@ import pytest
 
 from grpo_tui.api import RunHandle
 from trainer_core.contract.run.event_log import EventWriter
-from trainer_core.contract.run.events import Error, EventType, Metrics, RunFinished, RunStarted
+from trainer_core.contract.run.events import Error, EventType, Metrics, RunFinished, RunStarted, StopRequested
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.process import marked, verified
 from trainer_core.contract.run.status import Status
@@ -133,6 +133,12 @@ def test_stop_during_training_checkpoints_and_leaves_nothing(tiny_model, runs_di
     final = handle.events(EventType.RUN_FINISHED)[-1]
     assert isinstance(final, RunFinished) and final.status is Status.STOPPED and handle.status() is Status.STOPPED
     assert (handle.path / "checkpoints" / f"checkpoint-{final.step}" / "model.safetensors").exists()
+    asked = handle.events(EventType.STOP_REQUESTED)  # who asked is recorded: the CLI
+    assert asked and all(isinstance(e, StopRequested) and e.reason == "stop file: grpo-tui stop (CLI)" for e in asked)
+    assert (
+        "grpo-tui stop (CLI)" in (final.reason or "")
+        and "grpo-tui stop (CLI)" in handle.folder.read_state()["exit_reason"]
+    )
     assert_nothing_left(handle)
     again = cli("stop", handle.run_id, "--runs-dir", str(runs_dir))
     assert again.returncode == 0 and "is not running (status: stopped)" in again.stdout

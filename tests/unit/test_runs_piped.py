@@ -24,7 +24,18 @@ def test_piped_runs_are_plain_columns_that_cut_nothing(tmp_path):
     out = cli("runs", "--runs-dir", str(runs), env={"COLUMNS": "80"})
     assert out.returncode == 0, out.stderr
     header, *rows = out.stdout.splitlines()
-    assert header.split() == ["id", "status", "step", "reward", "warnings", "started", "duration", "model", "project"]
+    assert header.split() == [
+        "id",
+        "status",
+        "step",
+        "reward",
+        "held-out",
+        "warnings",
+        "started",
+        "duration",
+        "model",
+        "project",
+    ]
     assert rows[0].startswith("20260102-000000-000-bbbbbb  stopped") and rows[1].startswith(
         "20260101-000000-000-aaaaaa"
     )

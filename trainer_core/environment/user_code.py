@@ -20,8 +20,11 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any, TypeVar
 
 from trainer_core.contract.config.code_refs import CodeRef, is_file_path, missing_class, parse_code_ref
+
+T = TypeVar("T")
 
 
 class UserCodeError(RuntimeError):
@@ -53,6 +56,19 @@ def user_traceback(exc: UserCodeError) -> str | None:
         return None
     lines = traceback.format_list(frames) + traceback.format_exception_only(type(cause), cause)
     return "Traceback (most recent call last):\n" + "".join(lines)
+
+
+def call_user(what: str, func: Callable[..., T], *args: Any) -> T:
+    """``func(*args)``, a call of the user's code (``what``: its name in the message): whatever it raises becomes
+    a UserCodeError that carries the user's traceback; a UserCodeError passes as it is."""
+    try:
+        return func(*args)
+    except UserCodeError:
+        raise
+    except Exception as exc:
+        raise UserCodeError(
+            f"{what} raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
+        ) from exc
 
 
 def _first_on_path(folder: str) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from trainer_core.contract.config.eval_settings import parse_keep_best
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
-from trainer_core.environment.user_code import UserCodeError, load_function
+from trainer_core.environment.user_code import UserCodeError, call_user, load_function
 from trainer_core.environment.user_env import TRL_REWARD_KWARGS, checked_score, completion_text
 
 EVAL_ROWS_FILE = "eval_rows.json"
@@ -78,14 +78,7 @@ def environment_eval_dataset(env: Any, tokenizer):
     build = getattr(env, "build_eval_dataset", None)
     if not callable(build):
         return None
-    try:
-        return build(tokenizer)
-    except UserCodeError:
-        raise
-    except Exception as exc:
-        raise UserCodeError(
-            f"build_eval_dataset raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
-        ) from exc
+    return call_user("build_eval_dataset", build, tokenizer)
 
 
 def _check_values(name: str, values: Any, count: int, completions: list, rows: list[dict]) -> list[float]:

@@ -125,6 +125,9 @@ class RewardFunctions:
                 user_traceback=traceback.format_exc(),
             )
 
+        def shown(completions):  # what the function is given: the built-ins that read messages get messages
+            return as_messages(completions) if wants_messages else completions
+
         def done(values, prompts, completions, kwargs):
             values = _check_values(name, values, completions)
             self._collect(index, prompts, completions, values, kwargs)
@@ -135,11 +138,7 @@ class RewardFunctions:
 
             async def async_reward(prompts, completions, **kwargs):  # TRL runs async reward functions concurrently
                 try:
-                    values = await func(
-                        prompts=prompts,
-                        completions=as_messages(completions) if wants_messages else completions,
-                        **kwargs,
-                    )
+                    values = await func(prompts=prompts, completions=shown(completions), **kwargs)
                 except Exception as exc:
                     raise failed(exc, completions) from exc
                 return done(values, prompts, completions, kwargs)
@@ -149,11 +148,7 @@ class RewardFunctions:
 
             def sync_reward(prompts, completions, **kwargs):
                 try:
-                    values = func(
-                        prompts=prompts,
-                        completions=as_messages(completions) if wants_messages else completions,
-                        **kwargs,
-                    )
+                    values = func(prompts=prompts, completions=shown(completions), **kwargs)
                 except Exception as exc:
                     raise failed(exc, completions) from exc
                 return done(values, prompts, completions, kwargs)

@@ -40,7 +40,7 @@ from trainer_core.contract.health.sample_stats import SampleStats
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
 from trainer_core.environment.dataset_source import HeldOutSource
-from trainer_core.environment.user_code import UserCodeError
+from trainer_core.environment.user_code import UserCodeError, call_user
 from trainer_core.environment.user_env import (
     ScoreEpisodeReward,
     extra_reward_functions,
@@ -179,16 +179,7 @@ def prepare_dataset(
     messages (a text prompt one user message), as its tool loop needs."""
     import datasets
 
-    try:
-        dataset = env.build_dataset(tokenizer)
-    except UserCodeError:
-        raise
-    except Exception as exc:
-        import traceback
-
-        raise UserCodeError(
-            f"{what} raised {type(exc).__name__}: {exc}", user_traceback=traceback.format_exc()
-        ) from exc
+    dataset = call_user(what, env.build_dataset, tokenizer)
     if not isinstance(dataset, (datasets.Dataset, datasets.IterableDataset)):
         raise UserCodeError(
             f"{what} must return a datasets.Dataset, got {type(dataset).__name__}. "

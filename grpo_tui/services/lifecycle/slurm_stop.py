@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable
 
 from grpo_tui.services.catalog.status import live_status
+from grpo_tui.services.lifecycle.stop_request import request_stop, stopped
 from grpo_tui.services.records.stop_outcome import StopOutcome
 from grpo_tui.services.slurm.queue import QUEUE, queued_job
 from trainer_core.contract.run.folder import RunFolder
@@ -28,10 +29,16 @@ def _scancel(folder: RunFolder, job: str, *options: str) -> None:
 
 
 def stop_job(
-    folder: RunFolder, job: str, force: bool, timeout: float, on_wait=None, notes: Iterable[str] = ()
+    folder: RunFolder,
+    job: str,
+    force: bool,
+    timeout: float,
+    on_wait=None,
+    notes: Iterable[str] = (),
+    by: str | None = None,
 ) -> StopOutcome:
-    """How the stop of the run of Slurm job ``job`` went (``notes``: said after it); SlurmJobError, before any
-    command, when ``job`` is not a job id."""
+    """How the stop of the run of Slurm job ``job`` went (``notes``: said after it; ``by``: who asked, in the
+    stop request); SlurmJobError, before any command, when ``job`` is not a job id."""
     check_job_id(job, folder.run_id)
     status = live_status(folder)
     if status is Status.QUEUED:
@@ -55,7 +62,7 @@ def stop_job(
     deadline = time.monotonic() + timeout
     graceful, forced, left = False, (), ()
     if not force:
-        folder.request_stop("grpo-tui stop")
+        request_stop(folder, by)
         _scancel(folder, job, "--signal=TERM", "--full")
         while time.monotonic() < deadline and live_status(folder).is_live:
             if on_wait:
@@ -79,12 +86,4 @@ def stop_job(
         folder.write_state(
             status=Status.STOPPED, exit_reason="forced: cancelled through Slurm", ended=round(time.time(), 3)
         )
-    return StopOutcome.of(
-        folder.run_id,
-        was_running=True,
-        graceful=graceful,
-        forced=forced,
-        left=left,
-        status=folder.status(),
-        notes=notes,
-    )
+    return stopped(folder, graceful, forced, left, notes)

@@ -24,6 +24,7 @@ import psutil
 from grpo_tui.services.catalog.status import live_status
 from grpo_tui.services.lifecycle.resuming import ResumePlan, apply_resume, choose_checkpoint
 from grpo_tui.services.lifecycle.slurm_stop import stop_job
+from grpo_tui.services.lifecycle.stop_request import request_stop, stopped
 from grpo_tui.services.machine.gpus import visible_indices
 from grpo_tui.services.records.stop_outcome import StopOutcome
 from grpo_tui.services.slurm.queue import job_of
@@ -149,17 +150,24 @@ def _run_processes(folder: RunFolder) -> tuple[list[psutil.Process], list[Refusa
 
 
 def stop_run(
-    folder: RunFolder, *, force: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT, grace: float = 10.0, on_wait=None
+    folder: RunFolder,
+    *,
+    force: bool = False,
+    timeout: float = DEFAULT_STOP_TIMEOUT,
+    grace: float = 10.0,
+    on_wait=None,
+    by: str | None = None,
 ) -> StopOutcome:
-    """Stop a run: graceful (unless ``force``) for up to ``timeout`` s, then TERM+KILL everything left. A state.json
-    read with problems (run/state.py) is said in the outcome's message; the run's marked processes are found all
+    """Stop a run: graceful (unless ``force``) for up to ``timeout`` s, then TERM+KILL everything left; ``by``
+    (who asked: the CLI, the app, the app on another machine) is written in the stop request. A state.json read
+    with problems (run/state.py) is said in the outcome's message; the run's marked processes are found all
     the same."""
     state = folder.read_state()
     notes = [f"Note: {p}." for p in state.problems]
     job = job_of(state)
     if job is not None:
         try:
-            return stop_job(folder, job, force, timeout, on_wait, notes)
+            return stop_job(folder, job, force, timeout, on_wait, notes, by)
         except SlurmJobError as exc:  # raised before any Slurm command
             return StopOutcome.of(folder.run_id, was_running=False, refused=[f"{exc}."], said=f"{exc}.", notes=notes)
     procs, refusals = _run_processes(folder)
@@ -170,7 +178,7 @@ def stop_run(
         )
     graceful, forced, left = False, [], []
     if not force:
-        folder.request_stop("grpo-tui stop")
+        request_stop(folder, by)
         target = procs[0]
         try:
             target.send_signal(signal.SIGTERM)
@@ -187,16 +195,7 @@ def stop_run(
         forced = [p.pid for p in alive(procs)]
         left = [p.pid for p in terminate(procs, grace=grace)]
         _record_forced_end(folder)
-    return StopOutcome.of(
-        folder.run_id,
-        was_running=True,
-        graceful=graceful,
-        forced=forced,
-        left=left,
-        status=folder.status(),
-        refused=refused,
-        notes=notes,
-    )
+    return stopped(folder, graceful, forced, left, notes, refused)
 
 
 def _record_forced_end(folder: RunFolder) -> None:

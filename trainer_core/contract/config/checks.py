@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable, Iterator
 from typing import Any, Literal, get_args
 
 from trainer_core.contract.config.code_refs import parse_code_ref
@@ -61,6 +62,20 @@ def parse_env_config(value: Any) -> dict | None:
             f"{type(value).__name__} {json.dumps(value)}. Example: --rl-env-config '{{\"max_turns\": 3}}'",
         )
     return value
+
+
+def code_ref_list_problems(
+    name: str, entries: Any, shape: str, names_one: Callable[[str], object], label: str, how: str
+) -> Iterator[ConfigError]:
+    """The problems of a setting that is a list of references to the user's functions (``eval_metric``,
+    ``tools``): not a list of strings (``shape`` says what one is), or an entry ``names_one`` finds no function in
+    (said as ``LABEL 'ENTRY' names no function: HOW``)."""
+    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+        yield ConfigError(name, f"{name} must be a list of {shape}, got {entries!r}.")
+        return
+    for entry in entries:
+        if names_one(entry) is None:
+            yield ConfigError(name, f"{label} {entry!r} names no function: {how}")
 
 
 def word_list(value: Any) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from trainer_core.contract.config.checks import ConfigError, reward_func_kind
+from trainer_core.contract.config.checks import ConfigError, code_ref_list_problems, reward_func_kind
 from trainer_core.contract.run.json_values import is_number, is_whole
 from trainer_core.contract.run.ranking import KeepBest
 from trainer_core.contract.run.ranking import parse_keep_best as read_keep_best
@@ -59,19 +59,14 @@ def eval_problems(c) -> Iterator[ConfigError]:
             "eval_temperature",
             f"eval_temperature must be > 0 (0.6 is typical for pass@k), got {c.eval_temperature!r}.",
         )
-    metrics = c.eval_metric
-    if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
-        yield ConfigError(
-            "eval_metric", f"eval_metric must be a list of FILE.py:FUNCTION or pkg.module.fn, got {metrics!r}."
-        )
-    else:
-        for entry in metrics:
-            if eval_metric_kind(entry) is None:
-                yield ConfigError(
-                    "eval_metric",
-                    f"eval_metric {entry!r} names no function: write FILE.py:FUNCTION or a dotted import path "
-                    "pkg.module.function (it is called as a reward function is).",
-                )
+    yield from code_ref_list_problems(
+        "eval_metric",
+        c.eval_metric,
+        "FILE.py:FUNCTION or pkg.module.fn",
+        eval_metric_kind,
+        "eval_metric",
+        "write FILE.py:FUNCTION or a dotted import path pkg.module.function (it is called as a reward function is).",
+    )
     try:
         parse_keep_best(c.keep_best)
     except ConfigError as exc:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from trainer_core.contract.config.checks import ConfigError
+from trainer_core.contract.config.checks import ConfigError, code_ref_list_problems
 from trainer_core.contract.config.code_refs import CodeRef, parse_code_ref
 from trainer_core.contract.run.json_values import is_number, is_whole
 
@@ -25,18 +25,14 @@ def parse_tool_spec(entry: str) -> CodeRef | None:
 
 
 def tool_problems(tools: Any, max_tool_calls: Any, tool_timeout: Any = 0) -> Iterator[ConfigError]:
-    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
-        yield ConfigError(
-            "tools", f"tools must be a list of FILE.py:FUNCTION[,FUNCTION] or pkg.module.function, got {tools!r}."
-        )
-    else:
-        for entry in tools:
-            if parse_tool_spec(entry) is None:
-                yield ConfigError(
-                    "tools",
-                    f"tools entry {entry!r} names no function: write FILE.py:FUNCTION (several: FILE.py:fn,fn2) or "
-                    "a dotted import path pkg.module.function.",
-                )
+    yield from code_ref_list_problems(
+        "tools",
+        tools,
+        "FILE.py:FUNCTION[,FUNCTION] or pkg.module.function",
+        parse_tool_spec,
+        "tools entry",
+        "write FILE.py:FUNCTION (several: FILE.py:fn,fn2) or a dotted import path pkg.module.function.",
+    )
     if max_tool_calls is not None and not is_whole(max_tool_calls, 1):
         yield ConfigError(
             "max_tool_calls",
