@@ -86,4 +86,7 @@ def hostile_run_info(text: str, host: str | None = None) -> RunInfo:
         exit_reason=text,
         host=host,
         queue_reason=text,
+        name=text,
+        tags=(text,),
+        notes=text,
     )

@@ -132,11 +132,15 @@ def make_finished_run(
     project: str = "grpo-run",
     model: str = MODEL,
     reward_spikes: dict[int, float] | None = None,
+    name: str = "",
+    tags: tuple[str, ...] = (),
+    lr: float = 2e-3,
 ) -> Path:
     """Write a finished run (``completed``, ``stopped`` or ``failed``) that logged ``steps`` steps; return its path.
 
     ``max_steps`` (default ``steps``) is the configured length: a stopped or failed run usually ended before it.
     ``reward_spikes``: steps whose reward is replaced by the given value (a one-step outlier to chart).
+    ``name``, ``tags``, ``lr``: the config's.
     """
     parsed = Status.parse(status)
     if parsed is None or not parsed.is_final:
@@ -153,9 +157,11 @@ def make_finished_run(
         rl_num_generations=4,
         batch_size=8,
         rl_max_new_tokens=12,
-        lr=2e-3,
+        lr=lr,
         max_steps=max_steps,
         save_steps=SAVE_STEPS,
+        name=name,
+        tags=list(tags),
     )
     checkpoints = list(range(SAVE_STEPS, steps + 1, SAVE_STEPS))
     if status is Status.STOPPED and steps not in checkpoints:

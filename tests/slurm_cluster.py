@@ -16,13 +16,14 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
 from trainer_core.contract.config.ports import free_port
+
+from .helpers import wait_for
 
 MUNGED = "/usr/sbin/munged"
 SLURMCTLD = "/usr/sbin/slurmctld"
@@ -111,13 +112,13 @@ class SlurmCluster:
                 f"--seed-file={munge_dir / 'munged.seed'}",
             ],
         )
-        self._wait(lambda: self.munge_socket.exists(), 10, "munged did not create its socket")
+        self._wait(lambda: self.munge_socket.exists(), 10, "munged to create its socket")
         self._spawn("slurmctld", [SLURMCTLD, "-D", "-c", "-f", str(self.conf)])
         self._spawn("slurmd", [SLURMD, "-D", "-f", str(self.conf), "-N", self.node])
         self._wait(
             lambda: self.run("sinfo", "-h", "-n", self.node, "-o", "%T").stdout.strip() == "idle",
             30,
-            f"node {self.node} did not become idle",
+            f"node {self.node} to become idle",
         )
 
     def _slurm_conf(self) -> str:
@@ -171,12 +172,15 @@ class SlurmCluster:
             )
 
     def _wait(self, predicate, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
+        def ready() -> bool:
+            if predicate():
+                return True
             exited = [name for name, proc in self._daemons.items() if proc.poll() is not None]
-            if exited or time.monotonic() > deadline:
-                raise RuntimeError(f"{what} within {timeout} s (exited: {exited})\n{self.logs()}")
-            time.sleep(0.2)
+            if exited:
+                raise RuntimeError(f"waiting for {what}, {', '.join(exited)} exited\n{self.logs()}")
+            return False
+
+        wait_for(ready, timeout, 0.2, what=what, show=self.logs)
 
     def logs(self) -> str:
         """The tails of every daemon's log, for failure messages."""
@@ -213,14 +217,15 @@ class SlurmCluster:
 
     def wait_state(self, job_id: str | int, states: set[str], timeout: float = 30) -> str:
         """Wait until the job's ``JobState`` is one of ``states`` and return it."""
-        deadline = time.monotonic() + timeout
-        while True:
-            state = self.job_info(job_id).get("JobState")
-            if state in states:
-                return state
-            if time.monotonic() > deadline:
-                raise AssertionError(f"job {job_id} is {state}, not one of {sorted(states)}, after {timeout} s")
-            time.sleep(0.2)
+        seen: list[str | None] = [None]
+
+        def state() -> str | None:
+            seen[0] = self.job_info(job_id).get("JobState")
+            return seen[0] if seen[0] in states else None
+
+        return wait_for(
+            state, timeout, 0.2, what=f"job {job_id} to be one of {sorted(states)}", show=lambda: f"it is {seen[0]}"
+        )
 
     def _is_own(self, proc: psutil.Process) -> bool:
         try:
@@ -247,9 +252,13 @@ class SlurmCluster:
 
     def _cancel_all_jobs(self, timeout: float = 10) -> None:
         self.run("scancel", "--user", pwd.getpwuid(os.getuid()).pw_name, timeout=timeout)
-        deadline = time.monotonic() + timeout
-        while self.run("squeue", "-h", "-o", "%i", timeout=timeout).stdout.strip() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        with contextlib.suppress(AssertionError):  # best effort: the daemons are stopped next all the same
+            wait_for(
+                lambda: not self.run("squeue", "-h", "-o", "%i", timeout=timeout).stdout.strip(),
+                timeout,
+                0.2,
+                what="the cancelled jobs to leave the queue",
+            )
 
     def stop(self) -> None:
         """Cancel every job, end the daemons and everything they started, and remove the temp dir. Safe to call twice."""

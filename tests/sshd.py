@@ -20,7 +20,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import psutil
@@ -28,6 +27,8 @@ import pytest
 import yaml
 
 from trainer_core.contract.config.ports import free_port
+
+from .helpers import wait_for
 
 SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = Path("/run/sshd")
@@ -163,23 +164,26 @@ class SshServer:
         self.config.write_text("\n\n".join(blocks) + "\n")
 
     def _wait_listening(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def probed() -> int | None:
+            """The local port of a connection the server accepted, or None while it refuses them."""
             if self._proc.poll() is not None:
                 raise RuntimeError(f"sshd exited with {self._proc.returncode}:\n{self.log}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1) as probe:
-                    probe_port = probe.getsockname()[1]
+                    return probe.getsockname()[1]
             except OSError:
-                time.sleep(0.05)
-                continue
-            # The probe has a server process of its own; a test waiting for connection_pids() must not see it.
-            while time.monotonic() < deadline:
-                if f"Connection closed by 127.0.0.1 port {probe_port}" in self.log and not self.connection_pids():
-                    return
-                time.sleep(0.02)
-            break
-        raise RuntimeError(f"sshd was not ready on 127.0.0.1:{self.port} within {timeout} s:\n{self.log}")
+                return None
+
+        where = f"127.0.0.1:{self.port}"
+        probe_port = wait_for(probed, timeout, 0.05, what=f"sshd to listen on {where}", show=lambda: self.log)
+        # The probe has a server process of its own; a test waiting for connection_pids() must not see it.
+        wait_for(
+            lambda: f"Connection closed by 127.0.0.1 port {probe_port}" in self.log and not self.connection_pids(),
+            timeout,
+            0.02,
+            what=f"sshd to close the probe's connection on {where}",
+            show=lambda: self.log,
+        )
 
     def connection_pids(self) -> list[int]:
         """Pids of the sshd processes that serve connections: the listener's descendants that are sshd itself.

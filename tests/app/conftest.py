@@ -1,19 +1,13 @@
-"""What the app-layer tests share: waiting under Pilot, and reading what a screen shows."""
+"""What the app-layer tests share: reading what a screen shows. Waiting under Pilot is tests/helpers.py's
+``wait_until``, imported here too for the tests that take it from this module."""
 
 from __future__ import annotations
 
-import time
-
 from textual.app import App
 
+from ..helpers import wait_until
 
-async def wait_until(pilot, predicate, timeout: float = 60.0, what: str = "the expected state") -> None:
-    """Let the app run until ``predicate()`` holds; fail after ``timeout`` seconds (a loaded machine is slow)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the app did not reach {what} within {timeout:.0f}s")
-        await pilot.pause(0.05)
+__all__ = ["header_text", "screen_text", "wait_until"]
 
 
 def header_text(screen) -> str:

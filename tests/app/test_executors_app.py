@@ -6,16 +6,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
+
+import psutil
 
 from grpo_tui.app import make_app
+from grpo_tui.screens.confirm import ConfirmScreen
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.screens.runs import RunsScreen
 from tests.run_fixtures import make_finished_run
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.process import process_start_time
 
-from .conftest import wait_until
+from ..helpers import wait_for, wait_until
 
 
 def errors(app) -> list[str]:
@@ -27,7 +29,7 @@ async def test_a_stop_that_was_refused_is_an_error_on_the_runs_screen_and_on_the
     folder = RunFolder(run)
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # not the run's: no marker
     try:
-        time.sleep(0.2)
+        wait_for(lambda: "time.sleep" in " ".join(psutil.Process(stranger.pid).cmdline()), 30, what="the stranger")
         state = {
             **folder.read_state(),
             "status": "running",
@@ -43,7 +45,7 @@ async def test_a_stop_that_was_refused_is_an_error_on_the_runs_screen_and_on_the
             assert isinstance(screen, RunsScreen)
             await wait_until(pilot, lambda: len(screen.runs) == 1 and screen.runs[0].status == "running")
             await pilot.press("s")
-            await pilot.pause(0.2)
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the stop's confirmation")
             await pilot.press("y")
             await wait_until(pilot, lambda: len(errors(app)) == 1, what="the runs screen's stop reported as an error")
             assert f"Process {stranger.pid}" in errors(app)[0] and "was not signalled" in errors(app)[0]
@@ -53,7 +55,7 @@ async def test_a_stop_that_was_refused_is_an_error_on_the_runs_screen_and_on_the
             monitor = app.screen
             assert monitor.watched.host == "local" and monitor.watched.folder.path == run
             await pilot.press("f")
-            await pilot.pause(0.2)
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the stop's confirmation")
             await pilot.press("y")
             await wait_until(pilot, lambda: len(errors(app)) == 2, what="the monitor's stop reported as an error")
             assert errors(app)[1] == errors(app)[0]

@@ -3,8 +3,6 @@ new max steps in the same run folder (``grpo-tui train --resume RUN --max-steps 
 
 from __future__ import annotations
 
-import time
-
 from textual.widgets import Input
 
 from grpo_tui.app import make_app
@@ -91,12 +89,15 @@ async def test_a_completed_run_extended_from_the_runs_screen_trains_to_the_new_m
         await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen), timeout=60, what="the run's monitor")
         monitor = app.screen
         assert isinstance(monitor, MonitorScreen) and monitor.folder.run_id == folder.run_id
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            state = folder.read_state()
-            if state.get("status") in {s.value for s in FINAL} and state.get("restarts"):
-                break
-            await pilot.pause(0.5)
+        finals = {s.value for s in FINAL}
+        await wait_until(
+            pilot,
+            lambda: folder.read_state().get("status") in finals and folder.read_state().get("restarts"),
+            240,
+            interval=0.5,
+            what="the extended run to end",
+            show=lambda: (folder.path / "trainer.log").read_text(errors="replace")[-3000:],
+        )
         state = folder.read_state()
         assert state["status"] == "completed", (folder.path / "trainer.log").read_text()[-3000:]
         await wait_until(pilot, lambda: monitor.status == "completed" and monitor.view.step == 4, timeout=60)

@@ -4,7 +4,6 @@ messages as the CLI, and a run submitted from them to a real single-node Slurm (
 from __future__ import annotations
 
 import shlex
-import time
 
 import pytest
 from textual.widgets import Input, Label, Switch
@@ -21,7 +20,7 @@ from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.events import Metrics
 from trainer_core.contract.run.status import FINAL
 
-from ..helpers import events_of
+from ..helpers import events_of, wait_until
 from ..slurm_cluster import slurm  # noqa: F401
 from .test_launch_screen import SIZE, fill, launch_screen, settle, skip_the_gate, tiny_pattern_run
 
@@ -140,7 +139,9 @@ async def test_a_run_launched_to_slurm_from_the_form_fields_trains_there(
 
         await pilot.press("ctrl+l")
         await skip_the_gate(pilot)
-        await wait_for(pilot, lambda: isinstance(app.screen, MonitorScreen), 90, "the run's monitor")
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, MonitorScreen), 90, interval=0.5, what="the run's monitor"
+        )
         monitor = app.screen
         assert isinstance(monitor, MonitorScreen)
         folder = monitor.folder
@@ -162,14 +163,14 @@ async def test_a_run_launched_to_slurm_from_the_form_fields_trains_there(
         assert (info.get("Partition") or "?").split()[0] == "debug", info  # the parser keeps the next word
 
         finals = {s.value for s in FINAL}
-        await wait_for(pilot, lambda: folder.read_state().get("status") in finals, 240, "the job to end")
+        await wait_until(
+            pilot,
+            lambda: folder.read_state().get("status") in finals,
+            240,
+            interval=0.5,
+            what="the job to end",
+            show=lambda: (folder.path / "trainer.log").read_text(errors="replace")[-3000:],
+        )
         assert folder.read_state()["status"] == "completed", (folder.path / "trainer.log").read_text()[-3000:]
         assert [e.step for e in events_of(folder.path) if isinstance(e, Metrics)] == [1, 2]
         assert (folder.path / "slurm" / f"slurm-{job}.out").exists()
-
-
-async def wait_for(pilot, predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"no {what} within {timeout:.0f}s"
-        await pilot.pause(0.5)

@@ -5,7 +5,6 @@ meanwhile: not the Checkpoints tab, not the runs list under the monitor."""
 from __future__ import annotations
 
 import sys
-import time
 
 from grpo_tui.app import make_app
 from grpo_tui.screens.runs import RunsScreen
@@ -14,8 +13,9 @@ from grpo_tui.services.stream import backlog
 from grpo_tui.widgets.checkpoints_table import CheckpointsPanel
 from grpo_tui.widgets.metric_chart import MetricChart
 
+from ..helpers import wait_until
 from ..run_fixtures import make_finished_run
-from .test_chart_controls import top_row_columns, wait_until
+from .test_chart_controls import top_row_columns
 from .test_monitor_stream import header_text
 
 STEPS, SPIKE = 3000, 1234
@@ -35,7 +35,7 @@ async def test_the_monitor_draws_a_backlog_read_by_a_child(tmp_path, monkeypatch
                 and screen.charts["reward"].end_step == STEPS
             ),
         )
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: screen._backlog.proc is None, what="the reading child reaped")
         assert screen._backlog.in_child and screen._backlog.proc is None  # read by the child, and reaped
         assert screen.view.metrics_read == STEPS and screen.charts["reward"].count == STEPS
         assert screen.warnings and not app._notifications, "warnings already on disk are listed, not popped up"
@@ -57,9 +57,7 @@ async def test_closing_the_monitor_stops_a_child_still_reading(tmp_path, monkeyp
         assert screen.folder.run_id in header_text(screen) and screen.view.metrics_read == 0
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is not screen)
-        deadline = time.monotonic() + 5
-        while proc.poll() is None and time.monotonic() < deadline:
-            await pilot.pause(0.05)
+        await wait_until(pilot, lambda: proc.poll() is not None, 10, what="the reading child to end")
         assert proc.returncode is not None and proc.returncode < 0, "the child was killed"
 
 

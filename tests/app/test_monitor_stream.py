@@ -86,7 +86,7 @@ class Writer(threading.Thread):
                 if step == NEW_KEYS_AT + 5:
                     events.emit(HealthWarning("kl_explosion", "warn", step, "KL is climbing.", "Lower --lr."))
                 if step % 6 == 0:
-                    time.sleep(0.01)
+                    time.sleep(0.01)  # not a wait: the trainer's pace
 
 
 async def test_the_monitor_follows_a_run_whose_metric_keys_change_mid_run(tmp_path):
@@ -109,7 +109,7 @@ async def test_the_monitor_follows_a_run_whose_metric_keys_change_mid_run(tmp_pa
             await wait_until(pilot, lambda: f"step {OPEN_AT}/{TOTAL}" in header_text(screen))
             assert screen.status == Status.RUNNING and "RUNNING" in header_text(screen)
             writer.start()
-            while writer.is_alive():  # keep the UI busy while the keys change under the reader
+            while writer.is_alive():  # not a wait: it keeps the UI busy while the keys change under the reader
                 await pilot.press("m")
                 await pilot.press("2", "1")
                 await pilot.pause(0.05)
@@ -132,11 +132,9 @@ async def test_the_monitor_follows_a_run_whose_metric_keys_change_mid_run(tmp_pa
                     await wait_until(pilot, lambda asked=asked: screen.charts.request.serial > asked)
                 # a title's value changes at most every TITLE_SECONDS: the newest shows within twice that
                 title = escape(f"{key}  [m: next]  {last:.4f}")  # the title is markup
-                for _ in range(200):
-                    if chart.border_title == title:
-                        break
-                    await pilot.pause(0.05)
-                assert chart.border_title == title
+                await wait_for_state(
+                    pilot, lambda title=title: chart.border_title == title, 30, what=f"the title {title}"
+                )
 
             errors = [(w.name, w.error) for w in seen if w.state is WorkerState.ERROR]
             assert not errors, errors

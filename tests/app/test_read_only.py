@@ -9,9 +9,11 @@ from grpo_tui.screens.launch import LaunchScreen
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.screens.runs import RunsScreen
 from grpo_tui.services.serving.web_mode import READ_ONLY_ENV, READ_ONLY_NOTICE
+from trainer_core.contract.run.status import Status
 
 from ..run_fixtures import make_finished_run
 from .conftest import wait_until
+from .test_monitor_stream import live_run
 
 SIZE = (120, 30)
 
@@ -46,9 +48,17 @@ async def test_a_read_only_app_refuses_launch_stop_resume_and_extend_with_a_noti
         assert type(app.screen) is RunsScreen
         await pilot.press("enter")  # opening a run's monitor is watching: allowed
         await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen), what="the monitor")
+        app.pop_screen()
+        live = live_run(tmp_path / "live")  # stopping is offered for a live run only: refused read-only
+        app.open_monitor(live.path)
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, MonitorScreen) and app.screen.status is Status.RUNNING,
+            what="the live run's monitor",
+        )
         for key in ("s", "f"):
             await refused(pilot, key, MonitorScreen)
-        assert not app.screen.stop_requested
+        assert not app.screen.stop_requested and not live.stop_file.exists()
         app.action_show_runs()
         await pilot.pause(0.1)
         app.open_launch()  # the form itself, as `grpo-tui launch` opens it: its launch is refused too
@@ -70,8 +80,13 @@ async def test_without_read_only_the_same_keys_ask_to_stop_and_resume(tmp_path, 
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the resume dialog")
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), what="the runs screen")
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen), what="the monitor")
+        live = live_run(tmp_path / "live")
+        app.open_monitor(live.path)
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, MonitorScreen) and app.screen.status is Status.RUNNING,
+            what="the live run's monitor",
+        )
         await pilot.press("s")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the stop dialog")
         await pilot.press("escape")

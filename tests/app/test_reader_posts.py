@@ -55,7 +55,7 @@ def test_slow_reads_ride_with_the_charts_while_steps_arrive(tmp_path):
                 step += 1
                 written[step] = time.monotonic()
                 events.emit(Metrics(step=step, values={"reward": step / 100, "kl": 0.01}))
-                time.sleep(1 / RATE)
+                time.sleep(1 / RATE)  # not a wait: the trainer's pace
 
     posts: list[tuple[float, run_reader.Post]] = []
     requests = SimpleQueue()

@@ -17,8 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from grpo_tui.app import make_app
 from grpo_tui.screens.monitor import MonitorScreen
 from grpo_tui.widgets.completions import CompletionsTable
-from tests.app.conftest import wait_until
-from tests.helpers import ROOT
+from tests.helpers import ROOT, scaled, wait_until
 from tests.run_fixtures import make_finished_run
 from tests.unit.test_reader_properties import event_files, expected_steps, metrics_line
 from trainer_core.contract.run.events import HealthWarning
@@ -57,7 +56,7 @@ async def test_the_issues_repros_under_pilot(tmp_path):
         assert not [w for w in screen.warnings if not isinstance(w.step, int)]  # the bad warning is not charted
         for tab in ("warnings", "completions", "charts"):
             screen.action_tab(tab)
-            await pilot.pause(0.2)
+            await pilot.pause(0.2)  # not a wait: each tab is drawn once, and none may crash
         shown = notices(app)
         lines = len((run / "events.jsonl").read_text().splitlines())
         assert [n for n in shown if "events.jsonl" in n] == [
@@ -75,20 +74,25 @@ async def test_the_issues_repros_under_pilot(tmp_path):
 # the real `grpo-tui watch RUN`, headless, that quits once the monitor shows the last good sample
 WATCH = textwrap.dedent(
     """
-    import asyncio, sys
+    import sys
     from textual.app import App
     import grpo_tui.cli.watch as watch
     from grpo_tui.cli import main
+    from tests.helpers import wait_until
+
+    def shown(pilot):
+        screen = pilot.app.screen
+        return getattr(screen, "last_sample", None) and screen.last_sample.get("completion") == sys.argv[-1]
 
     async def quit_when_shown(pilot):
-        for _ in range(600):
-            screen = pilot.app.screen
-            if getattr(screen, "last_sample", None) and screen.last_sample.get("completion") == sys.argv[-1]:
-                await pilot.press("q")
-                await pilot.press("q")
-                return
-            await asyncio.sleep(0.1)
-        pilot.app.exit(return_code=3)
+        try:
+            await wait_until(pilot, lambda: shown(pilot), 60, interval=0.1, what="the last good sample")
+        except AssertionError as exc:
+            print(exc, file=sys.stderr)
+            pilot.app.exit(return_code=3)
+            return
+        await pilot.press("q")
+        await pilot.press("q")
 
     run = App.run
     App.run = lambda self, **kw: run(self, headless=True, auto_pilot=quit_when_shown, **kw)
@@ -108,7 +112,7 @@ def test_watch_on_a_run_with_a_1_line_in_samples_shows_it_and_exits_0(tmp_path):
         text=True,
         cwd=ROOT,
         env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "PYTHONPATH": str(ROOT)},
-        timeout=120,
+        timeout=scaled(120),
     )
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     assert "Traceback" not in proc.stderr and "crashed" not in proc.stderr
@@ -136,7 +140,7 @@ def test_the_monitor_shows_every_valid_step_of_any_events_file(tmp_path_factory,
             await wait_until(pilot, lambda: screen.last_sample == GOOD_SAMPLE, what="the good sample")
             for tab in ("warnings", "completions", "log", "charts"):
                 screen.action_tab(tab)
-                await pilot.pause(0.1)
+                await pilot.pause(0.1)  # not a wait: each tab is drawn once, and none may crash
         assert app.return_code in (None, 0)
 
     asyncio.run(drive())
@@ -168,6 +172,6 @@ async def test_the_runs_list_and_the_monitor_on_a_run_with_every_file_broken(tmp
         await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.view.step == STEPS)
         for tab in ("warnings", "completions", "log", "checkpoints", "charts"):
             app.screen.action_tab(tab)
-            await pilot.pause(0.1)
+            await pilot.pause(0.1)  # not a wait: each tab is drawn once, and none may crash
         assert any("of events.jsonl skipped" in n for n in notices(app))
     assert app.return_code in (None, 0)

@@ -174,11 +174,11 @@ async def test_the_list_is_not_read_under_a_monitor_and_is_read_on_return(tmp_pa
         await pilot.pause(0.3)
         reads.clear()
         make_finished_run(tmp_path, run_id="20260101-000001-second")
-        await pilot.pause(1.0)  # five refresh periods
+        await pilot.pause(1.0)  # not a wait: five refresh periods, in which nothing may be read
         assert reads == [] and len(screen.runs) == 1, "a hidden runs screen does not read the runs dir"
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is screen and len(screen.runs) == 2, timeout=5)
-        await pilot.pause(0.5)
+        await wait_until(pilot, lambda: len(reads) >= 2, what="two reads of the runs dir, on its period")
         assert len(reads) >= 2, "shown again, it reads the runs dir on its period"
 
 

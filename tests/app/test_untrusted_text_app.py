@@ -121,9 +121,14 @@ async def test_the_app_on_a_run_folder_made_of_hostile_text(runs_dir):
         assert_no_control(screen_text(app), "runs screen")
         app.open_monitor(first.path)
         await wait_until(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.last_sample is not None)
+        drawn = {  # what each tab shows once drawn
+            "completions": lambda: "[/]" in screen_text(app) and "[INST]" in screen_text(app),
+            "log": lambda: "log line" in screen_text(app),
+        }
         for tab in ("warnings", "completions", "log", "charts"):
             app.screen.action_tab(tab)
-            await pilot.pause(0.3)
+            await pilot.pause(0.3)  # not a wait: each tab is drawn once before it is read
+            await wait_until(pilot, drawn.get(tab, lambda: True), what=f"the {tab} tab drawn")
             shown = screen_text(app)
             assert_no_control(shown, f"monitor tab {tab}")
             if tab == "completions":

@@ -15,7 +15,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ from trainer_core.contract.run.events import Metrics
 from trainer_core.contract.run.folder import RunFolder
 
 from ..app.test_monitor_stream import OPEN_AT, live_run, values_at  # a run that reads as running: this process
+from ..helpers import scaled, wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(
@@ -63,15 +63,16 @@ class Frames:
         return ESCAPES.sub("", "".join(self.parts))
 
 
-def wait_for(page, frames: Frames, pattern: str, what: str) -> re.Match:
-    deadline = time.monotonic() + WAIT
-    while (found := re.search(pattern, frames.text())) is None:
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"the page did not show {what} within {WAIT:.0f}s; it showed: {frames.text()[-600:]!r}"
-            )
-        page.wait_for_timeout(200)
-    return found
+def shown(page, frames: Frames, pattern: str, what: str) -> re.Match:
+    """Wait until the page shows ``pattern``; the page's own timer lets time pass, so its frames keep coming."""
+    return wait_for(
+        lambda: re.search(pattern, frames.text()),
+        WAIT,
+        0.2,
+        what=f"the page to show {what}",
+        show=lambda: f"it showed: {frames.text()[-600:]!r}",
+        pause=lambda seconds: page.wait_for_timeout(seconds * 1000),
+    )
 
 
 def start_server(runs_dir: Path, log: Path) -> tuple[subprocess.Popen, str]:
@@ -84,11 +85,12 @@ def start_server(runs_dir: Path, log: Path) -> tuple[subprocess.Popen, str]:
             cwd=log.parent,
             start_new_session=True,  # its own group: the apps it starts are stopped with it
         )
-    deadline = time.monotonic() + WAIT
-    while (url := re.search(r"^open (http://127\.0\.0\.1:\d+/\?token=\S+)$", log.read_text(), re.M)) is None:
+
+    def printed() -> re.Match | None:
         assert server.poll() is None, f"grpo-tui serve exited {server.returncode}: {log.read_text()}"
-        assert time.monotonic() < deadline, f"grpo-tui serve printed no URL: {log.read_text()}"
-        time.sleep(0.1)
+        return re.search(r"^open (http://127\.0\.0\.1:\d+/\?token=\S+)$", log.read_text(), re.M)
+
+    url = wait_for(printed, WAIT, what="grpo-tui serve to print its URL", show=log.read_text)
     return server, url.group(1)
 
 
@@ -98,24 +100,27 @@ def stop_server(server: subprocess.Popen) -> None:
     with_term = True
     try:
         os.killpg(group, signal.SIGTERM)
-        server.wait(timeout=15)
+        server.wait(timeout=scaled(15))
     except subprocess.TimeoutExpired:
         with_term = False
         os.killpg(group, signal.SIGKILL)
-        server.wait(timeout=15)
+        server.wait(timeout=scaled(15))
     except ProcessLookupError:
         pass
-    deadline = time.monotonic() + 15
-    while True:
+
+    def group_gone() -> bool:
         try:
             os.killpg(group, 0)
         except ProcessLookupError:
-            break
-        if time.monotonic() > deadline:
-            os.killpg(group, signal.SIGKILL)
-            raise AssertionError("processes of grpo-tui serve's group outlived it")
-        time.sleep(0.1)
-    assert with_term, "grpo-tui serve did not stop within 15 s of TERM"
+            return True
+        return False
+
+    try:
+        wait_for(group_gone, 15, what="the processes of grpo-tui serve's group to end")
+    except AssertionError as exc:
+        os.killpg(group, signal.SIGKILL)
+        raise AssertionError("processes of grpo-tui serve's group outlived it") from exc
+    assert with_term, f"grpo-tui serve did not stop within {scaled(15):.0f} s of TERM"
 
 
 def test_the_served_app_shows_the_runs_list_and_a_live_monitor_in_chromium(tmp_path):
@@ -135,17 +140,17 @@ def test_the_served_app_shows_the_runs_list_and_a_live_monitor_in_chromium(tmp_p
                 page.on("websocket", lambda socket: socket.on("framereceived", frames.add))
                 page.goto(url, wait_until="domcontentloaded")
                 page.mouse.click(700, 450)  # the landing card: a click starts the app
-                wait_for(page, frames, re.escape(folder.run_id), "the run in the runs list")
-                wait_for(page, frames, r"running", "the run's status")
+                shown(page, frames, re.escape(folder.run_id), "the run in the runs list")
+                shown(page, frames, r"running", "the run's status")
 
                 page.mouse.click(100, 44)  # the run's row: the terminal takes the keys from here on
                 page.keyboard.press("Enter")
-                wait_for(page, frames, reward_title(OPEN_AT), "the reward chart of the run")
+                shown(page, frames, reward_title(OPEN_AT), "the reward chart of the run")
                 write_steps(folder, OPEN_AT + 1, 35)  # the run goes on while the page watches
-                wait_for(page, frames, reward_title(35), "the reward chart following new steps")
+                shown(page, frames, reward_title(35), "the reward chart following new steps")
 
                 page.keyboard.press("s")  # read-only: a stop is refused with a notice, nothing is written
-                wait_for(page, frames, r"read-only: started with grpo-tui serve", "the read-only notice")
+                shown(page, frames, r"read-only: started with grpo-tui serve", "the read-only notice")
                 assert not folder.stop_file.exists()
 
                 page.wait_for_timeout(1000)  # the last frames reach the canvas

@@ -62,8 +62,7 @@ def test_a_transcript_opens_from_the_completions_tab_and_the_tool_charts_show(pr
     tmux.send("m")
     tmux.wait_screen(lambda s: "─ tools/failure_frequency" in s, what="the next tool chart after m")
     tmux.send("3")
-    tmux.wait_screen(lambda s: "tool call" in s, what="the Completions tab with its episodes")
-    tmux.send("Tab")
+    tmux.wait_screen(lambda s: "tool call" in s, what="the Completions tab with its episodes")  # its table focused
     for _ in range(row):
         tmux.send("Down")
     tmux.send("Enter")

@@ -11,7 +11,7 @@ import pytest
 
 from tools.tmux import Tmux
 
-from ..helpers import ROOT, wait_for
+from ..helpers import ROOT, scaled, wait_for
 from ..remote_hosts import remote, sshd  # noqa: F401
 
 pytestmark = [pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"), pytest.mark.slow]
@@ -44,7 +44,7 @@ def test_two_hosts_runs_in_one_list_and_a_remote_monitor(remote, tiny_model, tmp
                 and "gpubox ✓ 1 runs" in s
                 and "otherbox ✓ 1 runs" in s
             ),
-            timeout=90,
+            timeout=scaled(90),
             what="both hosts' runs, their counts and the dead host's error",
         )
         rows = {run_id: line for run_id in (first, second) for line in screen.splitlines() if run_id in line}
@@ -53,7 +53,11 @@ def test_two_hosts_runs_in_one_list_and_a_remote_monitor(remote, tiny_model, tmp
         term.send("Up")
         term.send("Up")
         term.send("Enter")
-        shown = term.wait_screen(lambda s: "step 8/8" in s and "COMPLETED" in s, timeout=90, what="the remote monitor")
+        # the monitor of a host's run opens once its config and state came over ssh, each through a grpo-tui started
+        # there: on a loaded machine that alone takes minutes
+        shown = term.wait_screen(
+            lambda s: "step 8/8" in s and "COMPLETED" in s, timeout=scaled(240), what="the remote monitor"
+        )
         assert second in shown
         term.send("q")
         assert term.wait_exit() == 0
@@ -68,7 +72,9 @@ def test_watch_host_opens_the_remote_runs_monitor_in_a_terminal(remote, tiny_mod
     term = Tmux(env={**os.environ, **remote.env}, width=120, height=32, session="watch-host")
     try:
         term.start([sys.executable, "-m", "grpo_tui", "watch", run_id, "--host", "gpubox"], cwd=ROOT)
-        shown = term.wait_screen(lambda s: "step 6/6" in s and "COMPLETED" in s, timeout=90, what="the remote monitor")
+        shown = term.wait_screen(
+            lambda s: "step 6/6" in s and "COMPLETED" in s, timeout=scaled(240), what="the remote monitor"
+        )
         assert run_id in shown
         term.send("q")
         assert term.wait_exit() == 0

@@ -48,7 +48,7 @@ from grpo_tui.theming import theme_colors
 from tools.tmux import Tmux
 from trainer_core.contract.config.stack import TRAINING_STACK
 
-from ..helpers import PATTERN_FLAGS, ROOT, wait_for
+from ..helpers import PATTERN_FLAGS, ROOT, scaled, wait_for
 from ..remote_hosts import remote, sshd  # noqa: F401
 
 FULL_INSTALL = os.environ.get("GRPO_TUI_WHEEL_FULL_INSTALL") == "1"
@@ -58,7 +58,7 @@ FULL_INSTALL_TIMEOUT = 900
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.timeout(300 + (FULL_INSTALL_TIMEOUT if FULL_INSTALL else 0)),
+    pytest.mark.timeout(scaled(300 + (FULL_INSTALL_TIMEOUT if FULL_INSTALL else 0))),
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (the app is opened in tmux)"),
 ]
 
@@ -94,9 +94,16 @@ class Installed:
         return str(self.venv / "bin" / name)
 
     def run(self, *argv: str, timeout: float = 120, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+        """``argv`` in the working folder; ``timeout`` seconds times GRPO_TUI_TEST_TIME_SCALE."""
         env = {**self.env, **(env_extra or {})}
         return subprocess.run(
-            argv, cwd=self.work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
+            argv,
+            cwd=self.work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=scaled(timeout),
         )
 
     def python(self, code: str) -> subprocess.CompletedProcess:
@@ -265,7 +272,8 @@ def test_help_and_the_tiny_model_command(installed):
     """The pre-trained build, into the cache the demo reads: the demo runs below find it there."""
     assert "demo" in checked(installed.run(installed.bin("grpo-tui"), "--help")).stdout
     model = installed.cache / "grpo-tui" / "tiny-model"
-    checked(installed.run(installed.bin("grpo-tui"), "tiny-model", str(model)))
+    # it pre-trains for a few seconds, after the imports of the training stack: beside other tests, minutes
+    checked(installed.run(installed.bin("grpo-tui"), "tiny-model", str(model), timeout=240))
     config = json.loads((model / "config.json").read_text())
     assert config.get("model_type"), config
     assert list(model.glob("*.safetensors")) and list(model.glob("tokenizer*"))
@@ -288,6 +296,7 @@ def test_the_demo_piped_prints_its_steps_and_completes(installed, demo_run):
     assert Path(environment["file"]).resolve().is_relative_to(installed.venv.resolve()), environment
 
 
+@pytest.mark.timeout(scaled(900))  # the model's build (up to 600 s) comes first, and is not what is timed
 def test_the_agent_demo_piped_completes_within_three_minutes_and_learns_the_task_it_never_trained_on(installed):
     """Its model is built first with `grpo-tui tiny-model --for-agent` into the cache the demo reads (it is not
     built again): what is timed is the demo itself. Training tool use that earns the reward and held-out bookings
@@ -365,7 +374,7 @@ def test_the_app_opens_on_the_demo_run_with_its_theme(installed, demo_run, tmux)
 
 LIGHT_MAX_BYTES = 250 << 20  # what the app needs is ~100 MiB; torch alone is several times this
 TRAINER = (*TRAINING_STACK, "tokenizers")
-LIGHT_TIMEOUT = pytest.mark.timeout(600)
+LIGHT_TIMEOUT = pytest.mark.timeout(scaled(600))
 """Whichever light test runs first installs it: a minute or two on a busy machine, before the test itself."""
 
 

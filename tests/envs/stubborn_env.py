@@ -21,5 +21,5 @@ class Stubborn:
         with open(self.child_pid_file + ".tmp", "w") as fh:
             fh.write(str(child.pid))
         os.replace(self.child_pid_file + ".tmp", self.child_pid_file)
-        while True:
+        while True:  # not a wait: it hangs on purpose, TERM ignored, until it is killed
             time.sleep(1)

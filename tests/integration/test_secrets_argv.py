@@ -10,7 +10,6 @@ import os
 import stat
 import subprocess
 import sys
-import time
 
 import psutil
 import pytest
@@ -20,7 +19,7 @@ from tests.remote_hosts import remote, sshd  # noqa: F401
 from trainer_core.contract.config.notify_urls import NOTIFY_ENV, NOTIFY_FILE, is_masked, mask
 from trainer_core.contract.run.process import RUN_MARKER
 
-from ..helpers import PATTERN_FLAGS, ROOT, pattern_args
+from ..helpers import PATTERN_FLAGS, ROOT, pattern_args, wait_for
 from .test_notify import Receiver
 
 SECRET = "t0p-s3cr3t-h00k"
@@ -57,21 +56,26 @@ def test_no_process_shows_the_notify_url_of_a_foreground_train(tiny_model, runs_
         train = subprocess.Popen(
             [sys.executable, "-m", "grpo_tui", *argv], stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT
         )
+    seen: list = []
+    samples: list[int] = []  # one entry per look at the processes
+
+    def ended() -> bool:
+        if train.poll() is not None:
+            return True
+        # from the moment the run folder exists, nothing that lives on may show the URL
+        if samples or (runs_dir.exists() and any(runs_dir.iterdir())):
+            seen.extend(_shown(SECRET))
+            samples.append(1)
+        return False
+
     try:
-        seen, samples, folder_seen = [], 0, False
-        while train.poll() is None:
-            # from the moment the run folder exists, nothing that lives on may show the URL
-            folder_seen = folder_seen or (runs_dir.exists() and any(runs_dir.iterdir()))
-            if folder_seen:
-                seen += _shown(SECRET)
-                samples += 1
-            time.sleep(0.05)
+        wait_for(ended, 300, 0.05, what="the foreground train to end", show=out.read_text)
     finally:
         if train.poll() is None:
             train.kill()
     output = out.read_text()
     assert train.returncode == 0, output
-    assert samples > 20 and not seen, seen
+    assert len(samples) > 20 and not seen, seen
     assert SECRET not in output
     (run,) = runs_dir.iterdir()
     assert [b["event"] for b in receiver.bodies(f"/hook/{SECRET}")][-1:] == ["run_end"]  # the real URL was used
@@ -99,11 +103,15 @@ def test_notify_urls_from_the_environment_reach_the_run_and_no_child(tiny_model,
     (run,) = runs_dir.iterdir()
     assert SECRET in (run / NOTIFY_FILE).read_text()
     assert yaml.safe_load((run / "config.yaml").read_text())["notify"] == [mask(url)]
-    deadline = time.monotonic() + 300
-    while not receiver.bodies(f"/env/{SECRET}") or receiver.bodies(f"/env/{SECRET}")[-1]["event"] != "run_end":
+
+    def ended() -> bool:
+        bodies = receiver.bodies(f"/env/{SECRET}")
+        if bodies and bodies[-1]["event"] == "run_end":
+            return True
         assert not _shown(SECRET)
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+        return False
+
+    wait_for(ended, 300, 0.2, what="the run's run_end alert", show=lambda: receiver.bodies(f"/env/{SECRET}"))
 
 
 def test_masking_is_exact():
@@ -153,10 +161,13 @@ def test_a_launch_on_a_host_shows_the_url_on_no_command_line_there(remote, tiny_
             cwd=ROOT,
         )
     seen = []
-    deadline = time.monotonic() + 300
-    while not [b for b in receiver.bodies(f"/remote/{SECRET}") if b["event"] == "run_end"]:
-        seen += _shown(SECRET, but=launch.pid)  # the launch itself: the command line the user typed
-        assert time.monotonic() < deadline, out.read_text()
-        time.sleep(0.05)
+
+    def ended() -> bool:
+        if any(b["event"] == "run_end" for b in receiver.bodies(f"/remote/{SECRET}")):
+            return True
+        seen.extend(_shown(SECRET, but=launch.pid))  # the launch itself: the command line the user typed
+        return False
+
+    wait_for(ended, 300, 0.05, what="the run's run_end alert", show=out.read_text)
     assert launch.wait(timeout=60) == 0, out.read_text()
     assert not seen, seen

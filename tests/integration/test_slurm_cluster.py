@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import psutil
 
+from tests.helpers import wait_for
 from tests.slurm_cluster import SlurmCluster, slurm  # noqa: F401
-
-
-def _wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"{what} within {timeout} s"
-        time.sleep(0.2)
 
 
 def _script(folder: Path, body: str, *directives: str) -> tuple[Path, Path]:
@@ -67,7 +57,7 @@ def test_job_pends_for_resources_until_the_one_holding_them_ends(slurm):  # noqa
     slurm.wait_state(big, {"RUNNING"})
     small = _submit(slurm, "-c", "1", "--output=/dev/null", "--wrap=sleep 60")
     reason = lambda: slurm.run("squeue", "-h", "-j", small, "-o", "%r").stdout.strip() == "Resources"  # noqa: E731
-    _wait_for(reason, 10, "the second job did not pend for Resources")
+    wait_for(reason, 10, 0.2, what="the second job to pend for Resources")
     assert slurm.squeue_state(small) == "PENDING"
 
     assert slurm.run("scancel", big).returncode == 0
@@ -83,14 +73,14 @@ def test_batch_shell_gets_term_ahead_of_the_time_limit(slurm, tmp_path):  # noqa
     slurm.wait_state(job_id, {"RUNNING"})
     # slurmctld checks time limits every 30 s and signals jobs whose limit is within @50 + 30 s of that check, so TERM
     # comes at the first check after the start: up to 30 s later, not 10 s
-    _wait_for(lambda: "got TERM" in _lines(output), 40, "the batch shell got no TERM")
+    wait_for(lambda: "got TERM" in _lines(output), 40, 0.2, what="the batch shell to get TERM")
     assert slurm.wait_state(job_id, {"COMPLETED", "FAILED", "TIMEOUT"}) == "COMPLETED"
 
 
 def test_requeued_job_runs_again_with_its_restart_count(slurm, tmp_path):  # noqa: F811
     script, output = _script(tmp_path, 'echo "$SLURM_JOB_ID ${SLURM_RESTART_COUNT:-0}"\nsleep 300\n', "--requeue")
     job_id = _submit(slurm, str(script))
-    _wait_for(lambda: _lines(output), 15, "the job did not start")
+    wait_for(lambda: _lines(output), 15, 0.2, what="the job to start")
 
     assert slurm.run("scontrol", "requeue", job_id).returncode == 0
     slurm.wait_state(job_id, {"PENDING"}, timeout=20)
@@ -99,7 +89,7 @@ def test_requeued_job_runs_again_with_its_restart_count(slurm, tmp_path):  # noq
     update = slurm.run("scontrol", "update", f"JobId={job_id}", "StartTime=now")
     assert update.returncode == 0, update.stderr
     runs = lambda: [line for line in _lines(output) if line.startswith(f"{job_id} ")]  # noqa: E731
-    _wait_for(lambda: len(runs()) == 2, 20, "the requeued job did not run again")
+    wait_for(lambda: len(runs()) == 2, 20, 0.2, what="the requeued job to run again")
     assert runs() == [f"{job_id} 0", f"{job_id} 1"]
     # slurmstepd notes the requeue in the job's output, between the two runs
     assert f"*** JOB {job_id} ON {slurm.node} CANCELLED AT" in output.read_text()

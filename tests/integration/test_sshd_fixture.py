@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
 
+from tests.helpers import wait_for
 from tests.sshd import SshServer, sshd  # noqa: F401
-
-
-def _wait_for(predicate, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def _start_sleeper(server: SshServer) -> subprocess.Popen:
@@ -59,7 +52,7 @@ def test_arguments_reach_the_remote_side_as_data(sshd):  # noqa: F811
 def test_kill_connections_drops_a_live_connection(sshd):  # noqa: F811
     client = _start_sleeper(sshd)
     try:
-        _wait_for(sshd.connection_pids)
+        wait_for(sshd.connection_pids, 10, 0.05, what="a connection to the server")
         assert sshd.kill_connections() >= 1
         assert client.wait(timeout=10) == 255
     finally:
@@ -71,7 +64,7 @@ def test_stop_leaves_no_process_and_no_dir():
     server = SshServer.start()
     client = _start_sleeper(server)
     try:
-        _wait_for(server.connection_pids)
+        wait_for(server.connection_pids, 10, 0.05, what="a connection to the server")
         pids = [server.pid, *server.connection_pids()]
         server.stop()
         server.stop()

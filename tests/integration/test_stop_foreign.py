@@ -85,7 +85,7 @@ def test_a_process_marked_for_another_run_is_not_this_runs(runs_dir, sleepers):
     folder = planted_run(runs_dir, foreign.pid)
     for flags in ([], ["--force"]):
         result = cli("stop", folder.run_id, "--runs-dir", str(runs_dir), "--timeout", "5", *flags, timeout=60)
-        time.sleep(0.5)
+        time.sleep(0.5)  # not a wait: a signal sent would have landed by now
         assert foreign.poll() is None and result.returncode == 1, result.stdout + result.stderr
         assert f"Process {foreign.pid}" in result.stdout
         assert f"its marker {RUN_MARKER} names another run folder ({other.path.resolve()})" in result.stdout

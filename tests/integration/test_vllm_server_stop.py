@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 from multiprocessing import shared_memory
 from pathlib import Path
 
 from trainer_core.generation import vllm_server
+
+from ..helpers import wait_for
 
 ENGINE = """
 import multiprocessing as mp, sys, time
@@ -37,14 +38,15 @@ if __name__ == "__main__":
 
 def made(log: Path, timeout: float = 60) -> set[str]:
     """The semaphore and segment names the engine printed, once it has."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def printed() -> set[str] | None:
         for line in log.read_text(errors="replace").splitlines():
             if line.startswith("engine "):
                 _, sem, segment = line.split()
                 return {"sem." + sem.lstrip("/"), segment.lstrip("/")}
-        time.sleep(0.1)
-    raise AssertionError(f"the engine did not start: {log.read_text(errors='replace')[-2000:]}")
+        return None
+
+    return wait_for(printed, timeout, what="the engine to start", show=lambda: log.read_text(errors="replace")[-2000:])
 
 
 def test_a_force_stop_after_the_main_process_died_unlinks_its_semaphores_and_segments(tmp_path):

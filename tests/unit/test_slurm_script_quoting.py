@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from grpo_tui.services.slurm.batch import job_script, sbatch_word
+from tests.helpers import wait_for
 from tests.slurm_cluster import slurm  # noqa: F401
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import RunFolder
@@ -50,9 +50,12 @@ def test_sbatch_writes_the_output_into_a_folder_with_spaces_quotes_and_a_percent
     assert done.returncode == 0, done.stderr
     job = done.stdout.strip().split(";")[0]
     out = folder.path / "slurm" / f"slurm-{job}.out"
-    deadline = time.monotonic() + 60
-    while not (out.exists() and "quoted-ok" in out.read_text()):
-        assert time.monotonic() < deadline, f"no output in {out}: {sorted(Path(folder.path).rglob('*'))}"
-        time.sleep(0.2)
+    wait_for(
+        lambda: out.exists() and "quoted-ok" in out.read_text(),
+        60,
+        0.2,
+        what=f"the job's output in {out}",
+        show=lambda: sorted(Path(folder.path).rglob("*")),
+    )
     assert slurm.job_info(job).get("JobName") == f"grpo-{folder.run_id}"
     assert not (tmp_path / "owned").exists()
