@@ -57,7 +57,20 @@ def register(sub) -> None:
 
 
 # what each pathology changes in the demo's config
-PATHOLOGIES = {"kl": {"lr": 1e-2, "stop_on": "kl_explosion", "project_name": "cpu-demo-kl-explosion"}}
+PATHOLOGIES = {
+    "kl": {
+        "lr": 1e-2,
+        "stop_on": "kl_explosion",
+        "project_name": "cpu-demo-kl-explosion",
+        "name": "demo: KL explodes at lr 1e-2",
+        "tags": ["demo", "pathology", "kl"],
+    }
+}
+# each demo's name and tags, so the runs list, the monitor and Compare say which demo a run is
+LABELS = {
+    "pattern": {"name": "demo: write a's", "tags": ["demo", "pattern"]},
+    "agent": {"name": "demo: book hotel rooms with tools", "tags": ["demo", "agent", "tools"]},
+}
 
 
 def demo_config(
@@ -68,6 +81,8 @@ def demo_config(
     config.rl_env_module = str(demo_env_file(agent))
     if max_steps is not None:
         config.max_steps = max_steps
+    for name, value in LABELS["agent" if agent else "pattern"].items():
+        setattr(config, name, list(value) if isinstance(value, list) else value)
     for name, value in PATHOLOGIES.get(pathology or "", {}).items():
         setattr(config, name, value)
     return config

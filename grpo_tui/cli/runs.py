@@ -1,4 +1,7 @@
-"""``grpo-tui runs``: every run with its status, step, last reward and warnings, as a table or JSON.
+"""``grpo-tui runs``: every run with its status, step, last reward, held-out and warnings, as a table or JSON.
+
+``held-out`` is the best held-out value of the run's ranking metric (``RunInfo.held_out``), as the app's runs list
+shows it; ``-`` for a run without evals. The terminal's table also shows each run's name and tags.
 
 A run whose events.jsonl ends with lines that are no event (``line_check.py``: its last 64 KiB are checked, never
 a whole long file) gets a ``skipped`` column, shown only when some listed run has such lines, and every JSON row
@@ -133,6 +136,7 @@ def plain_table(runs: list[RunInfo], hosts: bool = False) -> str:
         "status",
         "step",
         "reward",
+        "held-out",
         "warnings",
         "started",
         "duration",
@@ -154,6 +158,7 @@ def plain_table(runs: list[RunInfo], hosts: bool = False) -> str:
                     status_text(run),
                     format_steps(run.step, run.total),
                     reward,
+                    held_out_text(run),
                     warnings,
                     format_time(run.started),
                     format_duration(run.duration),
@@ -165,6 +170,17 @@ def plain_table(runs: list[RunInfo], hosts: bool = False) -> str:
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n" for row in rows)
+
+
+def held_out_text(run: RunInfo) -> str:
+    """The best held-out value of the run's ranking metric (``0.906``); ``-`` without evals."""
+    best = run.held_out.best if run.held_out else None
+    return "-" if best is None or best.value is None else f"{best.value:.3f}"
+
+
+def name_text(run: RunInfo) -> str:
+    """The run's name and its tags as ``#tag``; ``-`` without either."""
+    return " ".join([run.name or "", *(f"#{tag}" for tag in run.tags)]).strip() or "-"
 
 
 def status_text(run: RunInfo) -> str:
@@ -185,11 +201,13 @@ def format_table(runs: list[RunInfo], hosts: bool = False) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False, collapse_padding=True)
     columns = (("host",) if hosts else ()) + (
         "id",
+        "name",
         "project",
         "model",
         "status",
         "step",
         "reward",
+        "held-out",
         "warnings",
         *(("skipped",) if skipped else ()),
         "started",
@@ -197,10 +215,10 @@ def format_table(runs: list[RunInfo], hosts: bool = False) -> Table:
     )
     for name in columns:
         # only the free-text columns give way on a narrow terminal, cut short rather than wrapped
-        shrinks = name in ("project", "model", "warnings")
+        shrinks = name in ("name", "project", "model", "warnings")
         table.add_column(
             name,
-            justify="right" if name in ("step", "reward", "duration") else "left",
+            justify="right" if name in ("step", "reward", "held-out", "duration") else "left",
             no_wrap=not shrinks,
             overflow="ellipsis",
             min_width=4 if shrinks else None,
@@ -216,11 +234,13 @@ def format_table(runs: list[RunInfo], hosts: bool = False) -> Table:
         marker = Text(clean_line(skipped_text(run)), style=palette.role("warning") if run.skipped else "dim")
         cells = [
             _cell(run.run_id),
+            Text(clean_line(name_text(run)), no_wrap=True, overflow="ellipsis"),
             _cell(run.project or "-"),
             _cell(short_model(run.model)),
             Text(clean_line(status_text(run)), style=palette.status(run.status)),
             _cell(format_steps(run.step, run.total)),
             reward,
+            held_out_text(run),
             warnings,
             *([marker] if skipped else []),
             format_time(run.started),

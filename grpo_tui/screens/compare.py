@@ -10,7 +10,8 @@ runs measured; ``v`` again goes back to training metrics.
 
 A worker reads each run once into a ``RunStream`` and answers every request for snapshots (a zoom, a new
 width) from those streams: the streams stay in the worker's hands (one request at a time, ``exclusive``), and
-the screen holds only the frozen snapshots it draws. Zoomed to the last N steps, the window is the newest N
+the screen holds only the frozen snapshots it draws. The legend names each run (its id, name and tags), and under
+it the settings that differ between the runs' config.yaml files (``services/catalog/config_diff.py``), literally. Zoomed to the last N steps, the window is the newest N
 steps of the longest run, and every run is cut at the same first step, so the curves stay aligned.
 """
 
@@ -29,6 +30,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from grpo_tui.services.catalog.config_diff import differing
 from grpo_tui.services.catalog.folders import held_out_evals, run_info
 from grpo_tui.services.stream.folded import ChartData, ChartRequest, RunStream, Series, SeriesSnapshot
 from trainer_core.contract.run.events import Eval
@@ -37,10 +39,12 @@ from trainer_core.contract.run.folder import RunFolder
 from ..safe_text import clean_line
 from ..widgets.chart_grid import MAIN_CHARTS, ChartControls, extra_keys
 from ..widgets.overlay_chart import OverlayChart, reading, series_colour
+from ..widgets.runs_table import run_label
 
 # the metrics the screen could chart before the runs are read (``m`` then pages through what they logged)
 METRICS = ("reward", "reward_std", "kl", "entropy", "loss", "completions/mean_length")
 HELD_OUT = "held-out "  # the key of a held-out metric's chart: "held-out " and the metric's name
+MAX_SETTINGS = 8  # differing settings listed; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ class CompareScreen(ChartControls, Screen):
     ]
     DEFAULT_CSS = """
     CompareScreen #legend { padding: 0 1; background: $panel; width: 100%; height: auto; }
+    CompareScreen #settings { padding: 0 1; background: $panel; width: 100%; height: auto; max-height: 10; }
     CompareScreen #charts { grid-size: 2 2; grid-gutter: 0 1; height: 1fr; }
     """
 
@@ -78,9 +83,11 @@ class CompareScreen(ChartControls, Screen):
             keys: tuple[str, ...],
             labels: tuple[RunLabel, ...],
             held_out: tuple[str, ...] = (),
+            settings: tuple[tuple[str, tuple[str, ...]], ...] | None = None,
         ):
             super().__init__()
             self.runs, self.keys, self.labels, self.held_out = runs, keys, labels, held_out
+            self.settings = settings
 
     def __init__(self, paths: list[Path]):
         super().__init__()
@@ -94,11 +101,13 @@ class CompareScreen(ChartControls, Screen):
         self._serial = 0
         self._streams: list[RunStream] | None = None  # the worker's alone
         self._evals: list[dict[int, Eval]] = []  # each run's evals by step, the worker's alone
+        self.settings: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (key, each run's value) that differ
 
     # -- layout -------------------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield Static(id="legend", markup=False)
+        yield Static(id="settings", markup=False)
         with Grid(id="charts"):
             for key, title in MAIN_CHARTS:
                 yield OverlayChart(key, title, id=f"chart-{key}")
@@ -133,7 +142,7 @@ class CompareScreen(ChartControls, Screen):
 
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def load(self, request: ChartRequest) -> None:
-        labels = None
+        labels = settings = None
         if self._streams is None:
             streams = []
             for path in self.paths:
@@ -143,18 +152,22 @@ class CompareScreen(ChartControls, Screen):
             self._streams = streams
             self._evals = [held_out_evals(RunFolder(path).events_file) for path in self.paths]
             labels = tuple(_label(path) for path in self.paths)
+            settings = tuple(differing([RunFolder(path).read_config() for path in self.paths]))
         streams = self._streams
         keys = tuple(dict.fromkeys(key for stream in streams for key in stream.series))
         held_out = tuple(
             dict.fromkeys(HELD_OUT + name for evals in self._evals if evals for name in evals[max(evals)].headline())
         )
         runs = tuple(_charts(streams, request, self._evals))
-        self.post_message(self.Loaded(runs, keys, labels or self.labels, held_out))
+        self.post_message(self.Loaded(runs, keys, labels or self.labels, held_out, settings))
 
     def on_compare_screen_loaded(self, message: Loaded) -> None:
         if self.runs and message.runs and message.runs[0].request.serial < self.runs[0].request.serial:
             return  # overtaken by a newer answer
         self.runs, self.labels = message.runs, message.labels
+        if message.settings is not None:
+            self.settings = message.settings
+            self._show_settings()
         had = self.extra_key
         self.keys, self.held_out_keys = message.keys, message.held_out
         if self.extra_key != had:  # the fourth chart's metric is one the runs logged
@@ -191,6 +204,27 @@ class CompareScreen(ChartControls, Screen):
             parts.append("  " + " · ".join(values))
         self.query_one("#legend", Static).update(Content.assemble(*parts))
 
+    def _show_settings(self) -> None:
+        """The settings that differ, one line each: the key, then each run's value in its colour."""
+        if not self.settings:
+            text = Content("same settings in every run's config.yaml" if len(self.paths) > 1 else "")
+        else:
+            parts: list = ["settings that differ:"]
+            for key, values in self.settings[:MAX_SETTINGS]:
+                parts += ["\n", (f"  {clean_line(key)}", "bold")]
+                for index, value in enumerate(values):
+                    parts += ["  " if index == 0 else " · ", (clean_line(value), series_colour(index))]
+            more = len(self.settings) - MAX_SETTINGS
+            if more > 0:
+                parts.append(f"\n  … and {more} more")
+            text = Content.assemble(*parts)
+        self.query_one("#settings", Static).update(text)
+
+    @property
+    def settings_text(self) -> str:
+        """The settings that differ, as plain text."""
+        return str(self.query_one("#settings", Static).visual)
+
     @property
     def legend_text(self) -> str:
         """The legend as plain text."""
@@ -225,7 +259,8 @@ class CompareScreen(ChartControls, Screen):
 
 
 def _label(path: Path) -> RunLabel:
-    """The run's id, and its project, status and steps, as the legend shows them (cleaned: from the folder)."""
+    """The run's id, name and tags, and its project, status and steps, as the legend shows them (cleaned: from the
+    folder)."""
     folder = RunFolder(path)
     try:
         info = run_info(folder)
@@ -234,7 +269,9 @@ def _label(path: Path) -> RunLabel:
     steps = f"{info.step:,}" if info.step is not None else "0"
     total = f"/{info.total:,}" if info.total else ""
     project = f"{info.project} · " if info.project else ""
-    return RunLabel(clean_line(path.name), clean_line(f"{project}{info.status} · step {steps}{total}"))
+    label = run_label(info)
+    name = f"{path.name}  {label}" if label else path.name
+    return RunLabel(clean_line(name), clean_line(f"{project}{info.status} · step {steps}{total}"))
 
 
 def _charts(streams: list[RunStream], request: ChartRequest, evals: list[dict[int, Eval]]) -> list[ChartData]:

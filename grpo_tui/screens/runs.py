@@ -24,9 +24,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Label
+from textual.widgets import DataTable, Footer, Input, Label
 
 from grpo_tui.services.catalog.listing import RunList
+from grpo_tui.services.lifecycle.stop_request import APP
 from grpo_tui.services.records.run_row import RunInfo
 from grpo_tui.services.serving.web_mode import control
 from trainer_core.contract.run.status import Status
@@ -34,7 +35,7 @@ from trainer_core.contract.run.status import Status
 from ..executors.base import Executor, ExecutorError, judge_stop
 from ..executors.registry import ExecutorRegistry
 from ..safe_text import clean_line, literal
-from ..widgets.runs_table import FIRST_ROWS, RunsTable
+from ..widgets.runs_table import FIRST_ROWS, RunsTable, run_matches
 from .confirm import ConfirmScreen
 from .extend import ExtendScreen
 
@@ -50,20 +51,24 @@ MAX_COMPARED = 6  # runs marked for compare at once: one colour each (widgets/ov
 
 
 class RunsScreen(Screen):
+    AUTO_FOCUS = "#runs"  # the table, not the (hidden) filter box above it
     BINDINGS = [
         Binding("enter", "open", "Open", show=True),
         Binding("n", "new_run", "New run"),
+        Binding("slash", "filter", "Filter", tooltip="Show only the runs whose id, name, tags, project or model match"),
         Binding("s", "stop", "Stop"),
         Binding("u", "resume", "Resume"),
         Binding("e", "extend", "Extend"),
         Binding("space", "mark", "Mark for compare"),
         Binding("c", "compare", "Compare"),
         Binding("r", "refresh", "Refresh"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
     DEFAULT_CSS = """
     RunsScreen #title { padding: 0 1; background: $panel; width: 100%; }
     RunsScreen DataTable { height: 1fr; }
     RunsScreen #hosts { padding: 0 1; width: 100%; height: auto; }
+    RunsScreen #filter { display: none; border: none; height: 1; padding: 0 1; }
     """
 
     class Loaded(Message):
@@ -109,11 +114,13 @@ class RunsScreen(Screen):
         self._list_lock = threading.Lock()  # one refresh at a time, and its message posted in order
         self._title = ""
         self._read = False  # whether the list was read since the screen was mounted
+        self.query_text = ""  # the filter (/): only runs whose id, name, tags, project or model match it
 
     def compose(self) -> ComposeResult:
         yield Label(literal(f"runs in {self.runs_dir}"), id="title")
         if self.hosts:
             yield Label(literal("hosts: " + "  ".join(f"{name} …" for name in self.hosts)), id="hosts")
+        yield Input(placeholder="filter: id, name, tags, project, model (escape clears)", id="filter")
         yield RunsTable(hosts=bool(self.hosts), id="runs")
         yield Footer()
 
@@ -218,7 +225,38 @@ class RunsScreen(Screen):
             self.local_runs if not remote else sorted([*self.local_runs, *remote], key=lambda r: r.run_id, reverse=True)
         )
         self.runs = runs
-        self.query_one(RunsTable).show(runs, changed | removed, partial)
+        shown = [run for run in runs if run_matches(run, self.query_text)] if self.query_text else runs
+        self.query_one(RunsTable).show(shown, changed | removed, partial)
+
+    # -- the filter -------------------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        if not box.display:
+            return
+        box.display = False
+        box.value = ""  # its Changed message shows every run again
+        self._filter("")
+        self.query_one(RunsTable).focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self._filter(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            self.query_one(RunsTable).focus()
+
+    def _filter(self, text: str) -> None:
+        if text.strip() == self.query_text:
+            return
+        self.query_text = text.strip()
+        self._show(frozenset(), frozenset())
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def load(self, force: bool = False) -> None:
@@ -369,7 +407,7 @@ class RunsScreen(Screen):
     @work(thread=True, group="stop", exit_on_error=False)
     def _stop(self, run: RunInfo) -> None:
         try:
-            outcome = self.executor(run).stop(run)
+            outcome = self.executor(run).stop(run, by=APP)
         except ExecutorError as exc:
             self.post_message(self.Done(str(exc), run, error=True))
             return

@@ -31,6 +31,8 @@ NOT_IN_TRL = {
     "slurm": "submit trl grpo with your own sbatch script",
     "vllm_server_gpus": "start the server yourself with trl vllm-serve and set vllm_server_base_url",
     "inspection": "the reward inspection is grpo-tui's",
+    "tags": "a run's tags are grpo-tui's (a tracker's own tags are set in its settings)",
+    "notes": "a run's notes are grpo-tui's",
     "tools": "trl grpo takes no tool functions; pass them to GRPOTrainer(tools=[...]) in a script of your own",
     "eval_fraction": "trl grpo evaluates a split of the dataset (dataset_test_split), not a share of its training split",
     "eval_metric": "trl grpo measures only the reward functions on the evaluation split",
@@ -134,6 +136,8 @@ def to_recipe(config: RunConfig) -> tuple[dict, list[str]]:
     recipe.update(_evaluation_keys(config, notes))
     recipe.update(_precision(config.mixed_precision, notes))
     recipe["report_to"] = trackers(config) or "none"
+    if config.name:
+        recipe["run_name"] = config.name  # the trackers' name for the run, as grpo-tui's name is its own
     if config.peft:
         targets = config.target_modules
         recipe["lora_target_modules"] = (

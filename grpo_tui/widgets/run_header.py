@@ -1,4 +1,4 @@
-"""One line that says how a run stands: id, model, status, step/total, elapsed, ETA, speed."""
+"""Two lines that say how a run stands: id, name and tags, model, status; step/total, elapsed, ETA, speed."""
 
 from __future__ import annotations
 
@@ -33,9 +33,13 @@ class RunHeader(Widget):
         elapsed: float | None,
         steps_per_s: float | None,
         tokens_per_s: float | None,
+        label: str = "",
     ) -> None:
+        """``label``: the run's name and tags (``runs_table.run_label``), shown literally after its id."""
         text = Text()
         text.append(clean_line(run_id), style="bold")
+        if label:
+            text.append(f"  {clean_line(label)}", style="italic")
         text.append(f"  {clean_line(short_model(model, 28))}  ")
         text.append(clean_line(status).upper(), style=app_palette(self.app).status(status, bold=True))
         text.append(f"\nstep {step or 0}/{total or '?'}")

@@ -11,7 +11,8 @@ with lines that are no event says how many in its warnings cell, as ``grpo-tui r
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -20,6 +21,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from grpo_tui.services.catalog.folders import RunInfo
+from grpo_tui.services.records.run_row import labels_of
 
 from ..formatting import format_duration, format_steps, short_model
 from ..palette import app_palette
@@ -29,6 +31,7 @@ from ..safe_text import clean_line, literal
 COLUMNS = (
     ("", "mark"),
     ("id", "id"),
+    ("name", "name"),  # the run's name and its tags (#tag); blank without either
     ("status", "status"),
     ("step", "step"),
     ("reward", "reward"),
@@ -145,6 +148,7 @@ class RunsTable(DataTable):
         return (
             self._mark(run.key),
             _cell(run.run_id),
+            _cell(run_label(run, NAME_CHARS)),
             *host,
             literal(clean_line(status), style=palette.status(run.status), end=""),
             format_steps(run.step, run.total),
@@ -216,6 +220,36 @@ class RunsTable(DataTable):
         row = self.get_row_index(selected)
         if row != self.cursor_row:
             self.move_cursor(row=row)
+
+
+NAME_CHARS = 26  # a name cell's longest: status, step and reward stay on screen at 80 columns
+LABEL_CHARS = 80  # the monitor's header and Compare's legend: room for a whole name and its tags
+
+
+def label(name: str | None, tags: Sequence[str], limit: int) -> str:
+    """A run's name and its tags as ``#tag``, cut to ``limit`` characters; '' without either."""
+    text = " ".join([name or "", *(f"#{tag}" for tag in tags)]).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def run_label(run: RunInfo, limit: int = LABEL_CHARS) -> str:
+    """``label`` of a listed run."""
+    return label(run.name, run.tags, limit)
+
+
+def config_label(config: Mapping[str, Any], limit: int = LABEL_CHARS) -> str:
+    """``label`` of a run's config.yaml (as read: it may hold anything)."""
+    labels = labels_of(config)
+    return label(labels["name"], labels["tags"], limit)
+
+
+def run_matches(run: RunInfo, query: str) -> bool:
+    """Whether every word of ``query`` is found (any case) in the run's id, name, tags, project or model."""
+    words = query.lower().split()
+    if not words:
+        return True
+    haystack = " ".join([run.run_id, run.name or "", *run.tags, run.project or "", run.model or ""]).lower()
+    return all(word in haystack for word in words)
 
 
 def _held_out(run: RunInfo) -> str:

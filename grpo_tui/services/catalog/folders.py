@@ -25,7 +25,7 @@ from pathlib import Path
 
 from grpo_tui.services.catalog.health import watcher_warnings
 from grpo_tui.services.catalog.status import live_status, run_duration, run_total
-from grpo_tui.services.records.run_row import EvalFigures
+from grpo_tui.services.records.run_row import EvalFigures, labels_of
 from grpo_tui.services.records.run_row import (
     RunInfo as RunInfo,  # the row type, defined once (run_row.py); imported from here too
 )
@@ -171,6 +171,7 @@ def run_info(folder: RunFolder, now: float | None = None, state: dict | None = N
         queue_reason=queue_reason,
         held_out=held_out(folder),
         skipped=skipped_lines(folder),
+        **labels_of(config),
     )
 
 
@@ -200,6 +201,8 @@ def summarised_info(folder: RunFolder, state: dict, status: Status, summary: dic
         alerts=alerts,
         held_out=summarised_held_out(folder, summary),
         skipped=summarised_skipped(folder, summary),
+        # a summary written before it held the labels: config.yaml's
+        **labels_of(summary if "tags" in summary else folder.read_config()),
     )
 
 

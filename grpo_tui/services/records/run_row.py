@@ -17,6 +17,7 @@ from typing import Any
 from grpo_tui.services.records.fields import (
     APPENDED,
     HOST_PATH,
+    MAX_TEXT,
     NUMBER_OR_NULL,
     RUN_ID_VALUE,
     SECONDS,
@@ -27,6 +28,7 @@ from grpo_tui.services.records.fields import (
     Fields,
     Record,
     WireError,
+    checked,
     fail,
     items,
     maybe,
@@ -34,6 +36,7 @@ from grpo_tui.services.records.fields import (
     wire,
 )
 from trainer_core.contract.run.events import Eval, HealthWarning
+from trainer_core.contract.run.json_values import text, text_or_none
 from trainer_core.contract.run.line_check import SkippedLines
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import Status
@@ -55,6 +58,9 @@ class EvalPoint(Record):
         except WireError:
             return None
 
+
+MAX_TAGS = 64  # a row's tags (a config allows 20: a host may be newer)
+TAG_TEXT = text(200)
 
 EVAL_POINTS = ("baseline", "latest", "best")  # an ``eval`` record's points, after its ``metric``
 
@@ -142,6 +148,26 @@ def _skipped(value: Any, where: str) -> dict[str, SkippedLines] | None:
     return found
 
 
+def _tags(value: Any, where: str) -> tuple[str, ...]:
+    """A row's ``tags``: a list of short strings (null or absent: none, as an older host sends)."""
+    found = items(value, where, MAX_TAGS)
+    for i, tag in enumerate(found):
+        checked(tag, TAG_TEXT, f"{where}[{i}]")
+    return tuple(found)
+
+
+def labels_of(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The name, tags and notes that a config.yaml or a summary holds (it may hold anything: what is not text, or
+    not a list of text, is left out)."""
+    tags = config.get("tags")
+    tags = tuple(t for t in tags if TAG_TEXT.accepts(t))[:MAX_TAGS] if isinstance(tags, list) else ()
+    return {
+        "name": text_or_none(config.get("name"), MAX_TEXT) or None,
+        "tags": tags,
+        "notes": text_or_none(config.get("notes"), MAX_TEXT) or None,
+    }
+
+
 @dataclass
 class RunInfo(Record):
     """One run as ``grpo-tui runs`` shows it; times are unix seconds, ``duration`` is seconds; ``path`` is the
@@ -175,6 +201,10 @@ class RunInfo(Record):
         dump=maybe(EvalFigures.to_wire),
         default=None,
     )
+    # what a person calls the run (config's name, tags, notes: run_labels.py); absent from an older host's row
+    name: str | None = wire(TEXT_OR_NULL, default=None)
+    tags: tuple[str, ...] = wire(load=_tags, dump=list, default=())
+    notes: str | None = wire(TEXT_OR_NULL, default=None)
     # lines at the end of its files that readers skip (run/line_check.py), by file name: empty when none; None when
     # not checked (a host whose grpo-tui does not say)
     skipped: dict[str, SkippedLines] | None = wire(

@@ -28,6 +28,7 @@ from trainer_core.contract.config.checks import (
 )
 from trainer_core.contract.config.eval_settings import eval_problems
 from trainer_core.contract.config.notify_urls import NotifySeverity, notify_problems, secure_config
+from trainer_core.contract.config.run_labels import label_problems
 from trainer_core.contract.config.tool_specs import tool_problems
 from trainer_core.contract.config.trl_names import RENAMED, TRL_FIELDS, TRL_REWARD_FUNCS
 
@@ -79,6 +80,20 @@ class RunConfig:
     # -- model & environment ---------------------------------------------------------------------------
     model: str | None = _f(None, "Model to fine-tune: a local folder or a Hub id (required).", "model", required=True)
     project_name: str = _f("grpo-run", "Name of the project; shown in run lists and stored in the run folder.", "model")
+    name: str = _f(
+        "",
+        "A name for the run, shown beside its id in the runs list, the monitor and Compare (at most 100 characters).",
+        "model",
+    )
+    tags: list[str] = _f(
+        [],
+        "Tags to find the run by (CLI: --tag, repeatable): at most 20, each 1-40 letters, digits, '.', '_', ':' "
+        "or '-'. The runs list's filter (/) matches them.",
+        "model",
+        flag="--tag",
+        metavar="TAG",
+    )
+    notes: str = _f("", "Free-text notes about the run (at most 2000 characters).", "model")
     trainer: TrainerType = _f("grpo", "Trainer type. Only 'grpo' is supported.", "model")
     rl_env_module: str | None = _f(
         None,
@@ -341,6 +356,7 @@ class RunConfig:
         yield from notify_problems(self.notify, self.notify_severity)
         yield from tool_problems(self.tools, self.max_tool_calls, self.tool_timeout)
         yield from eval_problems(self)
+        yield from label_problems(self.name, self.tags, self.notes)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -360,7 +376,7 @@ class RunConfig:
             data["reward_funcs"] = reward_funcs_mapping(data["reward_funcs"])
         if "notify" in data:
             data["notify"] = word_list(data["notify"])
-        for name in ("tools", "eval_metric"):
+        for name in ("tools", "eval_metric", "tags"):
             if name in data:
                 data[name] = word_list(data[name])
         return cls(**data)
