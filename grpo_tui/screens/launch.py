@@ -69,6 +69,7 @@ class LaunchScreen(Screen):
         Binding("ctrl+l", "launch", "Launch", priority=True),
         Binding("ctrl+s", "save", "Save config", priority=True),
         Binding("ctrl+o", "load", "Load config", priority=True),
+        Binding("ctrl+g", "go_to_field", "Go to field", priority=True),
         Binding("escape", "back", "Back"),
     ]
     # the Input rules also style the form's fields (width 1fr in its grid), as they did before the split
@@ -317,6 +318,14 @@ class LaunchScreen(Screen):
         self.action_launch()
 
     # -- config files -----------------------------------------------------------------------------------
+    def action_go_to_field(self) -> None:
+        """A palette of the form's fields: type part of a name, Enter opens its group and focuses it."""
+        from textual.command import CommandPalette
+
+        from ..widgets.field_jump import FieldCommands
+
+        self.app.push_screen(CommandPalette(providers=[FieldCommands], placeholder="Go to field…"))
+
     def action_load(self) -> None:
         self.files.request_load()
 

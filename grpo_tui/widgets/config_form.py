@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical
 from textual.content import Content
@@ -64,7 +65,8 @@ class ConfigForm(Vertical):
     ConfigForm .field-name.-problem { color: $error; }
     ConfigForm .field-info { color: $text-muted; padding-bottom: 1; }
     ConfigForm Input.-textual-compact { background: $boost; }
-    ConfigForm Input.-textual-compact:focus { background-tint: $primary 25%; }
+    ConfigForm Input.-textual-compact:focus { background-tint: $primary 40%; }
+    ConfigForm .field-name.-focused { background: $primary; color: $background; }
     ConfigForm Switch { height: 1; border: none; padding: 0; }
     ConfigForm Switch:focus { border: none; background-tint: $primary 25%; }
     ConfigForm TextArea { height: auto; min-height: 3; max-height: 8; }
@@ -259,6 +261,28 @@ class ConfigForm(Vertical):
     def note(self, name: str) -> str:
         """The text shown under field ``name``'s help: its problems, the JSON status, or a warning."""
         return "\n".join(self._note_lines(self._by_name[name])[1])
+
+    def _field_of(self, widget: Widget) -> str | None:
+        """The field whose input ``widget`` is, or is inside (the Slurm fields' own inputs)."""
+        for node in (widget, *widget.ancestors):
+            if node is self:
+                return None
+            name = (node.id or "").removeprefix("field-")
+            if node.id and node.id.startswith("field-") and name in self._by_name:
+                return name
+        return None
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """The focused field's name is marked, in the theme's primary colour: seen in every theme."""
+        self.query(".field-name.-focused").remove_class("-focused")
+        name = self._field_of(event.widget)
+        if name is not None:
+            self.query_one(f"#name-{name}", Label).add_class("-focused")
+
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        name = self._field_of(event.widget)
+        if name is not None and self.app.focused is not event.widget:
+            self.query_one(f"#name-{name}", Label).remove_class("-focused")
 
     def focus_field(self, name: str) -> bool:
         """Open the field's section and focus its input; False when the form has no such field."""
