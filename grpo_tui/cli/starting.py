@@ -30,6 +30,7 @@ from trainer_core.contract.config.model_source import model_problem
 from trainer_core.contract.config.notify_urls import NOTIFY_ENV, NOTIFY_FD_ENV, env_urls
 from trainer_core.contract.config.placement import Placement, parse_gpus
 from trainer_core.contract.config.run_config import ConfigError, RunConfig, config_fields
+from trainer_core.contract.config.usual_values import unusual_values
 from trainer_core.contract.run.folder import RunFolder
 
 from ..executors.base import ExecutorError, Launched
@@ -206,6 +207,8 @@ def create(config: RunConfig, args, available: list[int] | None = None, **kwargs
         )
         refuse(verdict.problems)
         print_hardware_notes(verdict)
+        for unusual in unusual_values(config):  # valid, so it runs; said before it does, as the form asks first
+            print(f"warning: {clean(str(unusual))}", file=sys.stderr)
         folder, placement = create_run(
             config,
             args.runs_dir,
