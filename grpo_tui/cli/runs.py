@@ -1,7 +1,9 @@
 """``grpo-tui runs``: every run with its status, step, last reward, held-out and warnings, as a table or JSON.
 
 ``held-out`` is the best held-out value of the run's ranking metric (``RunInfo.held_out``), as the app's runs list
-shows it; ``-`` for a run without evals. The terminal's table also shows each run's name and tags.
+shows it; ``-`` for a run without evals. The terminal's table also shows each run's name and tags. Every figure is
+of the run's live history (run/rewinds.py); a run that went back to an older checkpoint has ``↺N`` (N rewinds)
+after its steps, and ``rewinds`` in its JSON row.
 
 A run whose events.jsonl ends with lines that are no event (``line_check.py``: its last 64 KiB are checked, never
 a whole long file) gets a ``skipped`` column, shown only when some listed run has such lines, and every JSON row
@@ -156,7 +158,7 @@ def plain_table(runs: list[RunInfo], hosts: bool = False) -> str:
                 + [
                     run.run_id,
                     status_text(run),
-                    format_steps(run.step, run.total),
+                    steps_text(run),
                     reward,
                     held_out_text(run),
                     warnings,
@@ -176,6 +178,16 @@ def held_out_text(run: RunInfo) -> str:
     """The best held-out value of the run's ranking metric (``0.906``); ``-`` without evals."""
     best = run.held_out.best if run.held_out else None
     return "-" if best is None or best.value is None else f"{best.value:.3f}"
+
+
+REWOUND_MARK = "↺"
+
+
+def steps_text(run: RunInfo) -> str:
+    """The step of the run's live history and its total, with ``↺N`` when it went back to an older checkpoint N
+    times (run/rewinds.py): ``28/38↺1``."""
+    steps = format_steps(run.step, run.total)
+    return f"{steps}{REWOUND_MARK}{run.rewinds}" if run.rewinds else steps
 
 
 def name_text(run: RunInfo) -> str:
@@ -238,7 +250,7 @@ def format_table(runs: list[RunInfo], hosts: bool = False) -> Table:
             _cell(run.project or "-"),
             _cell(short_model(run.model)),
             Text(clean_line(status_text(run)), style=palette.status(run.status)),
-            _cell(format_steps(run.step, run.total)),
+            _cell(steps_text(run)),
             reward,
             held_out_text(run),
             warnings,

@@ -45,8 +45,9 @@ from grpo_tui.services.stream.backlog import Backlog
 from grpo_tui.services.stream.folded import ChartData, ChartRequest, RunStream, StreamView
 from grpo_tui.services.stream.reader import Post
 from grpo_tui.services.stream.rejected_lines import skipped_notice
-from trainer_core.contract.run.events import Checkpoint, Eval, HealthWarning
+from trainer_core.contract.run.events import Checkpoint, Eval, HealthWarning, Rewound
 from trainer_core.contract.run.ranking import ranking_metric
+from trainer_core.contract.run.rewinds import live
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import Status
 
@@ -132,7 +133,7 @@ class MonitorScreen(Screen):
         self.last_sample: dict | None = None
         self.skipped_noticed: set[str] = set()  # files whose skipped lines were noticed (once per file)
         self.evals: dict[int, Eval] = {}  # the held-out evals read so far, by step (a repeated step: the latest)
-        self.ledger_events: list[Checkpoint | Eval] = []  # the checkpoint and eval events read so far, in order
+        self.ledger_events: list[Checkpoint | Eval | Rewound] = []  # the ledger's events read so far, in order
         self.eval_names: list[str] = []  # their metrics (``NAME``, ``NAME/pass@K``), task metrics first
         self._requests: SimpleQueue[ChartRequest] = SimpleQueue()  # to the reader
         self._asked: ChartRequest | None = None
@@ -193,9 +194,9 @@ class MonitorScreen(Screen):
         run_reader.follow(self.folder, self.config, self._requests, post, lambda: worker.is_cancelled, self._backlog)
 
     @work(thread=True, exclusive=True, group="checkpoints", exit_on_error=False)
-    def read_checkpoints(self, events: tuple[Checkpoint | Eval, ...]) -> None:
+    def read_checkpoints(self, events: tuple[Checkpoint | Eval | Rewound, ...]) -> None:
         """The Checkpoints tab's list: the ledger (sizes, torn ones), or the events' list for a remote run; from
-        the checkpoint and eval events the reader has read (the events file is not read again)."""
+        the checkpoint, eval and rewound events the reader has read (the events file is not read again)."""
         remote = self.watched.executor.host_name is not None
         listed = read_checkpoints(self.folder.path, from_events=remote, events=events)
         if not get_current_worker().is_cancelled:
@@ -232,18 +233,22 @@ class MonitorScreen(Screen):
         if view.keys != self.view.keys:
             grid.set_keys(view.keys)
         self.view = view
+        rewinds = [e for e in view.lifecycle if isinstance(e, Rewound)]
+        for rewind in rewinds:  # the live history (run/rewinds.py): what came past its step is abandoned
+            self.warnings = [w for w in self.warnings if w.step <= rewind.to_step]
+            self.evals = {step: e for step, e in self.evals.items() if step <= rewind.to_step}
         self.warnings.extend(view.warnings)
-        if view.evals:
-            self._add_evals(view.evals)
-        ledger = [e for e in view.lifecycle if isinstance(e, (Checkpoint, Eval))]
+        if view.evals or rewinds:
+            self._add_evals(tuple(e for e in live(view.lifecycle) if isinstance(e, Eval)))
+        ledger = [e for e in view.lifecycle if isinstance(e, (Checkpoint, Eval, Rewound))]
         self.ledger_events.extend(ledger)
         if ledger or first:  # listed once the events read so far are known, and again with each new one
             self.read_checkpoints(tuple(self.ledger_events))
-        if view.warnings or (slow and slow.alerts != self.shown_alerts):
+        if view.warnings or rewinds or (slow and slow.alerts != self.shown_alerts):
             if slow:
                 self.shown_alerts = slow.alerts
             self._show_warnings(view.warnings)
-        if post.charts is not None or view.warnings:
+        if post.charts is not None or view.warnings or rewinds:
             grid.draw(post.charts, self._markers())
         if view.metrics_read or slow:
             if slow or time.monotonic() - self.header_drawn_at >= HEADER_SECONDS:

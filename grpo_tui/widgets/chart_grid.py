@@ -238,12 +238,21 @@ class ChartGrid(ChartControls, Grid):
                 smooth=self.smooth,
                 points=points if reward else (),
                 points_title=title if reward else "",
+                abandoned=data.abandoned.get(key, ()),
+                rewinds=data.rewinds,
             )
         extra = next((key for key, _ in data.request.widths if key not in MAIN_KEYS), None)
         if extra is not None:
             chart = self.query_one("#chart-extra", MetricChart)
             chart.title = f"{extra}  [m: next]"
-            chart.show(data.get(extra), self.markers, cursor=self.cursor, smooth=self.smooth)
+            chart.show(
+                data.get(extra),
+                self.markers,
+                cursor=self.cursor,
+                smooth=self.smooth,
+                abandoned=data.abandoned.get(extra, ()),
+                rewinds=data.rewinds,
+            )
 
     def _request(self) -> None:
         self.post_message(self.Wanted(self.widths(), self.window))

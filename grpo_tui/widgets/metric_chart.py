@@ -7,7 +7,9 @@ the cells on screen, which is what lets it redraw whenever a step arrives. Aroun
 shared with the compare screen's chart): y labels, the first and last step, the title, the mouse. Here: the
 metric's last value in the title, warnings as rules in the theme's error colour, an optional EMA with the raw
 series faint behind it, a cursor that reads the block under it, and an overlay of single points (the
-held-out eval of a step, ``◆`` in the theme's accent) on the same axes.
+held-out eval of a step, ``◆`` in the theme's accent) on the same axes. After a rewind (run/rewinds.py) the series
+is the live history; each abandoned stretch is drawn faint behind it, and the step each rewind went back to is a
+rule in the theme's warning colour.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class MetricChart(ChartBase):
         "metric-chart--axis",
         "metric-chart--cursor",
         "metric-chart--point",
+        "metric-chart--rewind",
     }
     DEFAULT_CSS = """
     MetricChart { height: 1fr; min-height: 6; border: round $primary-darken-2; }
@@ -47,12 +50,16 @@ class MetricChart(ChartBase):
     MetricChart .metric-chart--axis { color: $text-muted; }
     MetricChart .metric-chart--cursor { background: $accent 40%; }
     MetricChart .metric-chart--point { color: $accent; text-style: bold; }
+    MetricChart .metric-chart--rewind { color: $warning; }
     """
 
     def __init__(self, key: str, title: str | None = None, *, empty_message: str | None = None, id: str | None = None):
         super().__init__(key, title, empty_message=empty_message, id=id)
         self._series: SeriesSnapshot | None = None
         self._markers: tuple[int, ...] = ()
+        self.abandoned: tuple[SeriesSnapshot, ...] = ()  # the stretches rewinds abandoned, drawn faint
+        self.rewinds: tuple[int, ...] = ()  # the steps rewinds went back to, drawn as rules
+        self._rewind_cells: frozenset[int] = frozenset()
         self.smooth = False
         self.points: tuple[tuple[int, float], ...] = ()  # (step, value) drawn over the series as POINT
         self.points_title = ""  # what the points are, after the series' title and value
@@ -72,11 +79,16 @@ class MetricChart(ChartBase):
         smooth: bool = False,
         points=(),
         points_title: str = "",
+        abandoned=(),
+        rewinds=(),
     ) -> None:
         """Draw ``series`` with warning ``markers`` (steps) and ``points`` ((step, value) pairs, named by
-        ``points_title`` in the title) on the same axes."""
+        ``points_title`` in the title) on the same axes; ``abandoned`` stretches faint behind it and the steps
+        of ``rewinds`` as rules."""
         self._series = series
         self._markers = tuple(markers)
+        self.abandoned = tuple(s for s in abandoned if s.steps and s.end_step is not None)
+        self.rewinds = tuple(rewinds)
         self.cursor = cursor
         self.smooth = smooth
         self.points = tuple(points)
@@ -88,7 +100,10 @@ class MetricChart(ChartBase):
         series = self._series
         if series is None or not series.steps or series.end_step is None:
             return None
-        return raster.x_domain(series.steps[0], series.end_step, series.window)
+        end = series.end_step
+        if series.window is None:  # every step shown: the abandoned stretches too
+            end = max([end, *(s.end_step for s in self.abandoned if s.end_step is not None)])
+        return raster.x_domain(series.steps[0], end, series.window)
 
     # -- the hooks of ChartBase ---------------------------------------------------------------------------
 
@@ -167,7 +182,9 @@ class MetricChart(ChartBase):
         series, last_step = self._drawn()
         steps, lows, highs = series.steps, series.lows, series.highs
         point_values = tuple(v for _, v in self.points)
-        y_min, y_max = raster.y_domain((*lows, *point_values), (*highs, *point_values))
+        gone_lows = tuple(v for s in self.abandoned for v in s.lows)
+        gone_highs = tuple(v for s in self.abandoned for v in s.highs)
+        y_min, y_max = raster.y_domain((*lows, *gone_lows, *point_values), (*highs, *gone_highs, *point_values))
         labels = self._labels(height, y_min, y_max)
         rows, cells = max(height - 1, 1), self.plot_width
         dots = cells * 2
@@ -181,6 +198,13 @@ class MetricChart(ChartBase):
             grid.draw(raster.columns(steps, line, line, x0, x1, dots), y_min, y_max)
         else:
             grid = self._plain_raster(spans, rows, cells, y_min, y_max)
+        if self.abandoned and not self.smooth:
+            grid.faint = [row[:] for row in grid.faint]  # the kept plain raster's rows stay blank
+        for gone in self.abandoned:
+            grid.draw(raster.columns(gone.steps, gone.lows, gone.highs, x0, x1, dots), y_min, y_max, faint=True)
+        self._rewind_cells = frozenset(
+            raster.column_of(step, x0, x1, dots) // 2 for step in self.rewinds if x0 <= step <= x1
+        )
         for step in self._markers:
             if x0 <= step <= last_step:
                 grid.mark(raster.column_of(step, x0, x1, dots))
@@ -189,13 +213,14 @@ class MetricChart(ChartBase):
         self._point_cells = self._place_points(x0, x1, dots, rows, y_min, y_max, series.window is None)
         styles = self._styles()
         # a row whose dots, label and context are those it was last drawn with keeps its strip
-        context = (self._style_theme, width, self.smooth, frozenset(grid.marker), grid.cursor)
+        faint = self.smooth or bool(self.abandoned)
+        context = (self._style_theme, width, faint, frozenset(grid.marker), grid.cursor, self._rewind_cells)
         keys = [
             (
                 context,
                 labels.get(r, ""),
                 tuple(grid.line[r]),
-                tuple(grid.faint[r]) if self.smooth else None,
+                tuple(grid.faint[r]) if faint else None,
                 self._point_cells.get(r),
             )
             for r in range(rows)
@@ -256,22 +281,29 @@ class MetricChart(ChartBase):
 
     def _row(self, grid: Raster, r: int, label: str, styles: dict[str, Style], width: int) -> Strip:
         line_bits, faint_bits = grid.line[r], grid.faint[r]
-        if self.smooth:
+        faint_drawn = self.smooth or bool(self.abandoned)
+        rewinds = self._rewind_cells
+        if faint_drawn:
             chars = "".join([CELLS[a | b] for a, b in zip(line_bits, faint_bits)])
         else:
             chars = "".join(map(CELLS.__getitem__, line_bits))
+        if rewinds:  # a rule where the run went back, under the series' own dots
+            chars = "".join("│" if x in rewinds and not line_bits[x] else ch for x, ch in enumerate(chars))
         segments = [self._label(label, styles["axis"])]
         points = self._point_cells.get(r, frozenset())
-        if not (grid.marker or grid.cursor is not None or self.smooth or points):
+        if not (grid.marker or grid.cursor is not None or faint_drawn or points or rewinds):
             segments.append(Segment(chars, styles["line"]))
             return self._row_strip(segments, grid.width, width)
         if points:
             chars = "".join(POINT if x in points else ch for x, ch in enumerate(chars))
         line, faint, marker, point, cursor = (styles[k] for k in ("line", "faint", "marker", "point", "cursor"))
+        rewind = styles["rewind"]
         start, run_style = 0, None
         for x in range(grid.width):
             if x in points:
                 style = point
+            elif x in rewinds and not line_bits[x]:
+                style = rewind
             else:
                 style = marker if x in grid.marker else line if line_bits[x] or not faint_bits[x] else faint
             if x == grid.cursor:

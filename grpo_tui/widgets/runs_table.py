@@ -151,7 +151,7 @@ class RunsTable(DataTable):
             _cell(run_label(run, NAME_CHARS)),
             *host,
             literal(clean_line(status), style=palette.status(run.status), end=""),
-            format_steps(run.step, run.total),
+            format_steps(run.step, run.total) + (f"↺{run.rewinds}" if run.rewinds else ""),  # went back N times
             reward,
             _held_out(run),
             _cell(warnings),

@@ -27,6 +27,7 @@ from trainer_core.contract.run.events import (
     HealthWarning,
     Metrics,
     NotifyFailed,
+    Rewound,
     RunFinished,
     RunStarted,
     StopRequested,
@@ -144,6 +145,17 @@ ONE_OF_EACH = [
         generations=4,
         seconds=1.25,
         base=True,
+    ),
+    Rewound(
+        time=11.0,
+        from_step=60,
+        to_step=40,
+        checkpoint="checkpoint-40",
+        reason="kl_explosion at step 57",
+        by="rule",
+        rule="kl_explosion",
+        changes={"lr": {"from": 1e-5, "to": 5e-6}},
+        revision=1,
     ),
 ]
 

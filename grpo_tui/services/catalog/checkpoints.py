@@ -4,8 +4,8 @@ A run here has its checkpoints on disk, so its list is the ledger (``trainer_cor
 sizes, torn ones, each checkpoint's own eval file). A run on another host is watched through a mirror of its
 folder (``executors/mirror.py``) that holds no checkpoints, so its list is built from the events alone: one
 entry per ``checkpoint`` event, with the held-out metrics of the ``eval`` event of its step, ranked and
-marked as the ledger ranks and marks them; its size is unknown there. Stdlib only, and no Textual: the
-screen calls ``read_checkpoints`` from a worker thread.
+marked as the ledger ranks and marks them (``abandoned`` too: run/rewinds.py); its size is unknown there. Stdlib
+only, and no Textual: the screen calls ``read_checkpoints`` from a worker thread.
 """
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from trainer_core.contract.run.event_log import scan_events
-from trainer_core.contract.run.events import Checkpoint, Eval, Event, EventType
+from trainer_core.contract.run.events import Checkpoint, Eval, Event, Rewound
 from trainer_core.contract.run.ledger import (
     FINAL,
+    LEDGER_SCAN,
     LedgerEntry,
+    LedgerEvents,
     best_entries,
     default_metric,
     eval_of,
@@ -51,28 +53,33 @@ def read_checkpoints(
 ) -> CheckpointList:
     """The run's checkpoints: its ledger, or (``from_events``: a mirror without checkpoints) its events' list.
 
-    ``events``: the run's ``checkpoint`` and ``eval`` events in the order they were written, when the caller has
-    read them already (the monitor's stream has): the events file is then not read again."""
+    ``events``: the run's ``checkpoint``, ``eval`` and ``rewound`` events in the order they were written, when the
+    caller has read them already (the monitor's stream has): the events file is then not read again."""
     events_file = Path(run_path) / "events.jsonl"
     if events is None:
-        wanted = (EventType.CHECKPOINT, EventType.EVAL) if from_events else (EventType.EVAL,)
-        events = scan_events(events_file, wanted)[0]
-    events = [e for e in events if isinstance(e, (Checkpoint, Eval))]
-    evals = {e.step: e for e in events if isinstance(e, Eval)}  # a step's latest eval wins, as in the ledger
+        events = scan_events(events_file, LEDGER_SCAN)[0]
+    events = [e for e in events if isinstance(e, (Checkpoint, Eval, Rewound))]
+    history = LedgerEvents.of(events)
+    evals = history.evals  # a step's latest eval wins, as in the ledger
     metric = default_metric(run_path, evals)
     if not from_events:
-        entries = read_ledger(run_path, metric, evals)
+        entries = read_ledger(run_path, metric, evals, history)
         return CheckpointList(tuple(_row(e, e.size) for e in entries), metric)
-    return CheckpointList(tuple(_row(e, None) for e in ledger_from_events(events, metric)), metric, True)
+    return CheckpointList(tuple(_row(e, None) for e in ledger_from_events(events, metric, history)), metric, True)
 
 
 def _row(entry: LedgerEntry, size: int | None) -> CheckpointRow:
     return CheckpointRow(entry.name, entry.step, size, dict(entry.metrics), entry.marks)
 
 
-def ledger_from_events(events: Iterable[Event], metric: str | None) -> list[LedgerEntry]:
+def ledger_from_events(
+    events: Iterable[Event], metric: str | None, history: LedgerEvents | None = None
+) -> list[LedgerEntry]:
     """The ledger as the events tell it: each checkpoint event (the latest of a name winning), with the metrics
-    of the eval of its step, marked best (the highest ``metric``), last (the newest saved) and final."""
+    of the eval of its step, marked best (the highest ``metric``), last (the newest saved of the live history),
+    final and abandoned (``history``: what the ledger takes from the same events, when already made)."""
+    events = list(events)
+    history = LedgerEvents.of(events) if history is None else history
     evals: dict[int, Eval] = {}
     saved: dict[str, Checkpoint] = {}
     for event in events:
@@ -85,18 +92,17 @@ def ledger_from_events(events: Iterable[Event], metric: str | None) -> list[Ledg
     entries = []
     for name, event in saved.items():
         metrics = eval_of(evals[event.step]) if event.step in evals else {}
-        entries.append(
-            LedgerEntry(name, Path(str(event.path)), event.step, 0, metrics, ("final",) if event.final else ())
-        )
+        marks = ("final",) if event.final else ("abandoned",) if event.step in history.abandoned else ()
+        entries.append(LedgerEntry(name, Path(str(event.path)), event.step, 0, metrics, marks))
     entries.sort(key=lambda e: (e.name == FINAL, e.step))
     best = {e.name for e in best_entries(entries, metric)} if metric else set()
-    last = max((e.step for e in entries if e.name != FINAL), default=None)
+    last = max((e.step for e in entries if e.name != FINAL and "abandoned" not in e.marks), default=None)
     marked = []
     for e in entries:
         marks = (
             *e.marks,
             *(("best",) if e.name in best else ()),
-            *(("last",) if e.step == last and e.name != FINAL else ()),
+            *(("last",) if e.step == last and e.name != FINAL and "abandoned" not in e.marks else ()),
         )
         marked.append(LedgerEntry(e.name, e.path, e.step, e.size, e.metrics, marks))
     return marked

@@ -31,14 +31,20 @@ from grpo_tui.services.records.run_row import (
 )
 from grpo_tui.services.slurm import queue as slurm_queue
 from trainer_core.contract.run.event_log import scan_events, tail_events
-from trainer_core.contract.run.events import Eval, EventType
+from trainer_core.contract.run.events import Eval, EventType, HealthWarning, Rewound
 from trainer_core.contract.run.folder import RUNS_DIR_ENV, RunFolder, resolve_runs_dir
 from trainer_core.contract.run.json_values import number_or_none, text_or_none, whole_or_none
 from trainer_core.contract.run.ledger import default_metric
 from trainer_core.contract.run.line_check import EVENTS_FILE, SkippedLines, check_end
 from trainer_core.contract.run.state import read_state
 from trainer_core.contract.run.status import Status
-from trainer_core.contract.run.summary import EVAL_KEY, scan_warnings, summary_crash, summary_skipped, valid_summary
+from trainer_core.contract.run.summary import (
+    EVAL_KEY,
+    REWINDS_KEY,
+    summary_crash,
+    summary_skipped,
+    valid_summary,
+)
 
 RUN_FILES = ("state.json", "config.yaml", "events.jsonl")  # any of them makes a folder a run's; state first: cheapest
 
@@ -54,30 +60,49 @@ class UnknownRunError(LookupError):
         return self.message
 
 
-_warning_cache: dict[Path, tuple[int, int, int, str | None]] = {}
+_warning_cache: dict[Path, tuple[int, int, tuple[tuple[int, str], ...], int]] = {}
+WARNING_SCAN = (EventType.WARNING, EventType.REWOUND)
 
 
 def warning_summary(path: str | os.PathLike) -> tuple[int, str | None]:
-    """How many ``warn``/``critical`` warnings the events file holds, and the last one's rule.
+    """How many ``warn``/``critical`` warnings the live history of the events file holds (a rewind abandons
+    those past its step: run/rewinds.py), and the last one's rule.
 
     The whole file is byte-scanned once per process; later calls scan only what was appended.
     """
-    path = Path(path)
+    found, _rewinds = _warnings_and_rewinds(Path(path))
+    return len(found), found[-1][1] if found else None
+
+
+def rewind_count(path: str | os.PathLike) -> int:
+    """How many ``rewound`` events the events file holds (read with its warnings, by the same cached scan)."""
+    return _warnings_and_rewinds(Path(path))[1]
+
+
+def _warnings_and_rewinds(path: Path) -> tuple[tuple[tuple[int, str], ...], int]:
+    """The live alarming warnings (step, rule) and the count of rewinds, scanning only what was appended."""
     try:
         info = path.stat()
     except OSError:
-        return 0, None
-    inode, offset, count, last = _warning_cache.get(path, (info.st_ino, 0, 0, None))
+        return (), 0
+    inode, offset, found, rewinds = _warning_cache.get(path, (info.st_ino, 0, (), 0))
     if inode != info.st_ino or info.st_size < offset:
-        offset, count, last = 0, 0, None
-    more, newest, offset = scan_warnings(path, start=offset)
-    count, last = count + more, (None if newest is None else str(newest)) if more else last  # a rule's plain name
-    _warning_cache[path] = (info.st_ino, offset, count, last)
-    return count, last
+        offset, found, rewinds = 0, (), 0
+    events, offset = scan_events(path, WARNING_SCAN, start=offset)
+    kept = list(found)
+    for event in events:
+        if isinstance(event, Rewound):
+            rewinds += 1
+            kept = [(step, rule) for step, rule in kept if step <= event.to_step]
+        elif isinstance(event, HealthWarning) and event.severity.alarming:
+            kept.append((event.step, str(event.rule)))  # a rule's plain name
+    _warning_cache[path] = (info.st_ino, offset, tuple(kept), rewinds)
+    return tuple(kept), rewinds
 
 
 _eval_cache: dict[str, tuple[int, int, dict[int, Eval]]] = {}
 EVAL_NEEDLE = f'"{EventType.EVAL}"'.encode()
+REWOUND_NEEDLE = f'"{EventType.REWOUND}"'.encode()
 
 
 def held_out_evals(path: str | os.PathLike) -> dict[int, Eval]:
@@ -102,9 +127,14 @@ def held_out_evals(path: str | os.PathLike) -> dict[int, Eval]:
     finally:
         os.close(fd)
     end = data.rfind(b"\n") + 1
-    if data.find(EVAL_NEEDLE, 0, end) >= 0:
-        found, _ = scan_events(key, (EventType.EVAL,), start=offset, end=offset + end)
-        evals = {**evals, **{e.step: e for e in found if isinstance(e, Eval)}}
+    if data.find(EVAL_NEEDLE, 0, end) >= 0 or data.find(REWOUND_NEEDLE, 0, end) >= 0:
+        found, _ = scan_events(key, (EventType.EVAL, EventType.REWOUND), start=offset, end=offset + end)
+        evals = dict(evals)
+        for event in found:  # the live history's (run/rewinds.py): a rewind abandons the evals past its step
+            if isinstance(event, Rewound):
+                evals = {step: e for step, e in evals.items() if step <= event.to_step}
+            elif isinstance(event, Eval):
+                evals[event.step] = event
     _eval_cache[key] = (info.st_ino, offset + end, evals)
     return evals
 
@@ -171,6 +201,7 @@ def run_info(folder: RunFolder, now: float | None = None, state: dict | None = N
         queue_reason=queue_reason,
         held_out=held_out(folder),
         skipped=skipped_lines(folder),
+        rewinds=rewind_count(folder.events_file),
         **labels_of(config),
     )
 
@@ -201,6 +232,7 @@ def summarised_info(folder: RunFolder, state: dict, status: Status, summary: dic
         alerts=alerts,
         held_out=summarised_held_out(folder, summary),
         skipped=summarised_skipped(folder, summary),
+        rewinds=whole_or_none(summary.get(REWINDS_KEY)) or 0,  # absent: a summary of a run from before rewinds
         # a summary written before it held the labels: config.yaml's
         **labels_of(summary if "tags" in summary else folder.read_config()),
     )

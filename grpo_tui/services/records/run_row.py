@@ -213,6 +213,8 @@ class RunInfo(Record):
         dump=maybe(lambda s: {k: v.to_record() for k, v in s.items()}),
         default=None,
     )
+    # how many times the run went back to an older checkpoint (run/rewinds.py); 0 in an older host's row
+    rewinds: int = wire(WHOLE, missing=0, default=0)
 
     @property
     def key(self) -> str:

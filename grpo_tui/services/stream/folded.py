@@ -15,17 +15,23 @@ drawing it. Viewers get values that cannot change: a ``StreamView`` (last step, 
 new lifecycle events, among them the held-out ``eval`` events, which ``StreamView.evals`` picks out) with each post, and ``ChartData`` (each series downsampled to its chart's width, min, max and mean per
 block, so a one-step spike is never dropped) for a ``ChartRequest``. Blocks are kept between calls
 (``buckets.py``), so a chart of a million points costs its width, not a pass over the points.
+
+A ``rewound`` event (run/rewinds.py) cuts every series back to its ``to_step``: the cut-off points are the
+abandoned stretch, kept apart (one stretch per rewind) so a chart draws the live series with the abandoned stretch
+dimmed beside it and the rewind's step marked; the warnings past the step move to ``abandoned_warnings``. Only
+the abandoned points are touched: a rewind costs its stretch, not a pass over the series.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from orjson import loads
 
+from grpo_tui.services.stream.buckets import BlockCache
 from grpo_tui.services.stream.metrics_lines import REFUSED, RESERVED, UNSET, MetricsLines, step_of, time_of
 from grpo_tui.services.stream.rejected_lines import MAX_STEP, line_of_rejected
 from grpo_tui.services.stream.series import Series, SeriesSnapshot
@@ -37,6 +43,7 @@ from trainer_core.contract.run.events import (
     Event,
     HealthWarning,
     Metrics,
+    Rewound,
     RunStarted,
     UnknownEvent,
     decode,
@@ -84,10 +91,13 @@ class ChartRequest:
 
 @dataclass(frozen=True)
 class ChartData:
-    """The answer to a ``ChartRequest``: a snapshot per asked-for key the stream has."""
+    """The answer to a ``ChartRequest``: a snapshot per asked-for key the stream has (its live history), the
+    abandoned stretches of each (one per rewind that cut it, oldest first), and the steps each rewind went back to."""
 
     request: ChartRequest
     series: Mapping[str, SeriesSnapshot] = field(default_factory=lambda: MappingProxyType({}))
+    abandoned: Mapping[str, tuple[SeriesSnapshot, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    rewinds: tuple[int, ...] = ()
 
     def get(self, key: str, default=None):
         return self.series.get(key, default)
@@ -139,6 +149,9 @@ class StreamUpdate:
 
     def add(self, other: StreamUpdate) -> None:
         self.steps += other.steps
+        for event in other.lifecycle:  # a later rewind abandons the warnings read before it (run/rewinds.py)
+            if isinstance(event, Rewound):
+                self.warnings = [w for w in self.warnings if w.step <= event.to_step]
         self.warnings += other.warnings
         self.lifecycle += other.lifecycle
 
@@ -162,6 +175,9 @@ class RunStream:
         self.first_rejected: tuple[int, str] | None = None  # (line, why) of the first of them
         self._why: str | None = None  # the first rejection's reason, until its line is found
         self._fast = MetricsLines(charted) if fast else None
+        self.rewinds: list[Rewound] = []
+        self.abandoned: list[dict[str, Series]] = []  # per rewind: each series' abandoned stretch
+        self.abandoned_warnings: list[HealthWarning] = []
 
     @property
     def skipped(self) -> int:
@@ -319,12 +335,35 @@ class RunStream:
             return 0
 
     def _fold(self, event: Event, update: StreamUpdate) -> None:
+        if isinstance(event, Rewound):
+            self._rewind(event)
+            update.warnings = [w for w in update.warnings if w.step <= event.to_step]
         if isinstance(event, HealthWarning):
             self.warnings.append(event)
             update.warnings.append(event)
         elif not isinstance(event, UnknownEvent):  # run_started, checkpoint, eval, stop, run_finished, error, summary
             self.lifecycle.append(event)
             update.lifecycle.append(event)
+
+    def _rewind(self, event: Rewound) -> None:
+        """Cut every series back to the rewind's step; keep what was cut as its abandoned stretch."""
+        to_step = event.to_step
+        stretch: dict[str, Series] = {}
+        for key, series in self.series.items():
+            cut = _cut(series.steps, len(series), to_step)
+            if cut < len(series):
+                gone = stretch[key] = Series()
+                gone.extend(list(series.steps[cut : len(series)]), series.values[cut:].tolist())
+                _truncate(series, cut)
+        _truncate(self.times, _cut(self.times.steps, len(self.times), to_step))
+        del self.steps[_cut(self.steps, len(self.steps), to_step) :]
+        self.rewinds.append(event)
+        self.abandoned.append(stretch)
+        live = [w for w in self.warnings if w.step <= to_step]
+        self.abandoned_warnings += [w for w in self.warnings if w.step > to_step]
+        self.warnings = live
+        if self.last_metrics is not None and self.last_metrics.step > to_step:
+            self.last_metrics = None  # until the new leg's first step
 
     def rate(self, window: int = 20) -> float | None:
         """Steps per second over the last ``window`` logged steps, not across a pause between legs (legs.py)."""
@@ -364,4 +403,31 @@ class RunStream:
             found = self.series.get(key)
             if found is not None and key not in series:
                 series[key] = found.snapshot(key, max(int(buckets), 1), request.window)
-        return ChartData(request, MappingProxyType(series))
+        abandoned = {
+            key: tuple(s[key].snapshot(key, max(int(buckets), 1)) for s in self.abandoned if key in s)
+            for key, buckets in request.widths
+        }
+        return ChartData(
+            request,
+            MappingProxyType(series),
+            MappingProxyType({key: found for key, found in abandoned.items() if found}),
+            tuple(e.to_step for e in self.rewinds),
+        )
+
+
+def _cut(steps: Sequence[int], count: int, to_step: int) -> int:
+    """The index of the first of the last points (of ``count``) past ``to_step``, walking back from the end."""
+    cut = count
+    while cut > 0 and steps[cut - 1] > to_step:
+        cut -= 1
+    return cut
+
+
+def _truncate(series: Series, cut: int) -> None:
+    """Drop the points of ``series`` from ``cut`` on; its kept blocks go with them (blocks past a cut changed)."""
+    if cut >= len(series):
+        return
+    del series.values[cut:]
+    if series.shared is None or series.steps is not series.shared:
+        del series.steps[cut:]
+    series.blocks = BlockCache()

@@ -8,7 +8,8 @@ Lines of events.jsonl that are no event are counted in the file's last 64 KiB wh
 (``line_check.check_end``, as ``grpo-tui runs`` counts them), and one line above the first frame says how many and
 where the first is (never wrapped, so a pipe gets it whole). Lines appended while the view is open are judged as
 the monitor judges them: a pipe gets one such line when the first is skipped, and the live dashboard keeps the
-count under its frame.
+count under its frame. A run that went back to an older checkpoint shows its live history (run/rewinds.py): a
+``rewound`` event drops the warnings and the recent steps past its step, and the header names the latest rewind.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from trainer_core.contract.run.events import (
     EventType,
     HealthWarning,
     Metrics,
+    Rewound,
     RunFinished,
     RunStarted,
     StopRequested,
@@ -61,6 +63,7 @@ CATCH_UP_TYPES = (
     EventType.ERROR,
     EventType.STOP_REQUESTED,
     EventType.RUN_FINISHED,
+    EventType.REWOUND,
 )
 
 
@@ -87,6 +90,7 @@ class Snapshot:
     finished: RunFinished | None = None
     exit_reason: str | None = None
     appended_skipped: SkippedLines | None = None
+    rewinds: list[Rewound] = field(default_factory=list)
 
 
 class RunView:
@@ -102,6 +106,7 @@ class RunView:
         self.stop_reason: str | None = None
         self.finished: RunFinished | None = None
         self.started_event = RunStarted()
+        self.rewinds: list[Rewound] = []
         self._catch_up()
 
     def _catch_up(self) -> None:
@@ -128,6 +133,11 @@ class RunView:
             self.finished = event
         elif isinstance(event, RunStarted):
             self.started_event = event
+            self.finished, self.stop_reason = None, None  # an earlier leg's end: this leg has not ended
+        elif isinstance(event, Rewound):  # the earlier legs' steps past it are abandoned (run/rewinds.py)
+            self.rewinds.append(event)
+            self.recent = deque((m for m in self.recent if m.step <= event.to_step), maxlen=RATE_WINDOW)
+            self.warnings = deque((w for w in self.warnings if w.step <= event.to_step), maxlen=SHOWN_WARNINGS)
 
     def update(self) -> list[Event]:
         """Read the status, then the events written up to it; returns those events. A line that is no event
@@ -172,6 +182,7 @@ class RunView:
             finished=self.finished,
             exit_reason=state.get("exit_reason"),
             appended_skipped=self.appended_skipped,
+            rewinds=list(self.rewinds),
         )
 
 
@@ -222,7 +233,23 @@ def _header(snap: Snapshot) -> RenderableType:
         if snap.total and snap.step is not None and is_live(snap.status):
             line.append(f"  eta {format_duration((snap.total - snap.step) / snap.steps_per_s)}")
     sub = Text(clean_line(f"project {snap.project or '-'}  model {short_model(snap.model, 60)}"), style="dim")
+    if snap.rewinds:
+        return Group(line, sub, Text(clean_line(rewind_text(snap.rewinds)), style=plain_palette().role("warning")))
     return Group(line, sub)
+
+
+def rewind_text(rewinds: list[Rewound]) -> str:
+    """The latest rewind in a line: ``rewound 1x: step 38 -> checkpoint-20 (step 20) by rule kl_explosion;
+    rl_kl_coef 0.1 -> 0.2``."""
+    last = rewinds[-1]
+    who = f"rule {last.rule}" if last.rule else str(last.by)
+    text = f"rewound {len(rewinds)}x: step {last.from_step} -> {last.checkpoint or '-'} (step {last.to_step}) by {who}"
+    changes = [
+        f"{name} {change.get('from')} -> {change.get('to')}"
+        for name, change in last.changes.items()
+        if isinstance(change, dict)
+    ]
+    return text + (f"; {', '.join(changes)}" if changes else "")
 
 
 def _number(value) -> str:

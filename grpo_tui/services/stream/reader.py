@@ -3,7 +3,8 @@
 It polls the events file, re-reads state, alerts, samples and the log once a second, and builds chart
 snapshots for the newest ``ChartRequest`` a viewer put on its queue (the reader waits on it, so a request
 wakes it at once): at once for a new request, and again as soon as steps arrive, at most every
-CHART_SECONDS, so charts redraw with the data. Everything it posts is immutable: see ``run_stream``.
+CHART_SECONDS, so charts redraw with the data. Everything it posts is immutable: see ``run_stream``. The samples it
+posts are the live history's: none of the steps a rewind abandoned (run/rewinds.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from grpo_tui.services.stream.folded import ChartData, ChartRequest, RunStream, 
 from grpo_tui.services.stream.log_follow import LogFollower
 from trainer_core.contract.run.events import HealthWarning
 from trainer_core.contract.run.folder import RunFolder
+from trainer_core.contract.run.rewinds import live_samples
 from trainer_core.contract.run.status import Status
 
 POLL_SECONDS = 0.15
@@ -114,9 +116,8 @@ def follow(
                 alerts_at = now
                 alerts = tuple(watcher_warnings(folder, status, config=config))
             samples = read_samples_checked(folder)
-            slow = Slow(
-                status, MappingProxyType(state), alerts, samples.samples, log_text, samples.skipped, samples.where
-            )
+            shown = tuple(live_samples(samples.samples, stream.rewinds))  # not those a rewind abandoned
+            slow = Slow(status, MappingProxyType(state), alerts, shown, log_text, samples.skipped, samples.where)
         done = slow is not None and not slow.status.is_live and not update
         charts = None
         if request is not None and (charts_due or done) and (request.serial, stream.metrics_read) != built:

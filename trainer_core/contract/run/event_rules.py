@@ -29,6 +29,10 @@ STATS = Rule(  # an eval's metrics: {NAME: {STAT: number or null}}
     ),
     "an object of statistics (each an object of numbers or null)",
 )
+CHANGES = Rule(  # a rewind's or a leg's changed settings: {SETTING: {"from": OLD, "to": NEW}}
+    lambda v: isinstance(v, dict) and all(isinstance(c, dict) and "from" in c and "to" in c for c in v.values()),
+    'an object of changes (each {"from": OLD, "to": NEW})',
+)
 RULE = "rule"  # a field's metadata key for its Rule
 VALUED = ("metrics", "summary")  # types whose values are spread flat beside their step
 

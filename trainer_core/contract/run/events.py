@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, ClassVar
 
-from trainer_core.contract.run.event_rules import COUNT, NAMES, RULE, STATS, STEP, TEXT, checked, judge
+from trainer_core.contract.run.event_rules import CHANGES, COUNT, NAMES, RULE, STATS, STEP, TEXT, checked, judge
 from trainer_core.contract.run.json_values import FLAG, LIST, NUMBER, OBJECT, is_number, whole
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
@@ -36,6 +36,7 @@ class EventType(ValueEnum):
     SUMMARY = "summary"
     NOTIFY_FAILED = "notify_failed"
     EVAL = "eval"
+    REWOUND = "rewound"
 
 
 class ErrorKind(ValueEnum):
@@ -50,6 +51,15 @@ class ErrorKind(ValueEnum):
     QUOTA_EXCEEDED = "quota_exceeded"
     READ_ONLY_FILESYSTEM = "read_only_filesystem"
     IO_ERROR = "io_error"
+
+
+class RewindBy(ValueEnum):
+    """Who asked for a rewind, in a ``rewound`` event's ``by`` (one this version does not know stays a string)."""
+
+    USER = "user"  # grpo-tui train|launch --resume, or grpo-tui rollback
+    RULE = "rule"  # a health rule's remedy, acted on by the run's root
+    MCP = "mcp"  # a client of grpo-tui mcp
+    VIEWER = "viewer"  # the app's Roll back action
 
 
 USER_MISTAKE = "user_mistake"  # an error event's flag: found before training, the user's to fix (exit 2)
@@ -89,12 +99,16 @@ class RunStarted(Event):
     resumed_from: str | None = checked(TEXT)
     restart: int | None = checked(COUNT)
     skipped_checkpoints: list | None = checked(LIST)
+    revision: int | None = checked(COUNT)
+    changes: dict | None = checked(CHANGES)
 
     def to_record(self) -> dict:
         """A first start has no resume fields; a resume has ``resumed_from`` and ``restart`` (1 for the first
-        resume), and ``skipped_checkpoints`` (``{"name", "problems", "moved_to"}``) when newer ones were torn."""
+        resume), and ``skipped_checkpoints`` (``{"name", "problems", "moved_to"}``) when newer ones were torn; a
+        leg that runs with changed settings has the config ``revision`` and the ``changes`` it made
+        (``{SETTING: {"from": OLD, "to": NEW}}``)."""
         record = super().to_record()
-        for optional in ("resumed_from", "restart", "skipped_checkpoints"):
+        for optional in ("resumed_from", "restart", "skipped_checkpoints", "revision", "changes"):
             if record[optional] is None:
                 del record[optional]
         return record
@@ -263,6 +277,31 @@ class Eval(Event):
 
 
 @dataclass(frozen=True)
+class Rewound(Event):
+    """A leg that starts from a checkpoint older than the run's last logged step (rewinds.py, docs/run-format.md):
+    written once, before that leg's ``run_started``. ``from_step``: the last step the run had reached;
+    ``to_step``: the checkpoint's step (0: the base model, ``checkpoint`` ``base``); ``by``: a ``RewindBy``;
+    ``rule``: the health rule whose remedy it was, if any; ``changes``: ``{SETTING: {"from": OLD, "to": NEW}}``;
+    ``revision``: the config revision the new leg runs with (0: never changed). Every line of the earlier legs
+    with a step past ``to_step`` is abandoned from here on. ``to_step`` is required: a line without it is no rewind."""
+
+    type: ClassVar = EventType.REWOUND
+    from_step: int = checked(STEP, 0)
+    to_step: int = checked(STEP, -1)
+    checkpoint: str = checked(TEXT, "")
+    reason: str | None = checked(TEXT)
+    by: RewindBy | str = checked(TEXT, RewindBy.USER)
+    rule: str | None = checked(TEXT)
+    changes: dict = checked(CHANGES, factory=dict)
+    revision: int = checked(COUNT, 0)
+
+    def __post_init__(self) -> None:
+        if self.to_step < 0:
+            raise ValueError("to_step is required: the step of the checkpoint the run went back to (0: the base model)")
+        object.__setattr__(self, "by", RewindBy.parse(self.by, self.by))
+
+
+@dataclass(frozen=True)
 class UnknownEvent(Event):
     """An event of a type this version does not know, or a known one whose fields have the wrong kind
     (``rejected`` says which and why); ``extra`` holds its fields. Readers pass it by: it is kept, not shown."""
@@ -291,6 +330,7 @@ TYPED: dict[str, type[Event]] = {
         HealthWarning,
         NotifyFailed,
         Eval,
+        Rewound,
     )
 }
 _FIELDS = {name: {f.name for f in fields(cls)} - {"extra"} for name, cls in TYPED.items()}

@@ -30,7 +30,7 @@ from trainer_core.contract.run.state import RunState, read_state, read_stop_reas
 from trainer_core.contract.run.status import IllegalTransition, Status
 from trainer_core.contract.run.summary import end_summary
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: rewound events and a leg's revision and changes (docs/run-format.md)
 RUNS_DIR_ENV = "GRPO_TUI_RUNS_DIR"
 
 

@@ -5,6 +5,10 @@ the ``eval`` event of step N), so a checkpoint copied elsewhere still says how g
 checkpoint lacks the file (an older run, a save cut short) takes them from its events. The ledger is what
 ``grpo-tui checkpoints`` lists, what ``--keep-best`` keeps, and what ``--checkpoint best|final|STEP``
 resolves against. Stdlib only: the app, the CLI and the trainer read it alike.
+
+A rewind (run/rewinds.py) abandons the checkpoints an earlier leg saved past its step, but not their worth: they
+stay in the ledger with their evals, marked ``abandoned``; one may still be the best, and ``--keep-best`` may keep
+it. ``last``, ``final`` and the newest kept by ``save_total_limit`` are of the live history.
 """
 
 from __future__ import annotations
@@ -18,10 +22,11 @@ from pathlib import Path
 
 from trainer_core.contract.run.checkpoints import TORN_DIR, check_checkpoints, checkpoint_step
 from trainer_core.contract.run.event_log import scan_events
-from trainer_core.contract.run.events import Eval, EventType
+from trainer_core.contract.run.events import Eval, Event, EventType
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.json_values import is_number
 from trainer_core.contract.run.ranking import KeepBest, ranking_metric
+from trainer_core.contract.run.rewinds import abandoned_checkpoints, live
 
 EVAL_FILE = "grpo_tui_eval.json"
 FINAL = "final"
@@ -101,6 +106,34 @@ def evals_by_step(events_file: Path) -> dict[int, Eval]:
     return {e.step: e for e in found if isinstance(e, Eval)}
 
 
+LEDGER_SCAN = (EventType.EVAL, EventType.CHECKPOINT, EventType.REWOUND)
+
+
+@dataclass(frozen=True)
+class LedgerEvents:
+    """What the ledger takes from a run's events: each step's latest eval (an abandoned checkpoint keeps the eval
+    of its step), the evals of the live history, and the steps of the abandoned checkpoints."""
+
+    evals: dict[int, Eval] = field(default_factory=dict)
+    live_evals: dict[int, Eval] = field(default_factory=dict)
+    abandoned: frozenset[int] = frozenset()
+
+    @classmethod
+    def of(cls, events: Iterable[Event]) -> LedgerEvents:
+        """From a run's ``eval``, ``checkpoint`` and ``rewound`` events, in the order they were written."""
+        events = list(events)
+        return cls(
+            {e.step: e for e in events if isinstance(e, Eval)},
+            {e.step: e for e in live(events) if isinstance(e, Eval)},
+            frozenset(abandoned_checkpoints(events)),
+        )
+
+    @classmethod
+    def read(cls, events_file: Path) -> LedgerEvents:
+        """From the run's events.jsonl (only the lines naming those types are parsed)."""
+        return cls.of(scan_events(events_file, LEDGER_SCAN)[0])
+
+
 def _rank_key(metric: str):
     def key(entry: LedgerEntry):
         value = entry.value(metric)
@@ -115,14 +148,17 @@ def best_entries(entries: Iterable[LedgerEntry], metric: str, count: int = 1) ->
     return sorted(scored, key=_rank_key(metric), reverse=True)[:count]
 
 
-def read_ledger(run_path: Path, metric: str | None = None, evals: dict[int, Eval] | None = None) -> list[LedgerEntry]:
+def read_ledger(
+    run_path: Path, metric: str | None = None, evals: dict[int, Eval] | None = None, history: LedgerEvents | None = None
+) -> list[LedgerEntry]:
     """Every checkpoint of the run at ``run_path``, oldest first, then ``final`` and the torn ones.
 
     ``metric`` picks the best (the highest value); without it, the run's ``keep_best`` metric, else its first
-    task metric, else the held-out ``reward``. ``evals``: the run's evals by step, when the caller has read them
-    (else they are read from its events)."""
+    task metric, else the held-out ``reward``. ``history``: what the ledger takes from the run's events, when the
+    caller has read them (else they are read); ``evals``: the run's evals by step, in place of its own."""
     run_path = Path(run_path)
-    evals = evals_by_step(run_path / "events.jsonl") if evals is None else evals
+    history = LedgerEvents.read(run_path / "events.jsonl") if history is None else history
+    evals = history.evals if evals is None else evals
     metric = metric or default_metric(run_path, evals)
     entries: list[LedgerEntry] = []
     checkpoints = run_path / "checkpoints"
@@ -131,6 +167,8 @@ def read_ledger(run_path: Path, metric: str | None = None, evals: dict[int, Eval
         if metrics is None and check.step in evals:
             metrics = eval_of(evals[check.step])
         marks = () if check.complete else ("torn",)
+        if check.step in history.abandoned:
+            marks = (*marks, "abandoned")
         entries.append(
             LedgerEntry(
                 check.name,
@@ -144,12 +182,13 @@ def read_ledger(run_path: Path, metric: str | None = None, evals: dict[int, Eval
         )
     torn_dir = checkpoints / TORN_DIR
     torn = sorted(p for p in torn_dir.iterdir() if p.is_dir()) if torn_dir.is_dir() else []
-    complete = [e for e in entries if "torn" not in e.marks]
+    complete = [e for e in entries if "torn" not in e.marks and "abandoned" not in e.marks]
     last = complete[-1].step if complete else None
     final = run_path / FINAL
     if (final / "config.json").exists() or (final / "adapter_config.json").exists():
-        step = max(evals, default=last or 0) if last is None else max(last, max(evals, default=0))
-        metrics = eval_of(evals[step]) if step in evals else {}
+        live_evals = {s: e for s, e in evals.items() if s in history.live_evals}  # the live history's
+        step = max(live_evals, default=last or 0) if last is None else max(last, max(live_evals, default=0))
+        metrics = eval_of(live_evals[step]) if step in live_evals else {}
         entries.append(LedgerEntry(FINAL, final, step, folder_size(final), metrics, ("final",)))
     best = {e.name for e in best_entries(entries, metric)} if metric else set()
     marked = []
@@ -157,7 +196,7 @@ def read_ledger(run_path: Path, metric: str | None = None, evals: dict[int, Eval
         marks = list(entry.marks)
         if entry.name in best:
             marks.append("best")
-        if entry.step == last and entry.name != FINAL and "torn" not in marks:
+        if entry.step == last and entry.name != FINAL and "torn" not in marks and "abandoned" not in marks:
             marks.append("last")
         marked.append(
             LedgerEntry(entry.name, entry.path, entry.step, entry.size, entry.metrics, tuple(marks), entry.problems)
@@ -180,9 +219,11 @@ def default_metric(run_path: Path, evals: dict[int, Eval] | None = None) -> str 
 
 
 def kept(entries: list[LedgerEntry], last: int | None, keep: KeepBest | None) -> set[str]:
-    """The names of the checkpoints to keep: the ``last`` newest (all with None) and the ``keep.count`` best."""
+    """The names of the checkpoints to keep: the ``last`` newest of the live history (all with None) and the
+    ``keep.count`` best (abandoned ones too)."""
     saved = [e for e in entries if e.name.startswith("checkpoint-")]
-    names = {e.name for e in (saved if last is None else saved[-last:] if last > 0 else [])}
+    alive = [e for e in saved if "abandoned" not in e.marks]
+    names = {e.name for e in (saved if last is None else alive[-last:] if last > 0 else [])}
     if keep is not None:
         names |= {e.name for e in best_entries(saved, keep.metric, keep.count)}
     return names

@@ -5,7 +5,8 @@ YAML config each time. So when a run ends (``RunFolder.record_end``, which every
 through) this computes the list's fields from the run folder once — a backward read of events.jsonl for
 the last step, a byte scan for the warnings, config.yaml for the project and model and, for a failed run,
 the watcher's crash verdict from the error events and the end of trainer.log, the held-out evaluation's
-figures from the same scan's ``eval`` events, the pauses between a resumed run's legs (``legs.py``; its
+figures from the same scan's ``eval`` events (warnings and evals of the live history only: a rewind abandons the
+later steps of the legs before it, ``rewinds.py``, and the summary counts the ``rewinds``), the pauses between a resumed run's legs (``legs.py``; its
 ``duration`` counts training time, not them), and the lines at the end of events.jsonl that are no event
 (``line_check.py``) — and the state stores them as ``summary`` (docs/run-format.md).
 A reader then needs one small JSON file per finished run.
@@ -30,13 +31,22 @@ from trainer_core.contract.run.json_values import is_number, whole_or_none
 from trainer_core.contract.run.legs import PAUSED_KEY, pauses
 from trainer_core.contract.run.line_check import EVENTS_FILE, SkippedLines, check_end
 from trainer_core.contract.run.ranking import ranking_metric
+from trainer_core.contract.run.rewinds import split
 from trainer_core.contract.run.status import Status
 
 LOG_TAIL_BYTES = 64 * 1024
 SUMMARY_KEY = "summary"
 EVAL_KEY = "eval"  # the summary's held-out figures; absent from summaries written before it existed
 SKIPPED_KEY = "skipped_lines"  # the end check of events.jsonl (line_check.py); absent before it existed
-SUMMARY_SCAN = (EventType.WARNING, EventType.ERROR, EventType.RUN_STARTED, EventType.RUN_FINISHED, EventType.EVAL)
+REWINDS_KEY = "rewinds"  # how many times the run went back to an older checkpoint; absent before rewinds existed
+SUMMARY_SCAN = (
+    EventType.WARNING,
+    EventType.ERROR,
+    EventType.RUN_STARTED,
+    EventType.RUN_FINISHED,
+    EventType.EVAL,
+    EventType.REWOUND,
+)
 
 
 def _positive(value) -> int | None:
@@ -120,6 +130,8 @@ def summarize(folder, status: Status | str, state: dict | None = None, config: d
     last_time = last_event.time if last_event is not None and is_number(last_event.time) else None
     # one byte scan of the events for the warnings, a failed run's errors, the evals and the legs' ends and starts
     events, _ = scan_events(events_file, SUMMARY_SCAN)
+    history = split(events)
+    events = list(history.live)
     paused = pauses(events)
     warnings, last_warning = _alarming(events)
     evals = {e.step: e for e in events if isinstance(e, Eval)}  # a step's latest record wins (a resumed leg)
@@ -144,6 +156,7 @@ def summarize(folder, status: Status | str, state: dict | None = None, config: d
             EVAL_KEY: eval_figures(evals, ranking_metric(config.get("keep_best"), evals)),
             SKIPPED_KEY: {} if skipped is None else {EVENTS_FILE: skipped.to_record()},
             PAUSED_KEY: paused,
+            REWINDS_KEY: len(history.rewinds),
             "duration": round(max(0.0, ended - started - paused), 3)
             if is_number(started) and is_number(ended)
             else None,
