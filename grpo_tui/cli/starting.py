@@ -22,13 +22,14 @@ import tokenize
 from pathlib import Path
 
 from grpo_tui.config_flags import add_run_config_arguments
-from grpo_tui.services.lifecycle.resuming import ResumePlan
+from grpo_tui.services.lifecycle.resuming import ResumeChange, ResumePlan
 from grpo_tui.services.lifecycle.supervisor import LaunchOptions, create_run, world_size
 from grpo_tui.services.machine import hardware
 from trainer_core.contract.config.code_refs import missing_class as missing_env_class
 from trainer_core.contract.config.model_source import model_problem
 from trainer_core.contract.config.notify_urls import NOTIFY_ENV, NOTIFY_FD_ENV, env_urls
 from trainer_core.contract.config.placement import Placement, parse_gpus
+from trainer_core.contract.config.resume_changes import parse_sets, safe_names
 from trainer_core.contract.config.run_config import ConfigError, RunConfig, config_fields
 from trainer_core.contract.config.usual_values import unusual_values
 from trainer_core.contract.run.folder import RunFolder
@@ -82,8 +83,8 @@ def add_start_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="RUN",
         default=None,
         help="continue an ended or lost run from its newest complete checkpoint, in the same run folder "
-        "(step numbers continue; events append to the same stream); only --max-steps may change, "
-        "and a completed run needs a higher one",
+        "(step numbers continue; events append to the same stream); only --max-steps and --set may change "
+        "settings, and a completed run needs a higher --max-steps unless --checkpoint goes back before its end",
     )
     parser.add_argument(
         "--checkpoint",
@@ -91,6 +92,21 @@ def add_start_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="with --resume: continue from this checkpoint instead of the newest: best (by the held-out metric), "
         "last or a step number (grpo-tui checkpoints RUN lists them)",
+    )
+    add_set_argument(parser)
+
+
+def add_set_argument(parser: argparse.ArgumentParser, when: str = "with --resume: ") -> None:
+    parser.add_argument(
+        "--set",
+        metavar="KEY=VALUE",
+        action="append",
+        default=None,
+        dest="sets",
+        help=f"{when}change a setting for the rest of the run (repeatable); config.yaml keeps the new "
+        "value and the run records the change (docs/recipes.md). Only these may change: "
+        f"{safe_names()} (lr may be written learning_rate, rl_kl_coef beta, rl_clip_range epsilon, rl_temperature "
+        "temperature; health.KEY=VALUE changes one threshold); anything else is refused",
     )
 
 
@@ -196,6 +212,8 @@ def create(config: RunConfig, args, available: list[int] | None = None, **kwargs
     command line (``private_urls``) are added to the config's."""
     if getattr(args, "checkpoint", None) is not None:
         raise BadInput("--checkpoint chooses where a resume starts: use it with --resume RUN.")
+    if getattr(args, "sets", None):
+        raise BadInput("--set changes a resumed run's settings: use it with --resume RUN (a new run takes the flags).")
     config = with_private_urls(config)
     problem = missing_class(config) or model_problem(config.model)
     if problem:
@@ -244,6 +262,14 @@ def print_disk_note(room) -> None:
     print(f"{label}: disk: {room.message}", file=sys.stderr, flush=True)
 
 
+def resume_change(args, by: str = "user", reason: str | None = None) -> ResumeChange:
+    """``--set``'s words as the change a resume makes (BadInput naming a setting a resume may not change)."""
+    try:
+        return ResumeChange(parse_sets(getattr(args, "sets", None)), by=by, reason=reason)
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from None
+
+
 def _resumed(args):
     """The executor of this machine and the run ``--resume`` names (BadInput for a flag it cannot change, or a
     reference that names no run), and the placement flags parsed."""
@@ -255,8 +281,9 @@ def _resumed(args):
             ["--config"] * bool(getattr(args, "config", None)) + ["--" + n.replace("_", "-") for n in changed]
         )
         raise BadInput(
-            f"--resume continues the run with its own config.yaml; only --max-steps may change (got {names}). "
-            "Start a new run to change anything else."
+            f"--resume continues the run with its own config.yaml; only --max-steps may change (got {names}) as a "
+            "flag: change a setting a resume may change with --set KEY=VALUE (e.g. --set lr=5e-6), or start a new "
+            "run to change anything else."
         )
     run = find(args, args.resume)
     if args.checkpoint is not None and args.checkpoint not in ("best", "last") and not args.checkpoint.isdigit():
@@ -275,6 +302,7 @@ def say_plan(plan: ResumePlan) -> None:
 def resume(args) -> tuple[RunFolder, Placement]:
     """``train --resume``: the run made ready to continue here, in the foreground: (folder, placement)."""
     executor, run, gpus = _resumed(args)
+    change = resume_change(args)
     try:
         plan = executor.prepare_resume(
             run,
@@ -282,6 +310,7 @@ def resume(args) -> tuple[RunFolder, Placement]:
             gpus=gpus,
             num_processes=args.num_processes,
             checkpoint=args.checkpoint,
+            change=change,
         )
     except ExecutorError as exc:
         raise BadInput(str(exc)) from None
@@ -290,10 +319,11 @@ def resume(args) -> tuple[RunFolder, Placement]:
     return RunFolder(Path(run.path)), plan.placement
 
 
-def resume_detached(args) -> tuple[Launched, Placement]:
-    """``launch --resume``: the run resumed and started detached by this machine's executor; what was started,
-    and where (the plan is said on stderr before it starts)."""
+def resume_detached(args, change: ResumeChange | None = None) -> tuple[Launched, Placement]:
+    """``launch --resume`` (and ``rollback``, with its ``change``): the run resumed and started detached by this
+    machine's executor; what was started, and where (the plan is said on stderr before it starts)."""
     executor, run, gpus = _resumed(args)
+    change = change or resume_change(args)
     plans: list[ResumePlan] = []
 
     def told(plan: ResumePlan) -> None:
@@ -309,6 +339,7 @@ def resume_detached(args) -> tuple[Launched, Placement]:
             num_processes=args.num_processes,
             options=options(args),
             checkpoint=args.checkpoint,
+            change=change,
         )
     except ExecutorError as exc:
         raise BadInput(str(exc)) from None

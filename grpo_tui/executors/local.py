@@ -19,7 +19,7 @@ from pathlib import Path
 from grpo_tui.services.catalog.folders import UnknownRunError, list_runs, resolve_run, run_info
 from grpo_tui.services.catalog.status import live_status
 from grpo_tui.services.lifecycle.launching import launch_from_app
-from grpo_tui.services.lifecycle.resuming import ResumePlan
+from grpo_tui.services.lifecycle.resuming import ResumeChange, ResumePlan
 from grpo_tui.services.lifecycle.supervisor import (
     DEFAULT_STOP_TIMEOUT,
     LaunchOptions,
@@ -138,10 +138,11 @@ class LocalExecutor:
         gpus: list[int] | None = None,
         num_processes: int | None = None,
         checkpoint: str | None = None,
+        change: ResumeChange | None = None,
     ) -> ResumePlan:
         """Make ``run`` ready to continue (its plan applied, with the placement), for a caller that starts it
         itself (``grpo-tui train --resume``, in the foreground); ``checkpoint``: best, last or a step instead of
-        the newest. ExecutorError when it cannot be resumed."""
+        the newest; ``change``: the settings it changes and who asked. ExecutorError when it cannot be resumed."""
         try:
             return plan_resume(
                 RunFolder(Path(run.path)),
@@ -149,6 +150,7 @@ class LocalExecutor:
                 gpus=gpus,
                 num_processes=num_processes,
                 checkpoint=checkpoint,
+                change=change,
             )
         except ConfigError as exc:
             raise ExecutorError(str(exc)) from None
@@ -163,10 +165,13 @@ class LocalExecutor:
         num_processes: int | None = None,
         options: LaunchOptions | None = None,
         checkpoint: str | None = None,
+        change: ResumeChange | None = None,
     ) -> Launched:
         """``prepare_resume``, ``on_plan`` told the plan, then the run started detached (``grpo-tui launch
         --resume``, the runs screen's Resume and Extend)."""
-        plan = self.prepare_resume(run, max_steps, gpus=gpus, num_processes=num_processes, checkpoint=checkpoint)
+        plan = self.prepare_resume(
+            run, max_steps, gpus=gpus, num_processes=num_processes, checkpoint=checkpoint, change=change
+        )
         assert plan.placement is not None, "plan_resume fills in the placement it applied"
         if on_plan is not None:
             on_plan(plan)

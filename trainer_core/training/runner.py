@@ -25,7 +25,7 @@ from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.health.monitor import config_warnings
 from trainer_core.contract.run.checkpoints import check_checkpoint, torn_checkpoint_warning
 from trainer_core.contract.run.disk import disk_fault, last_complete_checkpoint, make_reserve, release_reserve
-from trainer_core.contract.run.events import USER_MISTAKE, Checkpoint, Error, ErrorKind, RunStarted
+from trainer_core.contract.run.events import USER_MISTAKE, Checkpoint, Error, ErrorKind, Rewound, RunStarted
 from trainer_core.contract.run.folder import RunFolder, resolve_runs_dir
 from trainer_core.contract.run.status import Status
 from trainer_core.environment.user_code import UserCodeError, user_traceback
@@ -110,6 +110,10 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         make_reserve(folder.path)  # room for the end of the run on a full disk (run/disk.py)
         if resume_from:
             folder.write_state(started=previous.get("started", state["started"]), resumed_at=state["started"])
+        change = _resume_change(previous) if resume_from else {}
+        rewind = rewound_event(change)
+        if rewind is not None:
+            run.emit(rewind)
         run.emit(
             RunStarted(
                 run_id=folder.run_id,
@@ -122,8 +126,12 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
                 resumed_from=resume_from,
                 restart=previous.get("restarts") if resume_from else None,
                 skipped_checkpoints=skipped,
+                revision=change.get("revision") if change.get("changes") else None,
+                changes=change.get("changes") or None,
             )
         )
+        if change:  # recorded once: a requeued or restarted leg does not rewind again
+            folder.write_state(resume_change=None)
         if skipped and resume_from:  # skipped checkpoints come only with a resume
             run.emit(torn_checkpoint_warning(skipped, resume_from, run.last_step))
         for warning in config_warnings(config.rl_kl_coef, config.rl_num_generations, use_vllm=config.use_vllm):
@@ -173,6 +181,35 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         run.stopper.uninstall()
         run.close()
     return RunResult(folder.run_id, folder.path, status, run.end_reason or reason, run.last_step, bad_input)
+
+
+def _resume_change(state: dict) -> dict:
+    """state.json's ``resume_change`` (written when the resume was prepared), or {} when absent or not an object."""
+    change = state.get("resume_change")
+    return change if isinstance(change, dict) else {}
+
+
+def rewound_event(change: dict, *, by: str | None = None, reason: str | None = None, rule: str | None = None):
+    """The ``rewound`` event of a leg that starts from a checkpoint before the run's last step (``change``: a
+    resume's record, ``resume_change`` in state.json; ``by``, ``reason``, ``rule`` override who asked and why),
+    or None when the leg goes on from where the run was."""
+    try:
+        from_step, to_step = int(change["from_step"]), int(change["to_step"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if to_step >= from_step:
+        return None
+    changes = change.get("changes")
+    return Rewound(
+        from_step=from_step,
+        to_step=to_step,
+        checkpoint=str(change.get("checkpoint") or ("base" if to_step == 0 else f"checkpoint-{to_step}")),
+        reason=reason if reason is not None else change.get("reason"),
+        by=by or change.get("by") or "user",
+        rule=rule if rule is not None else change.get("rule"),
+        changes=changes if isinstance(changes, dict) else {},
+        revision=int(change.get("revision") or 0),
+    )
 
 
 def _close_environments(trainer) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -37,6 +38,8 @@ from trainer_core.contract.config.run_config import RunConfig, stop_on_rules
 from trainer_core.contract.config.stack import UNTRIED_TRL_ENV, trl_is_checked, untried_trl
 from trainer_core.contract.health.monitor import HealthMonitor, RunFacts, Thresholds, warning
 from trainer_core.contract.health.sample_stats import SampleStats
+from trainer_core.contract.health.seeding import seed_from_file
+from trainer_core.contract.run.checkpoints import checkpoint_step
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
 from trainer_core.environment.dataset_source import HeldOutSource
@@ -487,6 +490,8 @@ def build_trainer(config: RunConfig, run: RunContext):
             tools=setup.agentic,
         ),
     )
+    if run.resumed_from:
+        seed_from_file(monitor, run.folder.events_file, checkpoint_step(Path(run.resumed_from)) or 0)
     callback = EventStreamCallback(
         run.writer,
         run.stopper,
@@ -496,7 +501,9 @@ def build_trainer(config: RunConfig, run: RunContext):
         extra_metrics=stats.pop,
         stop_on=tuple(stop_on_rules(config)),
     )
-    callbacks: list = [callback]
+    from trainer_core.training.resumed_settings import ResumedSettings
+
+    callbacks: list = [callback, ResumedSettings(config.lr)]
     evaluation = None
     if setup.heldout is not None:
         from trainer_core.evaluation.evaluator import Evaluator

@@ -6,6 +6,11 @@ out of the Trainer's sight instead of deleting them; it refuses (``ConfigError``
 anything; and what it writes keeps the run's history readable: ``before_resume`` in state.json holds the
 status, step and reason the run had, so a resume that then fails cannot pass for the run's whole story.
 ``supervisor.plan_resume`` checks the run's processes and calls these two steps.
+
+A resume may change the settings ``trainer_core.contract.config.resume_changes`` names (``ResumeChange``):
+config.yaml then holds the new settings, state.json the config ``revision`` and ``resume_change`` (what
+changed from what, who asked and why, from which step to which checkpoint), which the trainer records in the
+leg's ``run_started`` and, when the leg goes back before the run's last step, a ``rewound`` event.
 """
 
 from __future__ import annotations
@@ -13,12 +18,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trainer_core.contract.config.placement import Placement
+from trainer_core.contract.config.resume_changes import apply_sets
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.checkpoints import CheckpointCheck, check_checkpoints, move_aside, newest
 from trainer_core.contract.run.event_log import last_step
 from trainer_core.contract.run.folder import RunFolder, write_bytes_atomic, write_json_atomic
 from trainer_core.contract.run.ledger import resolve_checkpoint
 from trainer_core.contract.run.status import Status
+
+
+@dataclass
+class ResumeChange:
+    """What a resume changes and who asked: ``sets`` from ``resume_changes.parse_sets``; ``by`` user, rule, mcp
+    or viewer; ``reason`` and ``rule`` (a remedy's health rule) go into the ``rewound`` event."""
+
+    sets: dict[str, str] = field(default_factory=dict)
+    by: str = "user"
+    reason: str | None = None
+    rule: str | None = None
 
 
 @dataclass
@@ -33,6 +50,28 @@ class ResumePlan:
     torn: list[CheckpointCheck] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
     placement: Placement | None = None
+    changes: dict[str, dict] = field(default_factory=dict)
+    revision: int = 0
+    change: ResumeChange = field(default_factory=ResumeChange)
+
+    @property
+    def rewinds(self) -> bool:
+        """The leg starts before the run's last step: the steps after the checkpoint are abandoned."""
+        return self.checkpoint.step < self.reached
+
+    @property
+    def record(self) -> dict:
+        """state.json's ``resume_change``: what the trainer writes into the leg's ``rewound`` and ``run_started``."""
+        return {
+            "from_step": self.reached,
+            "to_step": self.checkpoint.step,
+            "checkpoint": self.checkpoint.name,
+            "by": self.change.by,
+            "reason": self.change.reason,
+            "rule": self.change.rule,
+            "changes": self.changes,
+            "revision": self.revision,
+        }
 
     @property
     def resume_from(self) -> str:
@@ -47,6 +86,8 @@ class ResumePlan:
         if self.reached > step:
             again = f"step {step + 1} is" if self.reached == step + 1 else f"steps {step + 1}-{self.reached} are"
             lines[0] += f"; {again} trained again"
+        for name, change in self.changes.items():
+            lines.append(f"{name}: {change['from']!r} -> {change['to']!r} (revision {self.revision})")
         for skipped in self.skipped or [
             {"name": c.name, "problems": list(c.problems + c.training_problems)} for c in self.torn
         ]:
@@ -75,10 +116,16 @@ def chosen_checkpoint(folder: RunFolder, which: str, checks: list[CheckpointChec
 
 
 def choose_checkpoint(
-    folder: RunFolder, status: Status, max_steps: int | None, checkpoint: str | None = None
+    folder: RunFolder,
+    status: Status,
+    max_steps: int | None,
+    checkpoint: str | None = None,
+    change: ResumeChange | None = None,
 ) -> tuple[ResumePlan, RunConfig]:
     """The plan and the config the resumed leg runs with: from the newest complete checkpoint, or the one
-    ``checkpoint`` names (best, last or a step). Raises ConfigError; writes nothing."""
+    ``checkpoint`` names (best, last or a step), with ``change``'s settings. Raises ConfigError; writes nothing.
+    A completed run goes on without a higher ``max_steps`` only from a checkpoint before its last step."""
+    change = change or ResumeChange()
     checks = check_checkpoints(folder.checkpoints_dir)
     picked, _ = (chosen_checkpoint(folder, checkpoint, checks), []) if checkpoint else newest(checks)
     if picked is None:
@@ -96,7 +143,9 @@ def choose_checkpoint(
         )
     state = folder.read_state()
     reached = max(int(state.get("last_step") or 0), last_step(folder.events_file))
-    config = RunConfig.load(folder.config_file)
+    config, changes = apply_sets(RunConfig.load(folder.config_file), change.sets)
+    if max_steps is None and "max_steps" in changes:
+        max_steps = config.max_steps
     step = picked.step
     where = f"step {step} of {picked.name}, " + (
         "the checkpoint asked for" if checkpoint else "the newest complete checkpoint"
@@ -105,7 +154,7 @@ def choose_checkpoint(
         if max_steps <= step:
             raise ConfigError("max_steps", f"--max-steps {max_steps} is not above {where}; pass a larger --max-steps.")
         config.max_steps = max_steps
-    elif status is Status.COMPLETED:
+    elif status is Status.COMPLETED and not (checkpoint and step < reached and config.max_steps > step):
         raise ConfigError(
             "resume",
             f"run {folder.run_id} is completed at step {reached}; to continue it, pass "
@@ -118,7 +167,12 @@ def choose_checkpoint(
             "pass --max-steps N to go further.",
         )
     torn = [c for c in checks if not c.complete and (not checkpoint or c.step > step)]
-    return ResumePlan(folder.run_id, status, reached, picked, config.max_steps, torn), config
+    revision = int(state.get("revision") or 0) + bool(changes)
+    plan = ResumePlan(
+        folder.run_id, status, reached, picked, config.max_steps, torn, changes=changes, revision=revision
+    )
+    plan.change = change
+    return plan, config
 
 
 def apply_resume(folder: RunFolder, plan: ResumePlan, config: RunConfig) -> None:
@@ -158,6 +212,8 @@ def apply_resume(folder: RunFolder, plan: ResumePlan, config: RunConfig) -> None
             restarts=int(state.get("restarts") or 0) + 1,
             resume_skipped=plan.skipped,
             before_resume=before,
+            revision=plan.revision,
+            resume_change=plan.record,
         )
     except OSError as exc:
         _restore(folder, state, old_config)

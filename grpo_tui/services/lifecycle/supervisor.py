@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 
 from grpo_tui.services.catalog.status import live_status
-from grpo_tui.services.lifecycle.resuming import ResumePlan, apply_resume, choose_checkpoint
+from grpo_tui.services.lifecycle.resuming import ResumeChange, ResumePlan, apply_resume, choose_checkpoint
 from grpo_tui.services.lifecycle.slurm_stop import stop_job
 from grpo_tui.services.lifecycle.stop_request import request_stop, stopped
 from grpo_tui.services.machine.gpus import visible_indices
@@ -224,8 +224,10 @@ def plan_resume(
     gpus: list[int] | None = None,
     num_processes: int | None = None,
     checkpoint: str | None = None,
+    change: ResumeChange | None = None,
 ) -> ResumePlan:
-    """Make an ended (or lost) run ready to continue from its newest complete checkpoint, in the same folder.
+    """Make an ended (or lost) run ready to continue from its newest complete checkpoint, in the same folder;
+    ``change``: the settings it changes (resuming.py) and who asked.
 
     The new steps append to the same events.jsonl (step numbers continue from the checkpoint) and the state
     records which checkpoint the run resumed from, which restart this is and what the run was before. A
@@ -244,7 +246,7 @@ def plan_resume(
         raise ConfigError(
             "resume", f"run {folder.run_id} is {status}; only an ended or lost run can be resumed: {hint}."
         )
-    resume, config = choose_checkpoint(folder, status, max_steps, checkpoint)
+    resume, config = choose_checkpoint(folder, status, max_steps, checkpoint, change)
     resume.placement = plan(config, visible_indices(), gpus, num_processes)
     config.validate(world_size=world_size(config, resume.placement))
     apply_resume(folder, resume, config)
