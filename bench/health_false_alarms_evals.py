@@ -13,9 +13,11 @@ import math
 import random
 from collections import Counter
 
+from trainer_core.contract.config.checks import REMEDY_SEVERITIES
 from trainer_core.contract.health.core import Thresholds
 from trainer_core.contract.health.monitor import HealthMonitor
-from trainer_core.contract.run.events import Eval
+from trainer_core.contract.health.remedy_plan import RemedySettings
+from trainer_core.contract.run.events import Eval, HealthWarning
 
 TASK_METRIC = "answer_correct"
 
@@ -56,8 +58,11 @@ def healthy_eval_sequence(rng: random.Random, flat: bool = False) -> list[Eval]:
     return out
 
 
-def eval_false_alarms(sequences: int, seed: int = 0, thresholds: Thresholds | None = None) -> tuple[Counter, int]:
-    """({(rule, severity): warnings}, evals judged) over ``sequences`` healthy runs, a third of them flat."""
+def eval_false_alarms(
+    sequences: int, seed: int = 0, thresholds: Thresholds | None = None, remedies: Counter | None = None
+) -> tuple[Counter, int]:
+    """({(rule, severity): warnings}, evals judged) over ``sequences`` healthy runs, a third of them flat;
+    ``remedies``: counts, by remedy severity, the warnings a remedy for every rule would act on."""
     rng = random.Random(seed)
     alarms: Counter[tuple[str, str]] = Counter()
     judged = 0
@@ -67,4 +72,13 @@ def eval_false_alarms(sequences: int, seed: int = 0, thresholds: Thresholds | No
             judged += 1
             for w in monitor.feed_eval(event):
                 alarms[(str(w.rule), str(w.severity))] += 1
+                if remedies is not None:
+                    count_remedies(w, remedies)
     return alarms, judged
+
+
+def count_remedies(found: HealthWarning, remedies: Counter) -> None:
+    """Count ``found`` under each remedy severity (critical, warn) at which a remedy would act on it."""
+    for severity in REMEDY_SEVERITIES:
+        if RemedySettings.every_rule(severity).acts_on(found):
+            remedies[severity] += 1

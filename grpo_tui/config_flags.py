@@ -108,7 +108,9 @@ def add_run_config_arguments(parser: argparse.ArgumentParser) -> None:
         if spec.kind == "weights":
             group.add_argument(spec.flag, type=_reward_item, action="append", metavar="NAME[=WEIGHT]", **kwargs)
         elif spec.kind == "mapping":
-            group.add_argument(spec.flag, type=_key_value, action="append", metavar="KEY=VALUE", **kwargs)
+            group.add_argument(
+                spec.flag, type=_key_value, action="append", metavar=spec.metavar or "KEY=VALUE", **kwargs
+            )
         elif spec.kind == "list":
             group.add_argument(spec.flag, action="append", metavar=spec.metavar or spec.name.upper(), **kwargs)
         elif spec.kind == "json":

@@ -56,7 +56,10 @@ def test_kind_comes_from_the_type_annotation(name, kind, optional):
 def test_choice_fields_are_literals_and_their_choices_are_its_values():
     hints = get_type_hints(RunConfig)
     choices = {s.name: s.choices for s in SPECS if s.kind == "choice"}
-    assert set(choices) == {"trainer", "rl_loss_type", "vllm_mode", "mixed_precision", "on_missing", "notify_severity"}
+    assert set(choices) == {
+        *("trainer", "rl_loss_type", "vllm_mode", "mixed_precision", "on_missing", "notify_severity"),
+        "remedy_severity",
+    }
     for name, values in choices.items():
         assert values == get_args(hints[name]) and values, name
         assert field_spec(name).default in values
@@ -139,7 +142,10 @@ def test_format_gives_each_widget_its_value():
     assert field_spec("model").format(None) == ""
     assert field_spec("epochs").format(2.5) == "2.5"
     assert field_spec("notify").format([]) == "" and field_spec("notify").format(["a", "b"]) == "a b"
-    assert {s.name for s in SPECS if s.is_json} == {"rl_env_config", "grpo_args", "health", "slurm", "reward_funcs"}
+    assert {s.name for s in SPECS if s.is_json} == {
+        *("rl_env_config", "grpo_args", "health", "slurm", "reward_funcs"),
+        *("remedy", "remedy_set"),
+    }
     assert set(JSON_KINDS) <= set(FIELD_KINDS)
 
 

@@ -59,7 +59,7 @@ def test_a_one_step_kl_spike_does_not_fire():
 
 
 def test_kl_growing_fast_fires_before_the_threshold():
-    kl = [0.02] * 10 + [0.06, 0.12, 0.3]
+    kl = [0.02] * 10 + [0.08, 0.18, 0.45]
     assert rules(stream(len(kl), **{**HEALTHY, "kl": kl}))[0][0] == "kl_explosion"
 
 

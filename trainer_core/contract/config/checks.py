@@ -6,6 +6,7 @@ same rules to show every problem under its field.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 from collections.abc import Callable, Iterator
@@ -16,6 +17,7 @@ from trainer_core.contract.config.slurm_settings import slurm_problems
 from trainer_core.contract.config.trl_names import TRL_REWARD_FUNCS
 from trainer_core.contract.config.usual_values import USUAL
 from trainer_core.contract.health.monitor import STOPPABLE_RULES, SWITCHES, threshold_names
+from trainer_core.contract.health.remedy_plan import REMEDY_ACTIONS, REMEDY_RULES
 from trainer_core.contract.run.json_values import is_number, is_whole
 
 # The choice fields' types: RunConfig annotates its fields with them, and their values are the choices
@@ -25,12 +27,14 @@ VllmMode = Literal["colocate", "server"]
 MixedPrecision = Literal["auto", "bf16", "fp16", "no"]
 TrainerType = Literal["grpo"]
 OnMissing = Literal["error", "fallback"]
+RemedySeverity = Literal["critical", "warn"]
 
 LOSS_TYPES: tuple[str, ...] = get_args(LossType)
 VLLM_MODES: tuple[str, ...] = get_args(VllmMode)
 MIXED_PRECISION: tuple[str, ...] = get_args(MixedPrecision)
 TRAINERS: tuple[str, ...] = get_args(TrainerType)
 ON_MISSING: tuple[str, ...] = get_args(OnMissing)
+REMEDY_SEVERITIES: tuple[str, ...] = get_args(RemedySeverity)
 TRACKERS = ("trackio", "wandb", "tensorboard")
 
 
@@ -201,6 +205,7 @@ def iter_problems(c, world_size: int = 1):
     yield from _number_problems(c)
     yield from _combination_problems(c, world_size)
     yield from _health_problems(c)
+    yield from _remedy_problems(c)
     for message in slurm_problems(c.slurm):
         yield ConfigError("slurm", message)
     yield from _grpo_args_problems(c)
@@ -361,4 +366,68 @@ def _health_problems(c):
         elif key.endswith("_percent") and value > 100:
             yield ConfigError(
                 "health", f"health threshold {key} is a percentage of the disk, at most 100; got {value!r}."
+            )
+
+
+def resume_may_change(c, key: str) -> str | None:
+    """Why a resume of a run with config ``c`` may not change setting ``key`` (None: it may): the hook
+    ``--remedy-set`` is checked through. It asks only that ``key`` be a setting: the list of the settings a resume
+    may change (config/resume_changes.py) imports this module, so it judges a remedy's settings when it is applied."""
+    if key not in {f.name for f in dataclasses.fields(c)}:
+        return f"'{key}' is not a setting"
+    return None
+
+
+def _remedy_problems(c):
+    if not isinstance(c.remedy, dict):
+        yield ConfigError("remedy", f"remedy must be a mapping of rule: rollback, got {c.remedy!r}.")
+    else:
+        for rule, action in c.remedy.items():
+            if rule not in REMEDY_RULES:
+                close = difflib.get_close_matches(rule, REMEDY_RULES, n=1)
+                hint = f" Did you mean '{close[0]}'?" if close else ""
+                what = "cannot take a remedy" if rule in STOPPABLE_RULES else "is not a health rule"
+                yield ConfigError(
+                    "remedy",
+                    f"remedy names '{rule}', which {what}.{hint} Rules that can take a remedy: "
+                    f"{', '.join(REMEDY_RULES)} (e.g. --remedy kl_explosion=rollback).",
+                )
+            elif rule in stop_on_rules(c):
+                yield ConfigError(
+                    "remedy",
+                    f"{rule} is in both stop_on and remedy: --stop-on would stop the run before the remedy could act. "
+                    f"Drop it from --stop-on (after --max-remedies rollbacks the rule stops the run anyway).",
+                )
+            elif action not in REMEDY_ACTIONS:
+                yield ConfigError(
+                    "remedy",
+                    f"remedy for {rule} is {action!r}; the one remedy is rollback (--remedy {rule}=rollback).",
+                )
+    scale = c.remedy_lr_scale
+    if not is_number(scale) or not 0 < scale <= 1:
+        yield ConfigError(
+            "remedy_lr_scale",
+            f"remedy_lr_scale must be a number with 0 < F <= 1 (the share of the learning rate a rollback keeps), "
+            f"got {scale!r}; e.g. --remedy-lr-scale 0.5.",
+        )
+    if not is_whole(c.max_remedies) or c.max_remedies < 1:
+        yield ConfigError(
+            "max_remedies", f"max_remedies must be a whole number of rollbacks, 1 or more, got {c.max_remedies!r}."
+        )
+    if c.remedy_severity not in REMEDY_SEVERITIES:
+        yield ConfigError("remedy_severity", f"remedy_severity must be critical or warn, got {c.remedy_severity!r}.")
+    if not isinstance(c.remedy_set, dict):
+        yield ConfigError("remedy_set", f"remedy_set must be a mapping of setting: value, got {c.remedy_set!r}.")
+        return
+    for key in c.remedy_set:
+        if key == "lr":
+            yield ConfigError(
+                "remedy_set",
+                "remedy_set sets lr; a rollback's learning rate is the current one times --remedy-lr-scale. "
+                "Set --remedy-lr-scale instead.",
+            )
+        elif (why := resume_may_change(c, key)) is not None:
+            yield ConfigError(
+                "remedy_set",
+                f"remedy_set sets {key}, which a resume may not change: {why}. Drop --remedy-set {key}=...",
             )

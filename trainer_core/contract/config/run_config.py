@@ -19,6 +19,7 @@ from trainer_core.contract.config.checks import (
     LossType,
     MixedPrecision,
     OnMissing,
+    RemedySeverity,
     TrainerType,
     VllmMode,
     iter_problems,
@@ -239,6 +240,45 @@ class RunConfig:
         "Health-rule thresholds to change, as a mapping (CLI: --health KEY=VALUE, repeatable), e.g. kl_high=1.0.",
         "health",
         flag="--health",
+    )
+    # -- remedies (docs/health.md#remedies): what the run's root does when a rule fires -------------------
+    remedy: dict[str, Any] = _f(
+        {},
+        "Health rules whose warning rolls the run back to a checkpoint from before the trouble, to go on with "
+        "--remedy-lr-scale and --remedy-set, as a mapping of rule: rollback (CLI: --remedy RULE=rollback, "
+        "repeatable), e.g. kl_explosion=rollback. Off unless given. Checked and kept in the run's config; the run "
+        "does not act on it yet (docs/health.md#remedies).",
+        "health",
+        flag="--remedy",
+        metavar="RULE=rollback",
+    )
+    remedy_lr_scale: float = _f(
+        0.5,
+        "A rollback resumes with the learning rate times this (0 < F <= 1; each rollback scales it again).",
+        "health",
+    )
+    remedy_set: dict[str, Any] = _f(
+        {},
+        "Other settings a rollback resumes with, as a mapping (CLI: --remedy-set KEY=VALUE, repeatable), e.g. "
+        "rl_kl_coef=0.05; only settings a resume may change.",
+        "health",
+        flag="--remedy-set",
+    )
+    max_remedies: int = _f(
+        2,
+        "At most this many rollbacks per run; when a rule with a remedy fires after them, it stops the run as "
+        "--stop-on does, saying the remedies were spent.",
+        "health",
+    )
+    remedy_severity: RemedySeverity = _f(
+        "critical",
+        "The lowest severity of a warning that takes its rule's remedy.",
+        "health",
+    )
+    remedy_keep_bad: bool = _f(
+        False,
+        "Before a rollback, save a checkpoint of the bad state to study (never resumed from).",
+        "health",
     )
     # -- alerts (docs/alerts.md), shown with health -----------------------------------------------------
     notify: list[str] = _f(

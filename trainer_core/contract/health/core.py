@@ -28,7 +28,8 @@ class Thresholds:
     entropy_collapse: float = 0.5
     kl_high: float = 0.5
     kl_critical: float = 2.0
-    kl_growth: float = 4.0
+    kl_growth: float = 4.0  # KL grown this many times in 3 rising steps is an explosion in the making ...
+    kl_growth_floor: float = 0.4  # ... once it reaches this absolute KL: a small KL that grows is never an explosion
     kl_rearm: float = 0.25
     no_signal_steps: int = 3
     plateau_window: int = 60

@@ -245,7 +245,7 @@ class HealthMonitor:
         if (
             older
             and all(is_number(v) for v in older)
-            and kls[-1] > t.kl_high / 2
+            and kls[-1] >= t.kl_growth_floor
             and older[0] > 0
             and kls[-1] >= t.kl_growth * older[0]
             and kls[0] < kls[1] < kls[2]
