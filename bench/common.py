@@ -1,4 +1,5 @@
-"""What the benchmarks share: child processes run from the checkout, the app in a tmux pane, and the results table.
+"""What the benchmarks share: child processes run from the checkout, the app in a tmux pane, an alert
+receiver, and the results table.
 
 Each measurement that must not share memory or imports with the bench runs in a child process that prints one
 ``RESULT {json}`` line; the app under test runs in a private tmux server; every bench prints one table of values,
@@ -14,8 +15,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import psutil
@@ -85,6 +88,38 @@ def stop_process(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+class Receiver:
+    """A local alert receiver (HTTP on 127.0.0.1, any path): what a run's notify URL posts to, counted.
+
+    ``with Receiver() as r:`` serves in a thread until the block ends; ``r.url`` is an apprise ``json://`` URL."""
+
+    def __init__(self):
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                owner.posts += 1
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, format, *args):
+                pass
+
+        self.posts = 0
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"json://127.0.0.1:{self.server.server_address[1]}/alerts"
+        self.thread = threading.Thread(target=self.server.serve_forever, name="alert receiver", daemon=True)
+
+    def __enter__(self) -> Receiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 # -- the app in a terminal ------------------------------------------------------------------------------

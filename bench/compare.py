@@ -1,0 +1,169 @@
+"""The results of bench.train_vs_trl: summed up per thread setting, printed, kept as JSON lines, and compared.
+
+Every run of the bench prints one ``BENCH_RESULT {json}`` line (and appends it to ``--record FILE``). Run the
+bench on two commits (bench/README.md: a git worktree each) and compare what they recorded:
+
+    python -m bench.compare BEFORE.jsonl AFTER.jsonl
+
+For each thread setting found in both, it prints the ratio grpo-tui/plain of each side and the change, and
+exits 1 when the second's ratio is below the target (0.98) or more than ``--tolerance`` below the first's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+PREFIX = "BENCH_RESULT "
+TARGET = 0.98
+
+
+def result_line(result: dict) -> str:
+    return PREFIX + json.dumps(result, sort_keys=True)
+
+
+def parse_results(text: str) -> list[dict]:
+    """The bench results in ``text``: ``BENCH_RESULT`` lines of a bench's output, or a ``--record`` file's JSON
+    lines. Other lines (the bench's table, a torn last line) are skipped."""
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(PREFIX):
+            line = line[len(PREFIX) :]
+        if not line.startswith("{"):
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value.get("bench") == "train_vs_trl":
+            found.append(value)
+    return found
+
+
+def helper_figures(found: dict) -> tuple[float, float] | None:
+    """The helpers' (tail + root) CPU ms per step and wake-ups per second, from a run's process window."""
+    procs = found.get("processes")
+    if not procs:
+        return None
+    return (
+        procs["tail"]["cpu_ms_per_step"] + procs["root"]["cpu_ms_per_step"],
+        procs["tail"]["wakeups_per_s"] + procs["root"]["wakeups_per_s"],
+    )
+
+
+def preemptions(found: dict) -> float | None:
+    """How often per second the trainer's threads were preempted during a run (by anything: helpers or not)."""
+    procs = found.get("processes")
+    return procs["worker"]["preemptions_per_s"] if procs else None
+
+
+def median_known(runs) -> float | None:
+    known = [p for f in runs if (p := preemptions(f)) is not None]
+    return round(statistics.median(known), 1) if known else None
+
+
+def summary(rounds: list[dict], settings: list[int | None], sides: tuple[str, ...], disturbed: int) -> dict:
+    out: dict = {}
+    for threads in settings:
+        rates = {s: [f["steps_per_s"] for f in rounds if f["side"] == s and f["threads"] == threads] for s in sides}
+        medians = {s: statistics.median(v) for s, v in rates.items()}
+        helpers = [h for f in rounds if f["side"] == "grpo-tui" and f["threads"] == threads if (h := helper_figures(f))]
+        entry = {
+            "ratio_median": round(medians["grpo-tui"] / medians["plain"], 4),
+            "median_steps_per_s": {s: round(m, 3) for s, m in medians.items()},
+            "steps_per_s": {s: [round(v, 3) for v in r] for s, r in rates.items()},
+            "helper_cpu_ms_per_step": round(statistics.median(h[0] for h in helpers), 3) if helpers else None,
+            "helper_wakeups_per_s": round(statistics.median(h[1] for h in helpers), 1) if helpers else None,
+            "trainer_preemptions_per_s": {
+                s: median_known(f for f in rounds if f["side"] == s and f["threads"] == threads) for s in sides
+            },
+        }
+        for side in sides[2:]:
+            entry[f"ratio_{side}"] = round(medians[side] / medians["plain"], 4)
+        out["default" if threads is None else str(threads)] = entry
+    return {"settings": out, "rounds": rounds, "disturbed_runs": disturbed}
+
+
+def print_summary(result: dict) -> None:
+    print()
+    for setting, entry in result["settings"].items():
+        print(f"threads {setting}:")
+        for side, rates in entry["steps_per_s"].items():
+            shown = "  ".join(f"{v:.3f}" for v in rates)
+            preempted = entry["trainer_preemptions_per_s"].get(side)
+            shown += "" if preempted is None else f"  (trainer preempted {preempted:.0f}/s)"
+            print(f"  {side:<8}  median {entry['median_steps_per_s'][side]:>8.3f}  individual steps/s  {shown}")
+        if entry["helper_cpu_ms_per_step"] is not None:
+            print(
+                f"  helpers (tail + root): {entry['helper_cpu_ms_per_step']:.2f} ms CPU per step, "
+                f"{entry['helper_wakeups_per_s']:.1f} wake-ups/s"
+            )
+        others = "".join(
+            f", {k[6:]}/plain {v:.3f}" for k, v in entry.items() if k.startswith("ratio_") and k != "ratio_median"
+        )
+        print(f"  ratio grpo-tui/plain: {entry['ratio_median']:.3f} (target >= {TARGET}){others}")
+    if result["disturbed_runs"]:
+        print(
+            f"note: {result['disturbed_runs']} run(s) marked ! shared the CPUs with other work; their rates say "
+            "little. Rerun on a quiet machine."
+        )
+
+
+def ratios(results: list[dict]) -> dict[str, float]:
+    """The ratio grpo-tui/plain by thread setting (``default`` or the count); the last result of each wins."""
+    out: dict[str, float] = {}
+    for result in results:
+        for setting, entry in (result.get("settings") or {}).items():
+            ratio = entry.get("ratio_median") if isinstance(entry, dict) else None
+            if isinstance(ratio, (int, float)):
+                out[str(setting)] = float(ratio)
+    return out
+
+
+def compare(before: list[dict], after: list[dict], tolerance: float = 0.03, target: float = TARGET) -> list[dict]:
+    """One row per thread setting in both: the two ratios, the change, and whether the second one holds."""
+    old, new = ratios(before), ratios(after)
+    rows = []
+    for setting in sorted(set(old) & set(new)):
+        a, b = old[setting], new[setting]
+        ok = b >= target and b >= a - tolerance
+        rows.append({"threads": setting, "before": a, "after": b, "change": round(b - a, 3), "ok": ok})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.compare", description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("before", type=Path, help="a --record file or a saved bench output (the older commit)")
+    parser.add_argument("after", type=Path, help="the same for the newer commit")
+    parser.add_argument(
+        "--tolerance", type=float, default=0.03, help="how far the ratio may fall before it counts (default 0.03)"
+    )
+    args = parser.parse_args(argv)
+    sides = []
+    for path in (args.before, args.after):
+        try:
+            found = parse_results(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError as exc:
+            parser.error(f"{path}: {exc.strerror}")
+        if not found:
+            parser.error(f"{path}: no train_vs_trl result in it; run python -m bench.train_vs_trl --record {path}")
+        sides.append(found)
+    rows = compare(sides[0], sides[1], args.tolerance)
+    if not rows:
+        parser.error("the two files share no thread setting; run both with the same --threads")
+    commits = [s[-1].get("commit") or "?" for s in sides]
+    print(f"grpo-tui/plain, median ratio: {commits[0][:12]} -> {commits[1][:12]} (target >= {TARGET})")
+    for row in rows:
+        verdict = "ok" if row["ok"] else "REGRESSION"
+        print(
+            f"  threads {row['threads']:<8} {row['before']:.3f} -> {row['after']:.3f}  ({row['change']:+.3f})  {verdict}"
+        )
+    return 0 if all(row["ok"] for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
