@@ -31,7 +31,7 @@ from ..safe_text import clean_line
 from .history import check_max_points, history
 from .runs import AnswerError, FoundRun, Runs
 from .schema import VERSION
-from .untrusted import untrusted
+from .untrusted import RUN_TEXTS, apart, untrusted
 
 TEXT_CAP = 2000  # characters of one prompt or completion
 MAX_SAMPLES = 50
@@ -45,25 +45,11 @@ def answer(kind: str, **fields: Any) -> dict[str, Any]:
 
 
 def run_row(info: RunInfo, host: str | None) -> dict[str, Any]:
-    """The figures ``list_runs`` gives of one run; its texts (exit reason, last warning, name) apart."""
-    figures = info.held_out
-    best = figures.best if figures is not None else None
-    return {
-        "run_id": info.run_id,
-        "host": host,
-        "status": info.status.value,
-        "step": info.step,
-        "total": info.total,
-        "reward": _finite(info.last_reward),
-        "held_out_metric": figures.metric if figures is not None else None,
-        "held_out_best": None if best is None else {"step": best.step, "value": _finite(best.value)},
-        "warnings": info.warnings + len(info.alerts),
-        "started": info.started,
-        "ended": info.ended,
-        "model": info.model,
-        "project": info.project,
-        **untrusted(TEXT_CAP, name=info.name, exit_reason=info.exit_reason, last_warning=info.last_warning),
-    }
+    """A run as ``list_runs`` gives it: its row as ``runs --json`` writes it, the texts apart (``RUN_TEXTS``)."""
+    row = apart(info.to_wire(), RUN_TEXTS, TEXT_CAP)
+    row["host"] = host
+    row["last_reward"] = _finite(info.last_reward)
+    return row
 
 
 def list_runs(runs: Runs, host: str | None = None, status: str | None = None) -> dict[str, Any]:
@@ -112,20 +98,11 @@ def run_summary(runs: Runs, run: str, host: str | None = None) -> dict[str, Any]
     return answer(
         "run_summary",
         **_head(found),
-        status=info.status.value,
-        step=info.step,
-        total=info.total,
-        started=info.started,
-        ended=info.ended,
-        duration=info.duration,
+        run=run_row(info, found.host),
         steps_per_second=_finite(rate),
         eta_seconds=_finite(eta),
         last_metrics=None if last is None else {"step": last.step, "values": _numbers(last.values)},
-        held_out=None if info.held_out is None else info.held_out.to_wire(),
-        warnings=info.warnings + len(info.alerts),
-        model=info.model,
-        project=info.project,
-        **untrusted(TEXT_CAP, config=config, exit_reason=info.exit_reason, name=info.name, notes=info.notes),
+        **untrusted(TEXT_CAP, config=config),
     )
 
 

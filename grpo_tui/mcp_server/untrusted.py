@@ -14,6 +14,19 @@ from typing import Any
 from ..safe_text import clean
 
 UNTRUSTED = "untrusted"
+RUN_TEXTS = (
+    "project",
+    "model",
+    "last_warning",
+    "exit_reason",
+    "alerts",
+    "queue_reason",
+    "name",
+    "tags",
+    "notes",
+    "skipped_lines",
+)
+"""The keys of a run's row (``RunInfo.to_wire``) whose values a run's config, its trainer or a host wrote."""
 
 
 def scrub(value: Any, cap: int | None = None) -> Any:
@@ -31,3 +44,9 @@ def scrub(value: Any, cap: int | None = None) -> Any:
 def untrusted(cap: int | None = None, **fields: Any) -> dict[str, Any]:
     """``{"untrusted": {**fields}}``, every string of ``fields`` cleaned and cut to ``cap`` characters."""
     return {UNTRUSTED: {name: scrub(value, cap) for name, value in fields.items()}}
+
+
+def apart(record: Mapping[str, Any], texts: tuple[str, ...], cap: int | None = None) -> dict[str, Any]:
+    """``record`` with its ``texts`` keys moved under ``untrusted`` (cleaned and cut to ``cap``)."""
+    kept = {k: v for k, v in record.items() if k not in texts}
+    return {**kept, **untrusted(cap, **{k: record[k] for k in texts if k in record})}

@@ -31,7 +31,7 @@ def test_a_live_run_is_read_refused_a_stop_without_actions_then_stopped_by_stop_
 
     with mcp_client("--runs-dir", str(runs_dir)) as client:
         summary = client.call("run_summary", {"run": "latest"})
-        assert summary["run_id"] == run_id and summary["status"] == "running" and summary["total"] == 2000
+        assert summary["run_id"] == run_id and summary["run"]["status"] == "running" and summary["run"]["total"] == 2000
         assert summary["steps_per_second"] and summary["eta_seconds"] and summary["eta_seconds"] > 0
         history = client.call("metric_history", {"run": run_id, "keys": ["reward"]})
         assert history["series"][0]["count"] >= 3
@@ -48,7 +48,7 @@ def test_a_live_run_is_read_refused_a_stop_without_actions_then_stopped_by_stop_
         answer = client.call("stop_run", {"run": run_id})
         assert answer["outcome"]["status"] == "stopped" and answer["outcome"]["graceful"] is True
         assert answer["requested_by"] == "mcp: overnight-agent"
-        assert client.call("run_summary", {"run": run_id})["status"] == "stopped"
+        assert client.call("run_summary", {"run": run_id})["run"]["status"] == "stopped"
 
     asked = handle.events(EventType.STOP_REQUESTED)
     assert asked and all(

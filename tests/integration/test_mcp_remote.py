@@ -15,7 +15,7 @@ def test_a_run_on_a_host_is_listed_and_read_and_a_down_host_is_named(remote):  #
         listed = client.call("list_runs", {"host": "gpubox"})
         assert [(r["run_id"], r["host"], r["status"]) for r in listed["runs"]] == [(FINISHED, "gpubox", "completed")]
         summary = client.call("run_summary", {"run": FINISHED, "host": "gpubox"})
-        assert summary["host"] == "gpubox" and summary["step"] == 40
+        assert summary["host"] == "gpubox" and summary["run"]["step"] == 40
         history = client.call("metric_history", {"run": "latest", "keys": ["reward"], "host": "gpubox"})
         assert history["run_id"] == FINISHED and history["series"][0]["count"] == 40
         rules = {w["rule"] for w in client.call("health", {"run": FINISHED, "host": "gpubox"})["warnings"]}

@@ -144,11 +144,12 @@ def test_list_runs_and_a_summary(client):
     assert set(rows) == {FINISHED, EVALS, LONG, HOSTILE}
     assert rows[FINISHED]["status"] == "completed" and rows[FINISHED]["step"] == 40
     assert rows[FINISHED]["warnings"] == 2 and rows[FINISHED]["host"] is None
-    assert rows[EVALS]["held_out_best"] == {"step": 20, "value": 0.7}
+    assert rows[EVALS]["eval"]["best"] == {"step": 20, "value": 0.7}
     assert client.call("list_runs", {"status": "failed"})["runs"] == []
     assert "use one of" in client.error("list_runs", {"status": "exploded"})
     summary = client.call("run_summary", {"run": FINISHED})
-    assert summary["status"] == "completed" and summary["total"] == 40 and summary["eta_seconds"] is None
+    assert summary["run"]["status"] == "completed" and summary["run"]["total"] == 40
+    assert summary["eta_seconds"] is None
     assert summary["last_metrics"]["step"] == 40 and "reward" in summary["last_metrics"]["values"]
     assert summary["untrusted"]["config"]["max_steps"] == 40
 

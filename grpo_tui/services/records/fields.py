@@ -9,6 +9,9 @@ turned into the typed one and back. ``Record`` reads that table to give every re
 order, which is the byte order of the JSON the commands print) and its decoder (``from_wire``: the typed record,
 or ``WireError`` naming the field, the value and what was expected, as ``where.key: expected …, got …``).
 
+The same table is the record's JSON Schema (``json_schema``: each field's rule says its own, a field decoded by
+hand gives ``schema=``), which ``docs/answers.schema.json`` publishes.
+
 ``Fields`` is the same reading by hand, for the messages whose shape is not one record (the mirror stream's).
 """
 
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NoReturn, TypeVar
 
 from trainer_core.contract.run.json_values import FLAG, Rule, number, shown, text, whole
@@ -36,11 +39,17 @@ WHOLE = whole(0, MAX_OFFSET)
 WHOLE_OR_NULL = WHOLE.or_null()
 NUMBER_OR_NULL = number().or_null()
 SECONDS = number(0).or_null()  # unix seconds, or a duration
-RUN_ID_VALUE = Rule(lambda v: isinstance(v, str) and RUN_ID.match(v) is not None, RUN_ID_RULE)
+RUN_ID_VALUE = Rule(
+    lambda v: isinstance(v, str) and RUN_ID.match(v) is not None,
+    RUN_ID_RULE,
+    schema={"type": "string", "pattern": "^" + RUN_ID.pattern.removesuffix("\\Z") + "$"},
+)
 HOST_PATH = Rule(
     lambda v: isinstance(v, str) and 0 < len(v) <= 4096 and "\0" not in v and not v.startswith("-"),
     "a path on the host (a non-empty string, not starting with '-')",
+    schema={"type": "string", "minLength": 1, "maxLength": 4096},
 )
+STATUS = {"enum": [s.value for s in Status]}  # a status's JSON Schema
 
 
 class WireError(ValueError):
@@ -126,7 +135,8 @@ _SPEC = "wire"
 class Spec:
     """One field's entry: ``key`` on the wire; ``rule`` its JSON value passes (``missing``: the value of an absent
     key); ``load(value, where)`` the typed value of a checked one; ``dump(value)`` its JSON; ``sent`` only: written,
-    never read (the receiver says it, as a row's ``host``)."""
+    never read (the receiver says it, as a row's ``host``); ``schema`` its JSON Schema when ``rule`` does not say
+    it (a field that ``load`` checks)."""
 
     key: str | None
     rule: Rule | None
@@ -134,6 +144,7 @@ class Spec:
     load: Callable[[Any, str], Any] | None
     dump: Callable[[Any], Any] | None
     sent: bool
+    schema: Mapping[str, Any] | None = None
 
 
 def wire(
@@ -144,11 +155,12 @@ def wire(
     load: Callable[[Any, str], Any] | None = None,
     dump: Callable[[Any], Any] | None = None,
     sent: bool = False,
+    schema: Mapping[str, Any] | None = None,
     default: Any = dataclasses.MISSING,
     factory: Any = dataclasses.MISSING,
 ) -> Any:
     """A record's dataclass field with its wire entry (``Spec``); ``default``/``factory`` as ``dataclasses.field``'s."""
-    spec = Spec(key, rule, missing, load, dump, sent)
+    spec = Spec(key, rule, missing, load, dump, sent, schema)
     return dataclasses.field(default=default, default_factory=factory, metadata={_SPEC: spec})
 
 
@@ -160,10 +172,21 @@ def maybe(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
 R = TypeVar("R", bound="Record")
 
 
+def schema_ref(record: type[Record], *, nullable: bool = False) -> dict[str, Any]:
+    """A JSON Schema reference to ``record``'s entry in the published document (null too when ``nullable``)."""
+    ref = {"$ref": f"#/$defs/{record.schema_name}"}
+    return {"anyOf": [ref, {"type": "null"}]} if nullable else ref
+
+
+def array_schema(items_: Mapping[str, Any] | None, max_items: int = MAX_ITEMS) -> dict[str, Any]:
+    return {"type": "array", "items": dict(items_ or {}), "maxItems": max_items}
+
+
 class Record:
     """A dataclass whose fields are declared with ``wire``: ``to_wire`` and ``from_wire`` read their table."""
 
     _table: ClassVar[tuple[tuple[str, str, Spec], ...]]
+    schema_name: ClassVar[str]  # its entry in docs/answers.schema.json's $defs
 
     @classmethod
     def table(cls) -> tuple[tuple[str, str, Spec], ...]:
@@ -177,6 +200,26 @@ class Record:
             )
             cls._table = found
         return found
+
+    @classmethod
+    def json_schema(cls, description: str | None = None) -> dict[str, Any]:
+        """The JSON Schema of ``to_wire``'s object, read from the table: a field with a default may be absent (a
+        host older than it leaves it out), any other is required; no other key."""
+        defaults = {
+            f.name
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        }
+        properties, required = {}, []
+        for attr, key, spec in cls.table():
+            schema = spec.schema if spec.schema is not None else spec.rule.json_schema() if spec.rule else None
+            if schema is None:
+                raise TypeError(f"{cls.__name__}.{attr}: its wire() says no schema and its rule none")
+            properties[key] = dict(schema)
+            if spec.sent or attr not in defaults:
+                required.append(key)
+        out = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+        return out if description is None else {**out, "description": description}
 
     def to_wire(self) -> dict:
         """The record's JSON object, its keys in the fields' order."""

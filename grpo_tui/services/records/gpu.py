@@ -17,6 +17,8 @@ from trainer_core.contract.run.json_values import whole
 class GPU(Record):
     """``index`` as NVML numbers it; memory in bytes; ``utilization`` in percent."""
 
+    schema_name = "cli.gpu"
+
     index: int = wire(whole(0, MAX_ITEMS))
     name: str = wire(TEXT)
     memory_total: int = wire(WHOLE)

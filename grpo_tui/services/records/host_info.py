@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from importlib.util import find_spec
 from typing import Any
 
-from grpo_tui.services.records.fields import TEXT_OR_NULL, Record, items, wire
+from grpo_tui.services.records.fields import TEXT_OR_NULL, Record, array_schema, items, schema_ref, wire
 from grpo_tui.services.records.gpu import GPU
 from trainer_core.contract.config.stack import TRAINING_STACK
 from trainer_core.contract.run.json_values import Rule, whole
@@ -54,12 +54,17 @@ def gpus_wire(gpus: tuple[GPU, ...]) -> list[dict]:
 class HostInfo(Record):
     """``info --json``: the host's grpo-tui version, the run format it writes, its runs folder and GPUs."""
 
+    schema_name = "cli.info"
+
     version: str | None = wire(TEXT_OR_NULL)
     run_format: int = wire(whole(0, 1 << 31))
     hostname: str | None = wire(TEXT_OR_NULL)
     runs_dir: str | None = wire(TEXT_OR_NULL)
     python: str | None = wire(TEXT_OR_NULL)
-    gpus: tuple[GPU, ...] = wire(load=gpus_of, dump=gpus_wire)
-    install: str | None = wire(Rule(lambda v: v in INSTALL_KINDS, "'light', 'train'").or_null(), factory=install_kind)
+    gpus: tuple[GPU, ...] = wire(load=gpus_of, dump=gpus_wire, schema=array_schema(schema_ref(GPU)))
+    install: str | None = wire(
+        Rule(lambda v: v in INSTALL_KINDS, "'light', 'train'", schema={"enum": list(INSTALL_KINDS)}).or_null(),
+        factory=install_kind,
+    )
     """``train`` (``grpo-tui[train]``: it can run the trainer) or ``light`` (the app and the CLI only); None from
     a grpo-tui older than the key. Made here (``LocalExecutor.info``), it is this interpreter's."""

@@ -21,6 +21,7 @@ from grpo_tui.services.records.fields import (
     NUMBER_OR_NULL,
     RUN_ID_VALUE,
     SECONDS,
+    STATUS,
     TEXT,
     TEXT_OR_NULL,
     WHOLE,
@@ -28,11 +29,13 @@ from grpo_tui.services.records.fields import (
     Fields,
     Record,
     WireError,
+    array_schema,
     checked,
     fail,
     items,
     maybe,
     parse_status,
+    schema_ref,
     wire,
 )
 from trainer_core.contract.run.events import Eval, HealthWarning
@@ -46,6 +49,8 @@ from trainer_core.contract.run.summary import eval_figures, warning_record
 @dataclass(frozen=True)
 class EvalPoint(Record):
     """One eval's value of the ranking metric, and its step."""
+
+    schema_name = "point"
 
     step: int = wire(WHOLE)
     value: float | None = wire(NUMBER_OR_NULL)
@@ -75,7 +80,7 @@ def _point(value: Any, where: str) -> EvalPoint | None:
     return None if value is None else EvalPoint.from_wire(value, where)
 
 
-_POINT = {"load": _point, "dump": maybe(EvalPoint.to_wire)}
+_POINT = {"load": _point, "dump": maybe(EvalPoint.to_wire), "schema": schema_ref(EvalPoint, nullable=True)}
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,8 @@ class EvalFigures(Record):
     as the ledger ranks checkpoints). Computed by ``summary.eval_figures``, which a finished run's summary
     stores: a run is listed alike from its summary and from its events. A row's ``eval``: null without evals,
     else its metric's name and each point ``{step, value}`` or null."""
+
+    schema_name = "cli.eval_figures"
 
     metric: str = wire(TEXT, load=_metric)
     baseline: EvalPoint | None = wire(**_POINT)
@@ -173,11 +180,13 @@ class RunInfo(Record):
     """One run as ``grpo-tui runs`` shows it; times are unix seconds, ``duration`` is seconds; ``path`` is the
     folder's path where the run is (a path on its host for a remote run)."""
 
+    schema_name = "cli.run_row"
+
     run_id: str = wire(RUN_ID_VALUE)
     path: Path = wire(HOST_PATH, load=lambda v, _: Path(v), dump=str)
     project: str | None = wire(TEXT_OR_NULL)
     model: str | None = wire(TEXT_OR_NULL)
-    status: Status = wire(load=parse_status, dump=lambda s: s.value)
+    status: Status = wire(load=parse_status, dump=lambda s: s.value, schema=STATUS)
     step: int | None = wire(WHOLE_OR_NULL)
     total: int | None = wire(WHOLE_OR_NULL)
     last_reward: float | None = wire(NUMBER_OR_NULL)
@@ -189,21 +198,27 @@ class RunInfo(Record):
     exit_reason: str | None = wire(TEXT_OR_NULL)
     # watcher-side warnings: stall, crash cause
     alerts: list[HealthWarning] = wire(
-        load=lambda v, where: list(parse_alerts(v, where)), dump=lambda a: list(map(warning_record, a)), factory=list
+        load=lambda v, where: list(parse_alerts(v, where)),
+        dump=lambda a: list(map(warning_record, a)),
+        schema=array_schema({"$ref": "#/$defs/cli.alert"}),
+        factory=list,
     )
     # the host it runs on (executors/hosts.py); None: this machine. Sent, never read: the caller says it
-    host: str | None = wire(sent=True, default=None)
+    host: str | None = wire(sent=True, schema=TEXT_OR_NULL.json_schema(), default=None)
     queue_reason: str | None = wire(TEXT_OR_NULL, default=None)  # a queued Slurm job: why it waits (Priority, ...)
     # the held-out evaluation's figures; None: the run has no held-out set
     held_out: EvalFigures | None = wire(
         key="eval",
         load=lambda v, where: None if v is None else EvalFigures.from_wire(v, where),
         dump=maybe(EvalFigures.to_wire),
+        schema=schema_ref(EvalFigures, nullable=True),
         default=None,
     )
     # what a person calls the run (config's name, tags, notes: run_labels.py); absent from an older host's row
     name: str | None = wire(TEXT_OR_NULL, default=None)
-    tags: tuple[str, ...] = wire(load=_tags, dump=list, default=())
+    tags: tuple[str, ...] = wire(
+        load=_tags, dump=list, schema=array_schema(TAG_TEXT.json_schema(), MAX_TAGS), default=()
+    )
     notes: str | None = wire(TEXT_OR_NULL, default=None)
     # lines at the end of its files that readers skip (run/line_check.py), by file name: empty when none; None when
     # not checked (a host whose grpo-tui does not say)
@@ -211,6 +226,7 @@ class RunInfo(Record):
         key="skipped_lines",
         load=_skipped,
         dump=maybe(lambda s: {k: v.to_record() for k, v in s.items()}),
+        schema={"type": ["object", "null"]},
         default=None,
     )
     # how many times the run went back to an older checkpoint (run/rewinds.py); 0 in an older host's row

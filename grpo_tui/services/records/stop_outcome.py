@@ -13,7 +13,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from grpo_tui.services.records.fields import FLAG, TEXT, TEXT_OR_NULL, Record, checked, items, maybe, parse_status, wire
+from grpo_tui.services.records.fields import (
+    FLAG,
+    STATUS,
+    TEXT,
+    TEXT_OR_NULL,
+    Record,
+    array_schema,
+    checked,
+    items,
+    maybe,
+    parse_status,
+    wire,
+)
 from trainer_core.contract.run.json_values import whole
 from trainer_core.contract.run.status import Status
 
@@ -35,15 +47,20 @@ class StopOutcome(Record):
     a node no one here can see, so its stop says ``0`` for "the job" in ``forced`` and ``left``. ``message``:
     what the user is told, refusals included. ``to_wire()`` is ``stop --json``'s object (docs/hosts.md)."""
 
+    schema_name = "cli.stop"
+
     run_id: str | None = wire(TEXT_OR_NULL)
     was_running: bool = wire(FLAG, missing=False)
     graceful: bool = wire(FLAG, missing=False)
-    forced: tuple[int, ...] = wire(load=_pids, dump=list)
-    left: tuple[int, ...] = wire(load=_pids, dump=list)
-    refused: tuple[str, ...] = wire(load=_texts, dump=list, default=())  # absent from a host older than it
+    forced: tuple[int, ...] = wire(load=_pids, dump=list, schema=array_schema(PID.json_schema()))
+    left: tuple[int, ...] = wire(load=_pids, dump=list, schema=array_schema(PID.json_schema()))
+    refused: tuple[str, ...] = wire(
+        load=_texts, dump=list, schema=array_schema(TEXT.json_schema()), default=()
+    )  # absent from a host older than it
     status: Status | None = wire(
         load=lambda v, where: None if v is None else parse_status(v, where),
         dump=maybe(lambda s: s.value),
+        schema={"anyOf": [STATUS, {"type": "null"}]},
         default=None,
     )
     message: str = wire(TEXT, default="")

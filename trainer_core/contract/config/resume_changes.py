@@ -20,6 +20,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from trainer_core.contract.config.checks import ConfigError
+from trainer_core.contract.run.json_values import is_flag
 
 if TYPE_CHECKING:
     from trainer_core.contract.config.run_config import RunConfig
@@ -161,7 +162,7 @@ def _coerce(key: str, text: str, current: Any) -> Any:
     import yaml
 
     try:
-        if isinstance(current, bool):
+        if is_flag(current):
             low = text.strip().lower()
             if low not in ("true", "false", "1", "0", "yes", "no"):
                 raise ValueError(text)

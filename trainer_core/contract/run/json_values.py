@@ -13,8 +13,8 @@ and the wire share it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 
@@ -77,11 +77,13 @@ def shown(value: Any, limit: int = 80) -> str:
 class Rule:
     """A check with the words an error says it in: ``accepts(value)``, and ``expected`` (``a finite number >= 0``).
 
-    ``nullable``: None passes too, and ``expected`` ends ``or null``."""
+    ``nullable``: None passes too, and ``expected`` ends ``or null``. ``schema``: the same check as JSON Schema,
+    where one says it (what ``json_schema`` publishes)."""
 
     test: Callable[[Any], bool]
     words: str
     nullable: bool = False
+    schema: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def accepts(self, value: Any) -> bool:
         return (value is None and self.nullable) or self.test(value)
@@ -91,7 +93,18 @@ class Rule:
         return self.words + (" or null" if self.nullable else "")
 
     def or_null(self) -> Rule:
-        return Rule(self.test, self.words, nullable=True)
+        return Rule(self.test, self.words, nullable=True, schema=self.schema)
+
+    def json_schema(self) -> dict[str, Any] | None:
+        """The rule as JSON Schema (null allowed when it is nullable), or None when it has none."""
+        if self.schema is None:
+            return None
+        out = dict(self.schema)
+        if not self.nullable:
+            return out
+        if isinstance(out.get("type"), str):
+            return {**out, "type": [out["type"], "null"]}
+        return {"anyOf": [out, {"type": "null"}]}
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` fails the rule (``expected …, got …``), or None when it passes."""
@@ -102,21 +115,27 @@ def number(minimum: float | None = None) -> Rule:
     """A finite number, at least ``minimum`` when one is given."""
     if minimum is None:
         return NUMBER
-    return Rule(lambda v: is_number(v) and v >= minimum, f"a finite number >= {minimum:g}")
+    return Rule(
+        lambda v: is_number(v) and v >= minimum,
+        f"a finite number >= {minimum:g}",
+        schema={"type": "number", "minimum": minimum},
+    )
 
 
 def whole(low: int = 0, high: int | None = None, words: str | None = None) -> Rule:
     """A whole number from ``low`` to ``high`` (None: no upper bound); ``words`` says it otherwise."""
     if words is None:
         words = f"a whole number from {low}" + ("" if high is None else f" to {high}")
-    return Rule(lambda v: is_whole(v, low, high), words)
+    bounds = {"minimum": low} if high is None else {"minimum": low, "maximum": high}
+    return Rule(lambda v: is_whole(v, low, high), words, schema={"type": "integer", **bounds})
 
 
 def text(max_chars: int | None = None, words: str | None = None) -> Rule:
     """A string of at most ``max_chars`` characters (None: any length)."""
     if words is None:
         words = "a string" if max_chars is None else f"a string of at most {max_chars} characters"
-    return Rule(lambda v: is_text(v, max_chars), words)
+    bound = {} if max_chars is None else {"maxLength": max_chars}
+    return Rule(lambda v: is_text(v, max_chars), words, schema={"type": "string", **bound})
 
 
 def list_of(item: Rule, max_items: int | None = None, words: str | None = None) -> Rule:
@@ -125,10 +144,13 @@ def list_of(item: Rule, max_items: int | None = None, words: str | None = None) 
     return Rule(
         lambda v: isinstance(v, list) and (max_items is None or len(v) <= max_items) and all(map(item.accepts, v)),
         words or f"a list of {bounded}items, each {item.expected}",
+        schema=None
+        if item.schema is None
+        else {"type": "array", "items": item.json_schema(), **({} if max_items is None else {"maxItems": max_items})},
     )
 
 
-NUMBER = Rule(is_number, "a finite number")
-FLAG = Rule(is_flag, "true or false")
-OBJECT = Rule(lambda v: isinstance(v, dict), "an object")
-LIST = Rule(lambda v: isinstance(v, list), "a list")
+NUMBER = Rule(is_number, "a finite number", schema={"type": "number"})
+FLAG = Rule(is_flag, "true or false", schema={"type": "boolean"})
+OBJECT = Rule(lambda v: isinstance(v, dict), "an object", schema={"type": "object"})
+LIST = Rule(lambda v: isinstance(v, list), "a list", schema={"type": "array"})

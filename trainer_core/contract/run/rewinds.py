@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from trainer_core.contract.run.events import Checkpoint, Eval, Event, HealthWarning, Metrics, Rewound
+from trainer_core.contract.run.json_values import whole_or_none
 
 STEPPED = (Metrics, HealthWarning, Eval, Checkpoint)
 """The events a rewind can abandon: those of the run's history, each at its step (a ``final`` checkpoint is
@@ -113,4 +114,4 @@ def live_samples(samples: Sequence[dict], rewinds: Sequence[Rewound]) -> list[di
 
 def _step(sample: object) -> int | None:
     step = sample.get("step") if isinstance(sample, dict) else None
-    return step if isinstance(step, int) and not isinstance(step, bool) and step >= 0 else None
+    return whole_or_none(step)
