@@ -2,7 +2,8 @@
 
 The same as ``grpo-tui launch --resume RUN --checkpoint WHICH --set KEY=VALUE`` (cli/starting.py), with a
 reason, after stopping the run if it is live (services/lifecycle/rollback.py). With ``--host`` the command is
-handed to that host's own grpo-tui, as ``stop`` is.
+handed to that host's own grpo-tui, as ``stop`` is (cli/remote.py: every word quoted for the remote shell). A run
+submitted to Slurm goes on in a new job of its script (executors/local.py, services/slurm/batch.py).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def register(sub) -> None:
         description="Roll a run back to one of its checkpoints and continue it from there, detached, in the same "
         "run folder: a live run is first stopped (gracefully, with a checkpoint). The steps after the checkpoint "
         "are abandoned and the run records the rewind (who asked, why, what changed). The same as "
-        "`grpo-tui launch --resume RUN --checkpoint WHICH --set KEY=VALUE`. "
+        "`grpo-tui launch --resume RUN --checkpoint WHICH --set KEY=VALUE`; a run submitted to Slurm goes on in a new "
+        "job (docs/slurm.md). "
         "Exit code: 0 started, 1 the stop left a process, 2 bad input (nothing written).",
     )
     add_run_ref(parser)
@@ -81,11 +83,18 @@ def run(args: argparse.Namespace) -> int:
         print(clean(stopped.message), file=sys.stderr, flush=True)
     args.resume, args.checkpoint = found.path, checkpoint
     launched, _ = resume_detached(args, change)
+    job = launched.slurm_job_id  # a Slurm run goes on in a new job (services/slurm/batch.py resubmit)
     if args.json:
-        print(json.dumps({"run_id": launched.run_id, "path": launched.path, "pid": launched.pid}))
+        print(
+            json.dumps(
+                {"run_id": launched.run_id, "path": launched.path, "pid": launched.pid}
+                | ({"slurm_job_id": job} if job else {})
+            )
+        )
     else:
         print(
-            f"rolled back run {clean(launched.run_id)} to {clean(checkpoint)}\n  watch:  grpo-tui watch "
-            f"{clean(launched.run_id)}\n  stop:   grpo-tui stop {clean(launched.run_id)}"
+            f"rolled back run {clean(launched.run_id)} to {clean(checkpoint)}"
+            + (f" as Slurm job {clean(job)}" if job else "")
+            + f"\n  watch:  grpo-tui watch {clean(launched.run_id)}\n  stop:   grpo-tui stop {clean(launched.run_id)}"
         )
     return 0

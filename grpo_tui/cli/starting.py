@@ -22,7 +22,6 @@ import tokenize
 from pathlib import Path
 
 from grpo_tui.config_flags import add_run_config_arguments
-from grpo_tui.services.lifecycle.resuming import ResumeChange, ResumePlan
 from grpo_tui.services.lifecycle.supervisor import LaunchOptions, create_run, world_size
 from grpo_tui.services.machine import hardware
 from trainer_core.contract.config.code_refs import missing_class as missing_env_class
@@ -30,6 +29,7 @@ from trainer_core.contract.config.model_source import model_problem
 from trainer_core.contract.config.notify_urls import NOTIFY_ENV, NOTIFY_FD_ENV, env_urls
 from trainer_core.contract.config.placement import Placement, parse_gpus
 from trainer_core.contract.config.resume_changes import parse_sets, safe_names
+from trainer_core.contract.config.resume_plan import ResumeChange, ResumePlan
 from trainer_core.contract.config.run_config import ConfigError, RunConfig, config_fields
 from trainer_core.contract.config.usual_values import unusual_values
 from trainer_core.contract.run.folder import RunFolder

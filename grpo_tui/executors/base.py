@@ -32,9 +32,9 @@ from grpo_tui.services.records.stop_outcome import StopOutcome
 from grpo_tui.services.records.wire import LaunchReply
 
 if TYPE_CHECKING:
-    from grpo_tui.services.lifecycle.resuming import ResumePlan
     from grpo_tui.services.machine.gpus import GPU
     from grpo_tui.services.records.run_row import RunInfo
+    from trainer_core.contract.config.resume_plan import ResumePlan
     from trainer_core.contract.config.run_config import RunConfig
     from trainer_core.contract.run.folder import RunFolder
     from trainer_core.contract.run.status import Status

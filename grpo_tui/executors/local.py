@@ -2,7 +2,8 @@
 
 Nothing is implemented here: the catalog lists and resolves (``services/catalog/folders.py``), ``run_status`` says how
 a run stands, ``services/lifecycle/launching.py`` creates and starts (or submits to Slurm), the supervisor stops (a Slurm
-run's stop asks the queue: ``services/lifecycle/slurm_stop.py``) and resumes, ``log_follow`` reads the log, the GPU probe
+run's stop asks the queue: ``services/lifecycle/slurm_stop.py``) and resumes (a Slurm run's resume is a new job:
+``services/slurm/batch.py``), ``log_follow`` reads the log, the GPU probe
 lists GPUs. This module gives them the ``Executor`` shape (``base.py``), so that a screen or a command treats
 a run here and one on a host alike, and the CLI's resume is find, then resume, here. A local run's "mirror" is
 its own folder.
@@ -19,7 +20,6 @@ from pathlib import Path
 from grpo_tui.services.catalog.folders import UnknownRunError, list_runs, resolve_run, run_info
 from grpo_tui.services.catalog.status import live_status
 from grpo_tui.services.lifecycle.launching import launch_from_app
-from grpo_tui.services.lifecycle.resuming import ResumeChange, ResumePlan
 from grpo_tui.services.lifecycle.supervisor import (
     DEFAULT_STOP_TIMEOUT,
     LaunchOptions,
@@ -31,7 +31,9 @@ from grpo_tui.services.machine.gpus import GPU, list_gpus, visible_indices
 from grpo_tui.services.records.host_info import HostInfo
 from grpo_tui.services.records.run_row import RunInfo
 from grpo_tui.services.records.stop_outcome import StopOutcome
+from grpo_tui.services.slurm.batch import node_gpus, resubmit
 from grpo_tui.services.stream.log_follow import log_chunks
+from trainer_core.contract.config.resume_plan import ResumeChange, ResumePlan
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.folder import FORMAT_VERSION, RunFolder, resolve_runs_dir
 from trainer_core.contract.run.status import Status
@@ -139,10 +141,12 @@ class LocalExecutor:
         num_processes: int | None = None,
         checkpoint: str | None = None,
         change: ResumeChange | None = None,
+        available: list[int] | None = None,
     ) -> ResumePlan:
         """Make ``run`` ready to continue (its plan applied, with the placement), for a caller that starts it
         itself (``grpo-tui train --resume``, in the foreground); ``checkpoint``: best, last or a step instead of
-        the newest; ``change``: the settings it changes and who asked. ExecutorError when it cannot be resumed."""
+        the newest; ``change``: the settings it changes and who asked; ``available``: the GPUs it is planned on,
+        when not this machine's. ExecutorError when it cannot be resumed."""
         try:
             return plan_resume(
                 RunFolder(Path(run.path)),
@@ -151,6 +155,7 @@ class LocalExecutor:
                 num_processes=num_processes,
                 checkpoint=checkpoint,
                 change=change,
+                available=available,
             )
         except ConfigError as exc:
             raise ExecutorError(str(exc)) from None
@@ -168,14 +173,28 @@ class LocalExecutor:
         change: ResumeChange | None = None,
     ) -> Launched:
         """``prepare_resume``, ``on_plan`` told the plan, then the run started detached (``grpo-tui launch
-        --resume``, the runs screen's Resume and Extend)."""
+        --resume``, ``rollback``, the runs screen's Resume and Extend); a Slurm run's leg is submitted as a new job
+        (``Launched.slurm_job_id``), planned on its node's GPUs, never started on this (login) node."""
+        folder = RunFolder(Path(run.path))
+        on_node = node_gpus(folder)  # a Slurm run goes on in a new job of its script, planned on its node's GPUs
         plan = self.prepare_resume(
-            run, max_steps, gpus=gpus, num_processes=num_processes, checkpoint=checkpoint, change=change
+            run,
+            max_steps,
+            gpus=gpus,
+            num_processes=num_processes,
+            checkpoint=checkpoint,
+            change=change,
+            available=on_node,
         )
         assert plan.placement is not None, "plan_resume fills in the placement it applied"
         if on_plan is not None:
             on_plan(plan)
-        folder = RunFolder(Path(run.path))
+        if on_node is not None:
+            try:
+                job = resubmit(folder, plan.placement)
+            except ConfigError as exc:
+                raise ExecutorError(str(exc)) from None
+            return Launched(folder.run_id, str(folder.path), None, job)
         try:
             proc = start_root(folder, plan.placement, options)
         except OSError as exc:

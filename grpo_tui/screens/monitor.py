@@ -1,5 +1,5 @@
 """The monitor: one run's health at a glance — header, charts, warnings, completions, log, GPUs, held-out
-evals, checkpoints, Stop.
+evals, checkpoints, Stop, Roll back… (``b``: rollback_action.py), and the run's rewinds (``widgets/remedies_panel.py``).
 
 One worker thread (``follow``) owns the run's ``RunStream``: it reads and folds, and posts ``Updated``
 messages carrying frozen values only (``StreamView``, the slow reads, ``ChartData`` when asked for). The UI
@@ -61,9 +61,11 @@ from ..widgets.eval_panel import EvalPanel
 from ..widgets.gpu_panel import GpuPanel
 from ..widgets.health_panel import CriticalBanner, HealthPanel
 from ..widgets.log_view import LogView
+from ..widgets.remedies_panel import RemediesPanel
 from ..widgets.run_header import RunHeader
 from ..widgets.runs_table import config_label
 from .confirm import ConfirmScreen
+from .rollback_action import offer_rollback
 from .transcript import TranscriptScreen
 
 if TYPE_CHECKING:
@@ -76,6 +78,7 @@ class MonitorScreen(Screen):
     BINDINGS = [
         Binding("s", "stop", "Stop"),
         Binding("f", "force_stop", "Force stop"),
+        Binding("b", "rollback", "Roll back…", tooltip="Go back to a checkpoint and on, with changed settings"),
         Binding("m", "next_metric", "Next metric"),
         Binding("v", "next_eval_metric", "Eval metric", tooltip="Overlay the next held-out metric on the reward chart"),
         Binding("plus,equals_sign", "zoom(1)", "Zoom", key_display="+"),
@@ -147,6 +150,7 @@ class MonitorScreen(Screen):
     def compose(self) -> ComposeResult:
         yield RunHeader(id="header")
         yield CriticalBanner(id="banner")
+        yield RemediesPanel(id="remedies")
         with TabbedContent(initial="charts"):
             with TabPane("1 Charts", id="charts"):
                 yield ChartGrid(self.kl_measured, id="chart-grid")
@@ -234,6 +238,7 @@ class MonitorScreen(Screen):
             grid.set_keys(view.keys)
         self.view = view
         rewinds = [e for e in view.lifecycle if isinstance(e, Rewound)]
+        self.query_one("#remedies", RemediesPanel).add(rewinds)
         for rewind in rewinds:  # the live history (run/rewinds.py): what came past its step is abandoned
             self.warnings = [w for w in self.warnings if w.step <= rewind.to_step]
             self.evals = {step: e for step, e in self.evals.items() if step <= rewind.to_step}
@@ -410,6 +415,10 @@ class MonitorScreen(Screen):
             ),
             self._confirmed(force=False),
         )
+
+    @control
+    def action_rollback(self) -> None:
+        offer_rollback(self, self.watched.executor, self.watched.run, self.status, replace=True)
 
     @control
     def action_force_stop(self) -> None:

@@ -6,7 +6,8 @@ delays nothing else and shows its error in the hosts line. Opening, stopping and
 the executor of its host, whichever it is: a remote run opens in the monitor through a local copy of its
 folder (``executors/mirror.py``), and every stop is reported as ``executors.base.judge_stop`` says.
 Extending a run (``e``, or ``u`` on a completed run) asks for the new max steps (``extend.py``) and resumes
-it through its executor, as ``grpo-tui launch --resume RUN --max-steps N`` does.
+it through its executor, as ``grpo-tui launch --resume RUN --max-steps N`` does. Rolling a run back (``b``) asks
+which checkpoint and what to change (``rollback.py``) and does it as ``grpo-tui rollback`` does (``rollback_action.py``).
 
 A runs dir may hold thousands of runs, so nothing here rebuilds the list: the worker's ``RunList`` re-reads
 only runs whose files changed and posts only when something did (or the user asked), and the table
@@ -38,9 +39,10 @@ from ..safe_text import clean_line, literal
 from ..widgets.runs_table import FIRST_ROWS, RunsTable, run_matches
 from .confirm import ConfirmScreen
 from .extend import ExtendScreen
+from .rollback_action import offer_rollback
 
 if TYPE_CHECKING:
-    from grpo_tui.services.lifecycle.resuming import ResumePlan
+    from trainer_core.contract.config.resume_plan import ResumePlan
 
     from ..app import GrpoApp
 
@@ -59,6 +61,7 @@ class RunsScreen(Screen):
         Binding("s", "stop", "Stop"),
         Binding("u", "resume", "Resume"),
         Binding("e", "extend", "Extend"),
+        Binding("b", "rollback", "Roll back…", tooltip="Go back to a checkpoint and on, with changed settings"),
         Binding("space", "mark", "Mark for compare"),
         Binding("c", "compare", "Compare"),
         Binding("r", "refresh", "Refresh"),
@@ -387,6 +390,13 @@ class RunsScreen(Screen):
                 self._resume(run, max_steps)
 
         self.app.push_screen(ExtendScreen(run.run_id, run.step or 0, run.total, str(run.status)), answered)
+
+    @control
+    def action_rollback(self) -> None:
+        """Roll the selected run back to one of its checkpoints, with changed settings (a live one is stopped first)."""
+        run = self._current()
+        if run is not None:
+            offer_rollback(self, self.executor(run), run, run.status)
 
     @work(thread=True, group="resume", exit_on_error=False)
     def _resume(self, run: RunInfo, max_steps: int | None = None) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from grpo_tui.services.lifecycle.resuming import choose_checkpoint
 from trainer_core.commands.merge import MergeError, merge_source
+from trainer_core.contract.config.resume_plan import choose_checkpoint
 from trainer_core.contract.config.run_config import ConfigError
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.ledger import read_ledger, resolve_checkpoint

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from grpo_tui.services.lifecycle import resuming
 from grpo_tui.services.lifecycle.supervisor import plan_resume
 from trainer_core.commands.merge import MergeError, merge_source
+from trainer_core.contract.config import resume_plan as resuming
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.checkpoints import (
     TORN_NOTE,

@@ -24,13 +24,13 @@ from grpo_tui.executors import hosts as hosts_module
 from grpo_tui.executors.hosts import HostError, load_hosts
 from grpo_tui.executors.ssh_connection import control_dir
 from grpo_tui.services.lifecycle import slurm_stop
-from grpo_tui.services.lifecycle.resuming import ResumePlan, apply_resume
 from grpo_tui.services.lifecycle.supervisor import stop_run
 from grpo_tui.services.slurm import batch as slurm_executor
 from grpo_tui.services.slurm import queue as slurm_queue
 from grpo_tui.services.stream import backlog as backlog_module
 from grpo_tui.services.stream.backlog import Backlog
 from trainer_core.contract.config.placement import Placement
+from trainer_core.contract.config.resume_plan import ResumePlan, apply_resume
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.checkpoints import CheckpointCheck
 from trainer_core.contract.run.event_log import EventWriter

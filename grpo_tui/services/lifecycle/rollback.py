@@ -39,12 +39,14 @@ def checked_reason(reason: str | None) -> str | None:
     return reason or None
 
 
-def stop_first(folder: RunFolder, timeout: float = DEFAULT_STOP_TIMEOUT, on_wait=None) -> StopOutcome | None:
-    """Stop the run if it is live (None when it was not). ConfigError when the stop failed or left a process:
-    the run is not resumed then."""
+def stop_first(
+    folder: RunFolder, timeout: float = DEFAULT_STOP_TIMEOUT, on_wait=None, by: str = ROLLBACK
+) -> StopOutcome | None:
+    """Stop the run if it is live (None when it was not), saying ``by`` who asked. ConfigError when the stop failed
+    or left a process: the run is not resumed then."""
     if not live_status(folder).is_live:
         return None
-    outcome = stop_run(folder, timeout=timeout, on_wait=on_wait, by=ROLLBACK)
+    outcome = stop_run(folder, timeout=timeout, on_wait=on_wait, by=by)
     if outcome.failed:
         raise ConfigError("rollback", f"{outcome.message} The run was not rolled back.")
     return outcome

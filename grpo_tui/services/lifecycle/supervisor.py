@@ -22,7 +22,6 @@ from pathlib import Path
 import psutil
 
 from grpo_tui.services.catalog.status import live_status
-from grpo_tui.services.lifecycle.resuming import ResumeChange, ResumePlan, apply_resume, choose_checkpoint
 from grpo_tui.services.lifecycle.slurm_stop import stop_job
 from grpo_tui.services.lifecycle.stop_request import request_stop, stopped
 from grpo_tui.services.machine.gpus import visible_indices
@@ -33,6 +32,7 @@ from trainer_core.contract.config.model_source import require_model
 from trainer_core.contract.config.notify_urls import NOTIFY_ENV, NOTIFY_FD_ENV
 from trainer_core.contract.config.placement import Placement, plan
 from trainer_core.contract.config.ports import check_port
+from trainer_core.contract.config.resume_plan import ResumeChange, ResumePlan, apply_resume, choose_checkpoint
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.run.event_log import last_step
 from trainer_core.contract.run.folder import RunFolder, resolve_runs_dir
@@ -225,9 +225,11 @@ def plan_resume(
     num_processes: int | None = None,
     checkpoint: str | None = None,
     change: ResumeChange | None = None,
+    available: list[int] | None = None,
 ) -> ResumePlan:
     """Make an ended (or lost) run ready to continue from its newest complete checkpoint, in the same folder;
-    ``change``: the settings it changes (resuming.py) and who asked.
+    ``change``: the settings it changes (resuming.py) and who asked; ``available``: the GPUs of the machine that
+    will run it, when that is not this one (a Slurm node).
 
     The new steps append to the same events.jsonl (step numbers continue from the checkpoint) and the state
     records which checkpoint the run resumed from, which restart this is and what the run was before. A
@@ -247,7 +249,7 @@ def plan_resume(
             "resume", f"run {folder.run_id} is {status}; only an ended or lost run can be resumed: {hint}."
         )
     resume, config = choose_checkpoint(folder, status, max_steps, checkpoint, change)
-    resume.placement = plan(config, visible_indices(), gpus, num_processes)
+    resume.placement = plan(config, visible_indices() if available is None else available, gpus, num_processes)
     config.validate(world_size=world_size(config, resume.placement))
     apply_resume(folder, resume, config)
     return resume

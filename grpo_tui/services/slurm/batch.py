@@ -14,6 +14,8 @@ backslash escapes, ``%%`` for a ``%`` that is not a filename pattern), so a runs
 ``#`` means what it says. The job id goes into
 state.json once it is checked to be one (it is later passed to scancel and scontrol); from then on the run
 folder is the truth as for any run, and the queue says only whether it waits (``services/slurm/queue.py``).
+A resume of the run (``launch --resume``, ``rollback``) is a new job of the same script (``resubmit``): the
+login node that resumes it never trains it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grpo_tui.services.slurm.queue import QUEUE
+from grpo_tui.services.slurm.queue import QUEUE, job_of
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.config.slurm_settings import grace, sbatch_options
 from trainer_core.contract.run.folder import RunFolder
@@ -98,10 +100,13 @@ def job_script(folder: RunFolder, config: RunConfig, python: str | None = None, 
     return "\n".join(lines)
 
 
-def submit(folder: RunFolder, config: RunConfig, placement, env: dict | None = None) -> str:
-    """Write the script, ``sbatch --parsable`` it, record the job; returns the job id. ConfigError if refused."""
+def submit(
+    folder: RunFolder, config: RunConfig, placement, env: dict | None = None, launch_dir: str | None = None
+) -> str:
+    """Write the script, ``sbatch --parsable`` it, record the job; returns the job id. ConfigError if refused.
+    ``launch_dir``: where the job starts (default: the current folder)."""
     script = folder.path / SCRIPT
-    launch_dir = os.getcwd()
+    launch_dir = launch_dir or os.getcwd()
     try:
         text = job_script(folder, config, launch_dir=launch_dir)
     except ConfigError as exc:
@@ -149,6 +154,28 @@ def submit(folder: RunFolder, config: RunConfig, placement, env: dict | None = N
     folder.write_state(slurm_job_id=job)
     QUEUE.forget()
     return job
+
+
+def node_gpus(folder: RunFolder) -> list[int] | None:
+    """The GPUs a Slurm run's next job is planned on (its ``gpus_per_node``: the login node's own GPUs say nothing
+    of a compute node's); None for a run that is not a Slurm job, which is planned on this machine's."""
+    if job_of(folder.read_state()) is None:
+        return None
+    settings = folder.read_config().get("slurm")
+    count = settings.get("gpus_per_node") if isinstance(settings, dict) else None
+    return list(range(count)) if isinstance(count, int) and count > 0 else []
+
+
+def resubmit(folder: RunFolder, placement) -> str:
+    """A resumed leg of a Slurm run (``launch --resume``, ``rollback``) as a new job of the run's script, written
+    again from its config.yaml (the leg's settings) and started in the folder of the first launch: the leg trains
+    on a compute node, under the scheduler's limits and signals, never on the login node. The resume is already
+    applied (state.json: ``starting``, and which checkpoint it goes on from; the queue says ``queued`` while the job
+    waits); job-start then runs it as a first attempt. Returns the new job id, which replaces the old one in
+    state.json; ConfigError if Slurm refuses it (the run is ``failed`` then, with sbatch's message)."""
+    state = folder.read_state()
+    launch_dir = state.get("launch_dir") if isinstance(state.get("launch_dir"), str) else None
+    return submit(folder, RunConfig.load(folder.config_file), placement, launch_dir=launch_dir)
 
 
 def _refused(folder: RunFolder, reason: str) -> None:

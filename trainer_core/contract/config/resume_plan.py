@@ -5,7 +5,8 @@ A resume must never make things worse than they were: it takes the newest *compl
 out of the Trainer's sight instead of deleting them; it refuses (``ConfigError``) before writing
 anything; and what it writes keeps the run's history readable: ``before_resume`` in state.json holds the
 status, step and reason the run had, so a resume that then fails cannot pass for the run's whole story.
-``supervisor.plan_resume`` checks the run's processes and calls these two steps.
+``grpo_tui``'s ``supervisor.plan_resume`` checks the run's processes and calls these two steps; the run's root calls
+them for a remedy's rollback (``trainer_core/root/remedies.py``), which is why they live in the shared contract.
 
 A resume may change the settings ``trainer_core.contract.config.resume_changes`` names (``ResumeChange``):
 config.yaml then holds the new settings, state.json the config ``revision`` and ``resume_change`` (what
