@@ -3,7 +3,9 @@
 In a terminal the run is launched detached and its monitor opens; piped, its metrics print line by line.
 The config and the environment ship as package data (``grpo_tui/resources``). ``--pathology kl`` runs the
 same demo with a learning rate far too high, for people evaluating the health warnings: KL explodes, the
-``kl_explosion`` warning fires with its advice, and the run stops itself with a checkpoint. ``--agent`` runs
+``kl_explosion`` warning fires with its advice, and the run stops itself with a checkpoint; with ``--remedy`` it
+recovers instead: the run's root rolls it back to its checkpoint from before the explosion and goes on at a
+learning rate that the task tolerates (``--remedy kl_explosion=rollback``), and the run finishes. ``--agent`` runs
 the agentic demo instead: the model books hotel rooms through tools that TRL calls while it generates
 (``hotel_agent_env.py``), and learns to use them; piped, it ends with how often a tool call succeeded in its
 first and last steps. Both demos evaluate the model on held-out prompts (at step 0 and every few steps);
@@ -45,6 +47,13 @@ def register(sub) -> None:
         "stops itself (--stop-on kl_explosion) with a checkpoint",
     )
     parser.add_argument(
+        "--remedy",
+        action="store_true",
+        help="with --pathology kl: recover instead of stopping; the run rolls itself back to its checkpoint from "
+        "before the explosion and goes on at a lower learning rate (--remedy kl_explosion=rollback, "
+        f"--remedy-lr-scale {REMEDY['remedy_lr_scale']:g}), then finishes",
+    )
+    parser.add_argument(
         "--agent",
         action="store_true",
         help="the agentic demo: the model books hotel rooms through tools called while it generates "
@@ -66,6 +75,16 @@ PATHOLOGIES = {
         "tags": ["demo", "pathology", "kl"],
     }
 }
+# what --remedy changes on top of the KL pathology: checkpoints early enough to go back to, and a rollback whose
+# learning rate the task tolerates (the demo's own, 4e-5, is 1e-2 x 0.004)
+REMEDY = {
+    "stop_on": "",
+    "remedy": {"kl_explosion": "rollback"},
+    "remedy_lr_scale": 0.004,
+    "save_steps": 10,
+    "name": "demo: KL explodes at lr 1e-2; the run rolls itself back",
+    "tags": ["demo", "pathology", "kl", "remedy"],
+}
 # each demo's name and tags, so the runs list, the monitor and Compare say which demo a run is
 LABELS = {
     "pattern": {"name": "demo: write a's", "tags": ["demo", "pattern"]},
@@ -74,7 +93,11 @@ LABELS = {
 
 
 def demo_config(
-    model_dir: Path, max_steps: int | None = None, pathology: str | None = None, agent: bool = False
+    model_dir: Path,
+    max_steps: int | None = None,
+    pathology: str | None = None,
+    agent: bool = False,
+    remedy: bool = False,
 ) -> RunConfig:
     config = RunConfig.load(demo_config_file(agent))
     config.model = str(model_dir)
@@ -83,7 +106,7 @@ def demo_config(
         config.max_steps = max_steps
     for name, value in LABELS["agent" if agent else "pattern"].items():
         setattr(config, name, list(value) if isinstance(value, list) else value)
-    for name, value in PATHOLOGIES.get(pathology or "", {}).items():
+    for name, value in {**PATHOLOGIES.get(pathology or "", {}), **(REMEDY if remedy else {})}.items():
         setattr(config, name, value)
     return config
 
@@ -92,7 +115,10 @@ def run(args) -> int:
     needs_trainer("demo")
     if args.agent and args.pathology:
         raise BadInput("--pathology applies to the pattern demo; drop it or --agent")
-    config = demo_config(cached_tiny_model("agent" if args.agent else None), args.max_steps, args.pathology, args.agent)
+    if args.remedy and args.pathology != "kl":
+        raise BadInput("--remedy shows the KL pathology's recovery: add --pathology kl")
+    model = cached_tiny_model("agent" if args.agent else None)
+    config = demo_config(model, args.max_steps, args.pathology, args.agent, args.remedy)
     start = argparse.Namespace(
         runs_dir=args.runs_dir, gpus=None, num_processes=None, accelerate_config=None, vllm_port=None, vllm_timeout=None
     )
@@ -144,10 +170,11 @@ def heldout_summary(run: Path) -> str:
     a second line that says so, and that the score of the policy it stopped is no success (``rule_stop_note``)."""
     from trainer_core.contract.run.event_log import EventTail
     from trainer_core.contract.run.events import Eval
+    from trainer_core.contract.run.rewinds import live
 
     events = EventTail(run / "events.jsonl").poll()
-    stopped = rule_stop_note(events, run.name)
-    evals = [e for e in events if isinstance(e, Eval)]
+    stopped = "\n".join(filter(None, [rewind_note(events), rule_stop_note(events, run.name)]))
+    evals = [e for e in live(events) if isinstance(e, Eval)]
     if len(evals) < 2:
         return "held-out evaluation: too few evals to compare" + (f"\n{stopped}" if stopped else "")
     first, last = evals[0], evals[-1]
@@ -159,6 +186,23 @@ def heldout_summary(run: Path) -> str:
             parts.append(f"{name} {before:.0%} at step {first.step}, {after:.0%} at step {last.step}")
     line = f"held-out ({first.prompts} prompts x {first.generations}): " + "; ".join(parts)
     return line + (f"\n{stopped}" if stopped else "")
+
+
+def rewind_note(events: list) -> str | None:
+    """One line per rollback of the run: by which rule (or who), from which step to which checkpoint, and with
+    which settings it went on; None for a run that never went back."""
+    from trainer_core.contract.run.events import Rewound
+
+    lines = []
+    for event in (e for e in events if isinstance(e, Rewound)):
+        who = f"the {event.rule} remedy" if event.rule else f"a rollback by {event.by}"
+        changes = ", ".join(f"{k} {v.get('from')!r} -> {v.get('to')!r}" for k, v in event.changes.items())
+        lines.append(
+            f"recovered: {who} took the run back from step {event.from_step} to {event.checkpoint}"
+            + (f" and it went on with {changes}" if changes else "")
+            + " (the steps after it are abandoned, drawn faint in the monitor)"
+        )
+    return "\n".join(lines) or None
 
 
 AUTO_STOP = re.compile(r"auto-stop: (?P<rule>[\w-]+)(?: at step (?P<step>\d+))?")  # the trainer's stop reason

@@ -21,13 +21,15 @@ def register(sub) -> None:
         help="serve the runs to coding agents over the Model Context Protocol (docs/agents-api.md)",
         description="A Model Context Protocol server over the runs of this machine and of the hosts in hosts.yaml: "
         "read tools (list_runs, run_summary, metric_history, health, evals, checkpoints, samples, compare_runs, "
-        "logs) and, with --allow-actions, stop_run and resume_run. stdio by default; every log goes to stderr.",
+        "logs) and, with --allow-actions, stop_run, resume_run and rollback_run. stdio by default; every log goes to "
+        "stderr.",
     )
     add_runs_dir(parser)
     parser.add_argument(
         "--allow-actions",
         action="store_true",
-        help="serve stop_run and resume_run (off by default: they answer a tool error and nothing changes)",
+        help="serve stop_run, resume_run and rollback_run (off by default: they answer a tool error and nothing "
+        "changes)",
     )
     parser.add_argument(
         "--http",

@@ -39,8 +39,9 @@ def register(sub) -> None:
         "--to",
         required=True,
         metavar="WHICH",
-        help="the checkpoint to go back to: best (by the held-out metric), last or a step number "
-        "(grpo-tui checkpoints RUN lists them)",
+        help="the checkpoint to go back to: best (by the held-out metric), last, a step number "
+        "(grpo-tui checkpoints RUN lists them), or base (start over from the base model at step 0, keeping the "
+        "run's history)",
     )
     add_set_argument(parser, when="")
     parser.add_argument("--reason", metavar="TEXT", default=None, help="why, recorded with the rewind")

@@ -311,8 +311,31 @@ MCP: dict[str, Any] = {
     ),
     "mcp.resume_run": _mcp(
         "resume_run",
-        {**RUN_HEAD, "resumed_run_id": STR, "path": STR, "pid": INT_N, "requested_by": STR},
-        "resume_run: the run started again from its last checkpoint",
+        {**RUN_HEAD, "resumed_run_id": STR, "path": STR, "pid": INT_N, "slurm_job_id": STR_N, "requested_by": STR},
+        "resume_run: the run started again from its last checkpoint (a Slurm run: in a new job, slurm_job_id)",
+        optional=("slurm_job_id",),
+    ),
+    "mcp.rollback_run": _mcp(
+        "rollback_run",
+        {
+            **RUN_HEAD,
+            "resumed_run_id": STR,
+            "path": STR,
+            "pid": INT_N,
+            "slurm_job_id": STR_N,
+            "checkpoint": STR,
+            "from_step": INT,
+            "to_step": INT,
+            "max_steps": INT,
+            "revision": INT,
+            "stopped": _nullable("cli.stop"),
+            "requested_by": STR,
+            **_untrusted({"changes": _t("object", additionalProperties=_obj({"from": {}, "to": {}})), "reason": STR_N}),
+        },
+        "rollback_run: the run gone back to a checkpoint (from_step: where it was; to_step: the checkpoint's step) "
+        "and started again from there with the settings changed (a Slurm run: in a new job, slurm_job_id); stopped: "
+        "the stop of a live run first, or null",
+        optional=("slurm_job_id",),
     ),
 }
 

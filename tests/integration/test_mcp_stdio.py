@@ -44,6 +44,7 @@ TOOLS = {
     "logs",
     "stop_run",
     "resume_run",
+    "rollback_run",
 }
 
 

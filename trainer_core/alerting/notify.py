@@ -34,6 +34,7 @@ from trainer_core.contract.alerts.targets import Alert, SettingsError, Target, l
 from trainer_core.contract.config.notify_urls import secure_config
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.health.monitor import ADVICE
+from trainer_core.contract.health.remedy_plan import REMEDY_PREFIX
 from trainer_core.contract.run.backoff import Backoff
 from trainer_core.contract.run.crash import classify_crash
 from trainer_core.contract.run.event_log import EventTail, EventWriter, scan_events
@@ -43,6 +44,7 @@ from trainer_core.contract.run.events import (
     EventType,
     HealthWarning,
     NotifyFailed,
+    Rewound,
     RunFinished,
     StopRequested,
 )
@@ -268,9 +270,28 @@ class Notifier:
                 else f"{event.reason}: the run saves a checkpoint and ends as stopped.",
                 advice=ADVICE.get(rule or "", ""),
             )
+        elif isinstance(event, Rewound):
+            return self._rollback_alert(event)
         elif isinstance(event, RunFinished):
+            if (event.reason or "").startswith(REMEDY_PREFIX) and Status.parse(event.status, None) is Status.STOPPED:
+                return None  # a leg a remedy ended: its rollback is the news, and the run goes on
             return self._end_alert(event)
         return None
+
+    def _rollback_alert(self, event: Rewound) -> Alert:
+        changes = ", ".join(f"{k} {v.get('from')!r} -> {v.get('to')!r}" for k, v in event.changes.items())
+        who = f"the {event.rule} remedy" if event.rule else str(event.by)
+        message = f"{who} rolled the run back from step {event.from_step} to {event.checkpoint}"
+        message += f" ({event.reason.rstrip('.')})" if event.reason else ""
+        message += f"; it goes on with {changes}." if changes else "; it goes on."
+        return self._alert(
+            "rollback",
+            rule=event.rule,
+            severity=Severity.WARN,
+            step=event.to_step,
+            message=message,
+            advice=f"Watch it: grpo-tui watch {self.run_id}",
+        )
 
     def _end_alert(self, event: RunFinished) -> Alert:
         status = Status.parse(event.status, None)

@@ -6,7 +6,8 @@ run owns one, starts the trainer (one worker, or ``accelerate launch``) on the t
 requests on, stops the server when training ends, and — if the trainer died without writing its end
 (killed, out of memory, a crash in native code) — writes the ``error`` and ``run_finished`` events itself.
 Machine 0's root also sends the run's alerts to its notify URLs (``notify.py``), and gives the last ones a
-bounded time to go out before it exits; and it judges a stall of the trainer itself (``stall_watch.py``).
+bounded time to go out before it exits; it judges a stall of the trainer itself (``stall_watch.py``); and when a
+remedy stopped a leg to roll the run back, it starts the next leg from the chosen checkpoint (``remedies.py``).
 
 A run on several machines has one root per machine (``--machine-rank N``, or ``slurm`` for $SLURM_NODEID),
 each starting its share of the ranks through ``accelerate launch``. Only machine 0's root keeps the record
@@ -42,6 +43,7 @@ from trainer_core.contract.run.process import collect, process_start_time, run_e
 from trainer_core.contract.run.status import Status, exit_code
 from trainer_core.contract.run.summary import log_tail
 from trainer_core.generation import vllm_server
+from trainer_core.root.remedies import resume_due
 from trainer_core.root.stall_watch import StallWatch
 
 DEFAULT_SERVER_TIMEOUT = 600.0
@@ -170,13 +172,7 @@ class RunRoot:
                 extra[SERVER_URL_ENV] = self._start_server(config)
             cmd = placement_command(self.folder.path, self.placement, self.accelerate_config)
             self.folder.write_state(command=cmd)
-            offset = complete_size(self.folder.events_file)
-            self.worker = spawn_logged(cmd, self.folder.log_file, run_env(self.folder.path, extra))
-            watch = StallWatch(self.folder, config, self.worker, offset).start()
-            try:
-                code = self._wait_worker(self.worker)
-            finally:
-                watch.close()
+            code = self._run_legs(cmd, config, extra)
         except vllm_server.ServerError as exc:
             self._record_failure(ErrorKind.VLLM_SERVER, str(exc))
             code = 1
@@ -198,6 +194,20 @@ class RunRoot:
             else:
                 self._record_trainer_exit(code)
         return exit_code(self.folder.status(), code)
+
+    def _run_legs(self, cmd: list[str], config: RunConfig, extra: dict) -> int:
+        """The trainer, and again after each rollback a remedy asked for (``remedies.py``); the last leg's code."""
+        while True:
+            offset = complete_size(self.folder.events_file)
+            self.worker = spawn_logged(cmd, self.folder.log_file, run_env(self.folder.path, extra))
+            watch = StallWatch(self.folder, config, self.worker, offset).start()
+            try:
+                code = self._wait_worker(self.worker)
+            finally:
+                watch.close()
+            if resume_due(self.folder, stop_asked=self.signals > 0) is None:
+                return code
+            config = RunConfig.load(self.folder.config_file)
 
     def _close_notifier(self) -> None:
         """Send the run's last alerts, for at most ``notify.FLUSH_S`` (a second signal cuts it short); the

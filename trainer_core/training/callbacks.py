@@ -17,7 +17,8 @@ from transformers import TrainerCallback
 
 from trainer_core.contract.health.monitor import HealthMonitor
 from trainer_core.contract.run.event_log import EventWriter
-from trainer_core.contract.run.events import Checkpoint, Metrics, Summary, format_metrics_line
+from trainer_core.contract.run.events import Checkpoint, HealthWarning, Metrics, Summary, format_metrics_line
+from trainer_core.training.remedy_trigger import RemedyTrigger
 from trainer_core.training.stopping import StopController
 
 
@@ -31,6 +32,7 @@ class EventStreamCallback(TrainerCallback):
         monitor: HealthMonitor | None = None,
         stop_on: tuple[str, ...] = (),
         extra_metrics: Callable[[], dict] | None = None,
+        remedy: RemedyTrigger | None = None,
     ):
         self.writer = writer
         self.stopper = stopper
@@ -39,6 +41,7 @@ class EventStreamCallback(TrainerCallback):
         self.monitor = monitor
         self.stop_on = stop_on
         self.extra_metrics = extra_metrics  # grpo-tui's own statistics of the step's samples (health/sample_stats.py)
+        self.remedy = remedy
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.stopper.training_started(state.global_step)
@@ -55,9 +58,7 @@ class EventStreamCallback(TrainerCallback):
             print(format_metrics_line(state.global_step, state.max_steps, logs), file=sys.stdout, flush=True)
         for warning in self.monitor.feed(state.global_step, values) if self.monitor else []:
             self.writer.emit(warning)
-            if warning.rule in self.stop_on and warning.severity.alarming:
-                # every rank leaves at the next step end (the stop is all-reduced there), with a checkpoint
-                self.stopper.request(f"auto-stop: {warning.rule} at step {state.global_step}")
+            act_on_warning(warning, self.stopper, self.remedy, self.stop_on)
 
     def on_save(self, args, state, control, **kwargs):
         if not state.is_world_process_zero or self.writer is None:
@@ -71,5 +72,19 @@ class EventStreamCallback(TrainerCallback):
             control.should_save = True  # the last step always has a checkpoint: a completed run can be resumed
         if self.stopper.agreed_stop():
             control.should_training_stop = True
-            control.should_save = True
+            control.should_save = self.stopper.saves
             self.stopper.stopped_at(state.global_step)
+
+
+def act_on_warning(
+    warning: HealthWarning, stopper: StopController, remedy: RemedyTrigger | None, stop_on: tuple[str, ...]
+) -> None:
+    """A rule's remedy first (``remedy_trigger``), else ``--stop-on``; every rank leaves at the next step end (the
+    stop is all-reduced there)."""
+    if stopper.reason is not None:
+        return
+    decision = remedy.decide(warning) if remedy is not None and remedy.armed else None
+    if decision is not None:
+        stopper.request(decision.reason, save=decision.save)
+    elif warning.rule in stop_on and warning.severity.alarming:
+        stopper.request(f"auto-stop: {warning.rule} at step {warning.step}")

@@ -27,6 +27,8 @@ from trainer_core.contract.run.event_log import scan_events
 from trainer_core.contract.run.events import Eval, EventType
 from trainer_core.contract.run.ledger import kept, read_ledger, write_checkpoint_eval
 from trainer_core.evaluation.evaluator import Evaluator
+from trainer_core.training.callbacks import act_on_warning
+from trainer_core.training.remedy_trigger import RemedyTrigger
 from trainer_core.training.run_context import RunContext
 
 REWARD_WINDOW = 5  # logged steps whose mean reward is the training reward an eval is read against
@@ -40,8 +42,10 @@ class EvalCallback(TrainerCallback):
         monitor: HealthMonitor | None = None,
         stop_on: tuple[str, ...] = (),
         save_total_limit: int | None = None,
+        remedy: RemedyTrigger | None = None,
     ):
         self.evaluator = evaluator
+        self.remedy = remedy
         self.run = run
         self.monitor = monitor
         self.stop_on = stop_on
@@ -58,8 +62,8 @@ class EvalCallback(TrainerCallback):
         them; a later step it trains again is evaluated again)."""
         events = self.run.folder.events_file
         resumed = self.run.resumed_from
-        upto = (checkpoint_step(Path(resumed)) or 0) if resumed else -1
-        found, _ = scan_events(events, (EventType.EVAL,)) if resumed else ([], 0)  # a long run: eval lines only
+        upto = (checkpoint_step(Path(resumed)) or 0) if resumed else 0 if self.run.from_base else -1
+        found, _ = scan_events(events, (EventType.EVAL,)) if upto >= 0 else ([], 0)  # a long run: eval lines only
         evals = [e for e in found if isinstance(e, Eval) and e.step <= upto]
         for event in evals:
             if self.monitor is not None:
@@ -102,8 +106,7 @@ class EvalCallback(TrainerCallback):
         self.run.emit(event)
         for warning in self.monitor.feed_eval(event) if self.monitor else []:
             self.run.emit(warning)
-            if warning.rule in self.stop_on and warning.severity.alarming:
-                self.run.stopper.request(f"auto-stop: {warning.rule} at step {step}")
+            act_on_warning(warning, self.run.stopper, self.remedy, self.stop_on)
 
     def on_save(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:

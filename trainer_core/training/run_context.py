@@ -37,6 +37,7 @@ class RunContext:
         self.samples: JsonlWriter | None = None
         self.last_step = 0
         self.resumed_from: str | None = None
+        self.from_base = False  # a leg that went back to the base model (step 0) of a run with a history
         self.trained = False  # a step of this leg finished
         self.finished = False
         self.end_reason: str | None = None
@@ -61,6 +62,10 @@ class RunContext:
         so a leg that fails before its first step records the run's real step, not 0."""
         self.resumed_from = resume_from
         self.last_step = max(checkpoint_step(Path(resume_from)) or 0, last_step(self.folder.events_file))
+
+    def begin_from_base(self) -> None:
+        """A leg that starts over from the base model: step 0, the run's earlier legs abandoned but kept."""
+        self.from_base = True
 
     def _on_stop_request(self, reason: str) -> None:
         if self.main:

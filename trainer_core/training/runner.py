@@ -102,43 +102,16 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
     run = RunContext(config, folder, echo)
     previous = folder.read_state()
     resume_from = previous.get("resume_from")
-    skipped = previous.get("resume_skipped") or None if resume_from else None
+    change = _resume_change(previous)
+    # a leg that goes back to the base model: no checkpoint to load, the run's history kept (a rewind to step 0)
+    from_base = not resume_from and change.get("to_step") == 0
+    again = bool(resume_from) or from_base
     if resume_from:
         run.begin_resume(resume_from)
+    elif from_base:
+        run.begin_from_base()
     if run.main:
-        state = folder.initial_state()
-        make_reserve(folder.path)  # room for the end of the run on a full disk (run/disk.py)
-        if resume_from:
-            folder.write_state(started=previous.get("started", state["started"]), resumed_at=state["started"])
-        change = _resume_change(previous) if resume_from else {}
-        rewind = rewound_event(change)
-        if rewind is not None:
-            run.emit(rewind)
-        run.emit(
-            RunStarted(
-                run_id=folder.run_id,
-                pid=state["pid"],
-                host=state["host"],
-                world_size=world_size(),
-                project_name=config.project_name,
-                model=config.model,
-                max_steps=config.max_steps,
-                resumed_from=resume_from,
-                restart=previous.get("restarts") if resume_from else None,
-                skipped_checkpoints=skipped,
-                revision=change.get("revision") if change.get("changes") else None,
-                changes=change.get("changes") or None,
-            )
-        )
-        if change:  # recorded once: a requeued or restarted leg does not rewind again
-            folder.write_state(resume_change=None)
-        if skipped and resume_from:  # skipped checkpoints come only with a resume
-            run.emit(torn_checkpoint_warning(skipped, resume_from, run.last_step))
-        for warning in config_warnings(config.rl_kl_coef, config.rl_num_generations, use_vllm=config.use_vllm):
-            run.emit(warning)
-        room = None if resume_from else preflight(config, folder.path.parent)
-        if room is not None and room.verdict in ("tight", "no_room"):
-            run.emit(preflight_warning(room))
+        _record_leg_start(run, previous, change, again)
     run.stopper.install()
     status, reason, trainer, bad_input = Status.FAILED, None, None, False
     try:
@@ -181,6 +154,51 @@ def run_in_folder(config: RunConfig, folder: RunFolder, *, echo: bool = False) -
         run.stopper.uninstall()
         run.close()
     return RunResult(folder.run_id, folder.path, status, run.end_reason or reason, run.last_step, bad_input)
+
+
+def _record_leg_start(run: RunContext, previous: dict, change: dict, again: bool) -> None:
+    """Rank 0's record of a leg's start: its times, the rewind it makes, ``run_started``, and the warnings a start
+    gives (torn checkpoints passed over, the config's, the disk's room)."""
+    config, folder, resume_from = run.config, run.folder, previous.get("resume_from")
+    skipped = previous.get("resume_skipped") or None if resume_from else None
+    state = folder.initial_state()
+    make_reserve(folder.path)  # room for the end of the run on a full disk (run/disk.py)
+    if again:
+        folder.write_state(started=previous.get("started", state["started"]), resumed_at=state["started"])
+    rewind = rewound_event(change)
+    if rewind is not None:
+        run.emit(rewind)
+    run.emit(
+        RunStarted(
+            run_id=folder.run_id,
+            pid=state["pid"],
+            host=state["host"],
+            world_size=world_size(),
+            project_name=config.project_name,
+            model=config.model,
+            max_steps=config.max_steps,
+            resumed_from=resume_from,
+            restart=previous.get("restarts") if again else None,
+            skipped_checkpoints=skipped,
+            revision=change.get("revision") if change.get("changes") else None,
+            changes=change.get("changes") or None,
+            by=_text_or_none(change.get("by")),
+            reason=_text_or_none(change.get("reason")),
+        )
+    )
+    if change:  # recorded once: a requeued or restarted leg does not rewind again
+        folder.write_state(resume_change=None)
+    if skipped and resume_from:  # skipped checkpoints come only with a resume
+        run.emit(torn_checkpoint_warning(skipped, resume_from, run.last_step))
+    for warning in config_warnings(config.rl_kl_coef, config.rl_num_generations, use_vllm=config.use_vllm):
+        run.emit(warning)
+    room = None if again else preflight(config, folder.path.parent)
+    if room is not None and room.verdict in ("tight", "no_room"):
+        run.emit(preflight_warning(room))
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _resume_change(state: dict) -> dict:

@@ -26,6 +26,7 @@ class StopController:
         self.on_request = on_request
         self.on_force = on_force
         self.reason: str | None = None
+        self.save = True  # the stop saves a checkpoint (a remedy's may not: --remedy-keep-bad)
         self.stop_step: int | None = None
         self._signals = 0
         self._training = False
@@ -55,12 +56,18 @@ class StopController:
         if not self._training:
             raise StopBeforeTraining(self.reason)
 
-    def request(self, reason: str) -> None:
+    def request(self, reason: str, save: bool = True) -> None:
         with self._lock:
             if self.reason is not None:
                 return
-            self.reason = reason
+            self.reason, self.save = reason, save
         self.on_request(reason)
+
+    @property
+    def saves(self) -> bool:
+        """Whether the stop saves a checkpoint: always with several ranks (the save is collective, and only rank 0
+        knows a remedy's wish)."""
+        return self.save or self._dist is not None
 
     def training_started(self, step: int) -> None:
         self._training = True

@@ -431,7 +431,7 @@ def hardware_at_start(config: RunConfig, run: RunContext | None, machine: Machin
     if run is None or not run.main:
         return
     state = run.folder.read_state()
-    launched = state.get(STATE_KEY) if run.resumed_from is None else None
+    launched = state.get(STATE_KEY) if run.resumed_from is None and not run.from_base else None
     if records:
         run.folder.save_config(config)
         run.folder.write_state(**{STATE_KEY: [*(state.get(STATE_KEY) or []), *records]})
@@ -492,6 +492,9 @@ def build_trainer(config: RunConfig, run: RunContext):
     )
     if run.resumed_from:
         seed_from_file(monitor, run.folder.events_file, checkpoint_step(Path(run.resumed_from)) or 0)
+    from trainer_core.training.remedy_trigger import RemedyTrigger
+
+    remedy = RemedyTrigger(run.folder, config) if run.main and config.remedy else None
     callback = EventStreamCallback(
         run.writer,
         run.stopper,
@@ -500,6 +503,7 @@ def build_trainer(config: RunConfig, run: RunContext):
         monitor=monitor,
         extra_metrics=stats.pop,
         stop_on=tuple(stop_on_rules(config)),
+        remedy=remedy,
     )
     from trainer_core.training.resumed_settings import ResumedSettings
 
@@ -515,6 +519,7 @@ def build_trainer(config: RunConfig, run: RunContext):
             monitor,
             tuple(stop_on_rules(config)),
             save_total_limit=config.save_total_limit,
+            remedy=remedy,
         )
         callbacks.append(evaluation)
         if config.keep_best:  # the callback rotates: the best checkpoints outlive the newest N

@@ -23,6 +23,7 @@ from grpo_tui.palette import plain_palette
 from grpo_tui.safe_text import clean
 from grpo_tui.services.lifecycle.supervisor import LaunchOptions, start_root
 from trainer_core.contract.config.placement import Placement
+from trainer_core.contract.health.remedy_plan import REMEDY_PREFIX
 from trainer_core.contract.run.event_log import EventTail, complete_size
 from trainer_core.contract.run.events import (
     USER_MISTAKE,
@@ -31,6 +32,7 @@ from trainer_core.contract.run.events import (
     Event,
     HealthWarning,
     Metrics,
+    Rewound,
     RunFinished,
     RunStarted,
     StopRequested,
@@ -78,9 +80,18 @@ class EventPrinter:
             if event.advice:
                 line(f"  advice: {event.advice}")
         elif isinstance(event, StopRequested):
+            then = (
+                "finishing the step, then the run rolls back"
+                if (event.reason or "").startswith(REMEDY_PREFIX)
+                else "finishing the step and saving a checkpoint"
+            )
+            line(("stop requested", p.status(Status.STOPPING)), f" ({event.reason}): {then}")
+        elif isinstance(event, Rewound):
+            who = f"the {event.rule} remedy" if event.rule else f"{event.by}"
+            changes = "; ".join(f"{k} {v.get('from')!r} -> {v.get('to')!r}" for k, v in event.changes.items())
             line(
-                ("stop requested", p.status(Status.STOPPING)),
-                f" ({event.reason}): finishing the step and saving a checkpoint",
+                ("rolled back", p.status(Status.STARTING)),
+                f" from step {event.from_step} to {event.checkpoint} by {who}" + (f": {changes}" if changes else ""),
             )
         elif isinstance(event, Error):
             self.error = event

@@ -12,6 +12,7 @@ from grpo_tui.services.catalog.status import live_status
 from grpo_tui.services.lifecycle.supervisor import DEFAULT_STOP_TIMEOUT, stop_run
 from grpo_tui.services.records.stop_outcome import StopOutcome
 from trainer_core.contract.config.run_config import ConfigError
+from trainer_core.contract.health.remedy_plan import BASE
 from trainer_core.contract.run.folder import RunFolder
 
 REASON_MAX = 500
@@ -19,18 +20,13 @@ ROLLBACK = "grpo-tui rollback"  # who asked, in the stop request of a live run
 
 
 def checkpoint_of(target: str) -> str:
-    """``--to``'s value as the checkpoint a resume takes: best, last or a step. ConfigError names the value and
-    the choices."""
+    """``--to``'s value as the checkpoint a resume takes: best, last, a step, or base (the base model: the leg starts
+    over at step 0 with fresh weights and optimizer, the run's history kept). ConfigError names the value and the
+    choices."""
     target = target.strip()
-    if target in ("best", "last") or (target.isdigit() and int(target) > 0):
+    if target in ("best", "last", BASE) or (target.isdigit() and int(target) > 0):
         return target
-    if target == "base":
-        raise ConfigError(
-            "to",
-            "--to base: going back to the base model is not supported; roll back to the first checkpoint "
-            "(grpo-tui checkpoints RUN lists them) or start a new run from the same model.",
-        )
-    raise ConfigError("to", f"--to takes best, last or a checkpoint's step number, got {target!r}.")
+    raise ConfigError("to", f"--to takes best, last, base or a checkpoint's step number, got {target!r}.")
 
 
 def checked_reason(reason: str | None) -> str | None:

@@ -37,7 +37,7 @@ from trainer_core.contract.config.user_files import SETTINGS, UserFileError
 from trainer_core.contract.run.severity import Severity
 
 SETTINGS_ENV = SETTINGS.env
-AlertKind = Literal["warning", "auto_stop", "run_end", "test"]
+AlertKind = Literal["warning", "auto_stop", "rollback", "run_end", "test"]
 ALERT_KINDS: tuple[str, ...] = get_args(AlertKind)
 
 SETTINGS_KEYS = ("notify", "notify_severity")
@@ -91,7 +91,7 @@ class Target:
         return body_format(self.url)
 
     def wants(self, alert: Alert) -> bool:
-        """Warnings at or above ``min_severity``; an auto-stop and the run's end always."""
+        """Warnings at or above ``min_severity``; an auto-stop, a rollback and the run's end always."""
         return alert.event != "warning" or alert.severity.rank >= self.min_severity.rank
 
     def endpoint(self) -> tuple[str, dict[str, str]]:
@@ -117,7 +117,8 @@ class Target:
 @dataclass(frozen=True)
 class Alert:
     """What happened, as every body format tells it. ``event``: a ``warning`` at or above the target's
-    severity, an ``auto_stop`` (a --stop-on rule fired) or the ``run_end`` (``status`` completed, failed,
+    severity, an ``auto_stop`` (a --stop-on rule fired), a ``rollback`` (the run went back to an earlier checkpoint:
+    ``rule`` the remedy's rule, ``step`` the checkpoint's step) or the ``run_end`` (``status`` completed, failed,
     stopped; a failed run's ``rule`` is its crash rule and ``error_kind`` its error event's kind), or a
     ``test`` (``grpo-tui notify-test``)."""
 
@@ -142,6 +143,9 @@ class Alert:
             return f"{self.severity.value.upper()} {self.rule} at step {self.step} in {where}"
         if self.event == "auto_stop":
             return f"auto-stop: {where} stops itself at step {self.step} ({self.rule})"
+        if self.event == "rollback":
+            cause = f" ({self.rule})" if self.rule else ""
+            return f"rollback: {where} goes back to step {self.step}{cause}"
         cause = f" ({self.rule})" if self.status == "failed" and self.rule else ""
         return f"{where} {self.status} at step {self.step}{cause}"
 

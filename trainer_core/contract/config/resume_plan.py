@@ -17,10 +17,12 @@ leg's ``run_started`` and, when the leg goes back before the run's last step, a 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from trainer_core.contract.config.placement import Placement
 from trainer_core.contract.config.resume_changes import apply_sets
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
+from trainer_core.contract.health.remedy_plan import BASE
 from trainer_core.contract.run.checkpoints import CheckpointCheck, check_checkpoints, move_aside, newest
 from trainer_core.contract.run.event_log import last_step
 from trainer_core.contract.run.folder import RunFolder, write_bytes_atomic, write_json_atomic
@@ -75,15 +77,24 @@ class ResumePlan:
         }
 
     @property
-    def resume_from(self) -> str:
-        return f"checkpoints/{self.checkpoint.name}"
+    def from_base(self) -> bool:
+        """The leg starts over from the base model (step 0): fresh weights and optimizer, the run's history kept."""
+        return self.checkpoint.name == BASE and self.checkpoint.step == 0
+
+    @property
+    def resume_from(self) -> str | None:
+        return None if self.from_base else f"checkpoints/{self.checkpoint.name}"
+
+    @property
+    def starts_from(self) -> str:
+        return "the base model" if self.from_base else f"checkpoints/{self.checkpoint.name}"
 
     @property
     def message(self) -> str:
         """What the user is told: the checkpoint, the target step, and every checkpoint passed over."""
         step = self.checkpoint.step
         to = f"to step {self.max_steps}" if self.max_steps > 0 else "until its epochs end"
-        lines = [f"resuming run {self.run_id} ({self.from_status} at step {self.reached}) from {self.resume_from} {to}"]
+        lines = [f"resuming run {self.run_id} ({self.from_status} at step {self.reached}) from {self.starts_from} {to}"]
         if self.reached > step:
             again = f"step {step + 1} is" if self.reached == step + 1 else f"steps {step + 1}-{self.reached} are"
             lines[0] += f"; {again} trained again"
@@ -98,7 +109,10 @@ class ResumePlan:
 
 
 def chosen_checkpoint(folder: RunFolder, which: str, checks: list[CheckpointCheck]) -> CheckpointCheck:
-    """``--checkpoint best|last|STEP`` as the complete checkpoint it names (the ledger, run/ledger.py)."""
+    """``--checkpoint best|last|STEP|base`` as the complete checkpoint it names (the ledger, run/ledger.py); ``base``:
+    the base model, as the checkpoint of step 0."""
+    if which == BASE:
+        return CheckpointCheck(Path(BASE), 0)
     if which == "final":
         raise ConfigError(
             "checkpoint",

@@ -41,6 +41,9 @@ REMEDY_RULES: tuple[str, ...] = tuple(
 checkpoint is sound and a smaller step size may avoid the trouble. The others (a plateau, truncation, hacking, a
 stall) are not cured by going back."""
 REMEDY_ACTIONS: tuple[str, ...] = ("rollback",)
+REMEDY_PREFIX = "remedy: "
+"""How a leg's stop reason says a remedy ended it to roll the run back (the root resumes it; alerts say a rollback,
+not a stop)."""
 BASE = "base"
 """The name a rollback to the base model (step 0) gives its checkpoint, as in a ``rewound`` event."""
 

@@ -101,14 +101,17 @@ class RunStarted(Event):
     skipped_checkpoints: list | None = checked(LIST)
     revision: int | None = checked(COUNT)
     changes: dict | None = checked(CHANGES)
+    by: str | None = checked(TEXT)
+    reason: str | None = checked(TEXT)
 
     def to_record(self) -> dict:
         """A first start has no resume fields; a resume has ``resumed_from`` and ``restart`` (1 for the first
         resume), and ``skipped_checkpoints`` (``{"name", "problems", "moved_to"}``) when newer ones were torn; a
         leg that runs with changed settings has the config ``revision`` and the ``changes`` it made
-        (``{SETTING: {"from": OLD, "to": NEW}}``)."""
+        (``{SETTING: {"from": OLD, "to": NEW}}``); a resume that says who asked for it has ``by`` (user, rule, mcp,
+        viewer) and its ``reason``."""
         record = super().to_record()
-        for optional in ("resumed_from", "restart", "skipped_checkpoints", "revision", "changes"):
+        for optional in ("resumed_from", "restart", "skipped_checkpoints", "revision", "changes", "by", "reason"):
             if record[optional] is None:
                 del record[optional]
         return record
