@@ -21,12 +21,12 @@ from trainer_core.contract.config.resume_plan import ResumeChange, ResumePlan
 from trainer_core.contract.config.run_config import ConfigError
 from trainer_core.contract.run.events import RewindBy
 
-from ..executors.base import ExecutorError
+from ..executors.base import ExecutorError, Launched
 from ..executors.local import LocalExecutor
 from ..safe_text import clean_line
 from ..services.lifecycle.stop_request import asker
 from .read_tools import answer
-from .runs import AnswerError, Runs
+from .runs import AnswerError, FoundRun, Runs
 from .untrusted import untrusted
 
 SOURCE = RewindBy.MCP.value
@@ -85,17 +85,7 @@ def resume_run(
         raise AnswerError(f"resume_run {found.run_id}: {clean_line(exc)}") from None
     except Exception as exc:  # a launch error names the config field: it is the caller's to fix
         raise AnswerError(f"resume_run {found.run_id}: {clean_line(exc)}") from None
-    return answer(
-        "resume_run",
-        run_id=found.run_id,
-        host=found.host,
-        read_at=_now(),
-        resumed_run_id=started.run_id,
-        path=str(started.path),
-        pid=started.pid,
-        slurm_job_id=started.slurm_job_id,
-        requested_by=by,
-    )
+    return answer("resume_run", **_started(found, started), requested_by=by)
 
 
 def rollback_run(
@@ -135,13 +125,7 @@ def rollback_run(
     plan = plans[0]
     return answer(
         "rollback_run",
-        run_id=found.run_id,
-        host=found.host,
-        read_at=_now(),
-        resumed_run_id=started.run_id,
-        path=str(started.path),
-        pid=started.pid,
-        slurm_job_id=started.slurm_job_id,
+        **_started(found, started),
         checkpoint=plan.checkpoint.name,
         from_step=plan.reached,
         to_step=plan.checkpoint.step,
@@ -151,6 +135,19 @@ def rollback_run(
         requested_by=by,
         **untrusted(None, changes=plan.changes, reason=told),
     )
+
+
+def _started(found: FoundRun, started: Launched) -> dict[str, Any]:
+    """The head of a resume's answer: the run, and the leg started (its process, or its Slurm job)."""
+    return {
+        "run_id": found.run_id,
+        "host": found.host,
+        "read_at": _now(),
+        "resumed_run_id": started.run_id,
+        "path": str(started.path),
+        "pid": started.pid,
+        "slurm_job_id": started.slurm_job_id,
+    }
 
 
 def _words(sets: Mapping[str, SetValue] | None) -> list[str]:
