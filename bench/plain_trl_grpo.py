@@ -1,8 +1,9 @@
 """The baseline for bench.train_vs_trl: the same GRPO training written as a plain TRL script.
 
 It trains examples/pattern_env.py's PatternEnv with exactly the GRPOConfig values that ``grpo-tui train``
-maps the bench's flags to, and appends one ``{"step", "time"}`` line per logged step to TIMES_FILE, taken
-in ``on_log`` just as grpo-tui's events are, so both sides' steps per second are measured the same way.
+maps the bench's flags to, and appends one ``{"step", "time", "length"}`` line per logged step to TIMES_FILE,
+taken in ``on_log`` just as grpo-tui's events are, so both sides' steps per second are measured the same way
+(``length``: the step's mean completion length, which says whether both sides did the same work).
 
     python -m bench.plain_trl_grpo MODEL_DIR STEPS TIMES_FILE [--output-dir DIR]
 """
@@ -35,7 +36,8 @@ class StepTimes(TrainerCallback):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs and "train_runtime" not in logs:
-            self.file.write(json.dumps({"step": state.global_step, "time": time.time()}) + "\n")
+            length = logs.get("completions/mean_length")
+            self.file.write(json.dumps({"step": state.global_step, "time": time.time(), "length": length}) + "\n")
             self.file.flush()
 
 

@@ -102,6 +102,16 @@ def test_a_run_survives_hangup_and_kill_of_the_shell_that_launched_it(tiny_model
     assert_nothing_left(handle)
 
 
+def test_the_root_is_detached_in_a_process_group_of_its_own_in_the_launchers_session(tiny_model, runs_dir):
+    """Not a session of its own: Linux schedules each session as one task (autogroup), and a run alone in one
+    stalls beside any busy process (process.detached_group); a group of its own is what keeps hangups away."""
+    handle = launch(tiny_model, runs_dir, "--max-steps", "3")
+    root = handle.folder.read_state()["root_pid"]
+    assert os.getpgid(root) == root != os.getpgid(0)
+    assert os.getsid(root) == os.getsid(0)  # the launcher (a child of this test) ran in this test's session
+    assert handle.wait(timeout=180) is Status.COMPLETED
+
+
 def test_killing_viewers_leaves_the_run_alone(tiny_model, runs_dir):
     handle = launch(tiny_model, runs_dir, "--max-steps", "10")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

@@ -122,11 +122,11 @@ def root_command(folder: RunFolder, placement: Placement, options: LaunchOptions
 
 
 def start_root(folder: RunFolder, placement: Placement, options: LaunchOptions | None = None) -> subprocess.Popen:
-    """The run's root, detached. Its command line and environment carry no notify URL: it reads the run
+    """The run's root, detached: in a process group of its own, in the launcher's session. Its command line and environment carry no notify URL: it reads the run
     folder's private notify.json (``$GRPO_TUI_NOTIFY`` is the launcher's, and is not passed on)."""
     cmd = root_command(folder, placement, options)
     env = {k: v for k, v in run_env(folder.path).items() if k not in (NOTIFY_ENV, NOTIFY_FD_ENV)}
-    proc = spawn_logged(cmd, folder.log_file, env, new_session=True)
+    proc = spawn_logged(cmd, folder.log_file, env, own_group=True)  # not a new session: process.detached_group
     folder.write_state(root_pid=proc.pid, root_start_time=process_start_time(proc.pid))
     return proc
 
