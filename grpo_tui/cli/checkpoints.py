@@ -20,7 +20,8 @@ from .common import BadInput, add_host, add_run_ref, resolve
 
 def register(sub) -> None:
     parser = sub.add_parser(
-        "checkpoints", help="list a run's checkpoints: step, held-out metrics, size, marks (best, last, final, torn)"
+        "checkpoints",
+        help="list a run's checkpoints: step, held-out metrics, size, marks (best, last, final, torn, abandoned)",
     )
     add_run_ref(parser)
     add_host(parser)

@@ -83,8 +83,9 @@ def add_start_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="RUN",
         default=None,
         help="continue an ended or lost run from its newest complete checkpoint, in the same run folder "
-        "(step numbers continue; events append to the same stream); only --max-steps and --set may change "
-        "settings, and a completed run needs a higher --max-steps unless --checkpoint goes back before its end",
+        "(step numbers continue from the checkpoint's; events append to the same stream); only --max-steps and "
+        "--set may change settings, and a completed run needs a higher --max-steps unless --checkpoint goes back "
+        "before its end",
     )
     parser.add_argument(
         "--checkpoint",

@@ -201,8 +201,8 @@ def _action_tools(server: MCPServer, store: Runs, allow_actions: bool) -> None:
         return actions.resume_run(store, run, max_steps, _client(ctx), host)
 
     @tool(
-        description="Roll a run back to one of its checkpoints (to: what `grpo-tui rollback --to` takes: best, last "
-        "or a step number; the checkpoints tool lists them) and continue it from there in its folder, with changed settings (set: {setting: value}, "
+        description="Roll a run back to one of its checkpoints (to: what `grpo-tui rollback --to` takes: best, last, "
+        "a step number (the checkpoints tool lists them), or base: start over from the base model at step 0) and continue it from there in its folder, with changed settings (set: {setting: value}, "
         "only those a resume may change, e.g. lr, rl_kl_coef, max_steps, health.RULE) and why (reason). A live "
         "run is stopped first, gracefully. The steps after the checkpoint are abandoned; the run's rewound event "
         "records it as asked by mcp and this client. Takes the run's whole id, never 'latest'; runs of this "

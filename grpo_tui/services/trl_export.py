@@ -39,6 +39,10 @@ NOT_IN_TRL = {
     "eval_temperature": "trl grpo samples the evaluation at the training temperature",
     "eval_max_prompts": "trl grpo evaluates the whole split",
     "keep_best": "trl grpo keeps the last save_total_limit checkpoints only",
+    **dict.fromkeys(
+        ("remedy", "remedy_lr_scale", "remedy_set", "max_remedies", "remedy_severity", "remedy_keep_bad"),
+        "grpo-tui's remedies (a rollback by the run's root when a health rule fires) do not run under trl grpo",
+    ),
 }
 _SKIP = {
     "trainer",

@@ -132,11 +132,15 @@ def test_export_reports_what_trl_has_no_key_for():
             system_prompt="Be brief.",
             reward_funcs={"rewards/score.py:score": 1.0},
             mixed_precision="auto",
+            remedy={"non_finite": "rollback"},
+            max_remedies=3,
         )
     )
     assert recipe["reward_funcs"] == ["score.score"]
+    assert not {"remedy", "max_remedies", "remedy_lr_scale"} & set(recipe)
     text = "\n".join(notes)
     assert "stop_on" in text and "system_prompt" in text and "run trl grpo from" in text and "bf16: false" in text
+    assert "remedy: {'non_finite': 'rollback'} is left out: grpo-tui's remedies" in text and "max_remedies: 3" in text
 
 
 def test_export_writes_no_retired_key():

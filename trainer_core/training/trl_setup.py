@@ -440,6 +440,13 @@ def hardware_at_start(config: RunConfig, run: RunContext | None, machine: Machin
         run.emit(fallback_warning([r for r in shown if isinstance(r, dict)]))
 
 
+def one_machine() -> bool:
+    """Every rank of the run is on this machine: a remedy's next leg is started by machine 0's root alone, so on
+    several machines remedies do not act (the other machines' roots end with the leg)."""
+    world, local = os.environ.get("WORLD_SIZE", "1"), os.environ.get("LOCAL_WORLD_SIZE")
+    return local is None or world == local
+
+
 def check_trl(version: str | None = None) -> None:
     """ConfigError before the model loads when the installed TRL is not one the trainer was checked against."""
     if os.environ.get(UNTRIED_TRL_ENV) == "1":
@@ -494,7 +501,7 @@ def build_trainer(config: RunConfig, run: RunContext):
         seed_from_file(monitor, run.folder.events_file, checkpoint_step(Path(run.resumed_from)) or 0)
     from trainer_core.training.remedy_trigger import RemedyTrigger
 
-    remedy = RemedyTrigger(run.folder, config) if run.main and config.remedy else None
+    remedy = RemedyTrigger(run.folder, config) if run.main and config.remedy and one_machine() else None
     callback = EventStreamCallback(
         run.writer,
         run.stopper,

@@ -229,6 +229,7 @@ def apply_resume(folder: RunFolder, plan: ResumePlan, config: RunConfig) -> None
             before_resume=before,
             revision=plan.revision,
             resume_change=plan.record,
+            remedy_due=None,  # a remedy's rollback not carried out (no root took it) is not this resume's
         )
     except OSError as exc:
         _restore(folder, state, old_config)

@@ -246,8 +246,9 @@ class RunConfig:
         {},
         "Health rules whose warning rolls the run back to a checkpoint from before the trouble, to go on with "
         "--remedy-lr-scale and --remedy-set, as a mapping of rule: rollback (CLI: --remedy RULE=rollback, "
-        "repeatable), e.g. kl_explosion=rollback. Off unless given. Checked and kept in the run's config; the run "
-        "does not act on it yet (docs/health.md#remedies).",
+        "repeatable), e.g. kl_explosion=rollback. Off unless given. The run's root carries it out: it stops the "
+        "trainer, goes back to the best held-out checkpoint before the onset (else the newest one; the base model "
+        "counts as step 0) and resumes there, on one machine (docs/health.md#remedies).",
         "health",
         flag="--remedy",
         metavar="RULE=rollback",
