@@ -14,12 +14,17 @@ and ``--also root`` add sides that leave out the foreground tail (``root``: the 
 helper (``worker``: the trainer alone), to tell which one costs. Steps per second come from the per-step
 ``on_log`` timestamps, first to last, so process start, model loading and the final save are not counted.
 
-    python -m bench.train_vs_trl [--steps 200] [--rounds 3] [--threads N] [--notify] [--record FILE]
+``--busy`` runs everything beside one busy process in a session of its own, as another user's work would be: both
+sides slow down, and grpo-tui must not slow down more (a run's root in a session of its own once made it 25 times
+slower there: trainer_core/contract/run/process.py ``detached_group``).
+
+    python -m bench.train_vs_trl [--steps 200] [--rounds 3] [--threads N] [--notify] [--busy] [--record FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -192,6 +197,20 @@ def row(found: dict, flag: bool) -> str:
     )
 
 
+@contextlib.contextmanager
+def busy_process(wanted: bool):
+    """One process spinning on a CPU, in a session of its own, while the bench runs (``--busy``)."""
+    if not wanted:
+        yield
+        return
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+    try:
+        yield
+    finally:
+        spin.kill()
+        spin.wait()
+
+
 def commit() -> tuple[str | None, bool | None]:
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -233,6 +252,12 @@ def main() -> None:
         metavar="FILE",
         help="append the BENCH_RESULT JSON line to FILE (JSON lines), for python -m bench.compare",
     )
+    parser.add_argument(
+        "--busy",
+        action="store_true",
+        help="run everything beside one busy process in a session of its own (another user's work on the "
+        "machine): both sides slow down; grpo-tui should not slow down more",
+    )
     parser.add_argument("--model-dir", type=Path, default=None, help="tiny model folder, built if missing")
     parser.add_argument(
         "--work-dir",
@@ -258,7 +283,7 @@ def main() -> None:
             f"{'on' if args.notify else 'off'}; logs in {work}",
             flush=True,
         )
-        with Receiver() as receiver:
+        with Receiver() as receiver, busy_process(args.busy):
             result = Bench(args, work, receiver.url if args.notify else None).run()
             posts = receiver.posts
         result = {
@@ -271,6 +296,7 @@ def main() -> None:
             "threads": args.threads,
             "notify": args.notify,
             "notify_posts": posts,
+            "busy": args.busy,
             "ratio_median": result["settings"]["default"]["ratio_median"],
             **result,
         }
