@@ -3,9 +3,12 @@
 Real training of the pre-trained tiny model through the CLI (its run's root carries the remedy out): the KL demo
 with ``--remedy`` recovers and finishes, telling the story and sending the rollback to an alert receiver on
 127.0.0.1; a remedy that does not help (``--remedy-lr-scale 1``) rolls back at most ``--max-remedies`` times and
-then stops the run, saying the remedies were spent."""
+then stops the run, saying the remedies were spent; a held-out divergence goes back to the checkpoint best on the
+held-out metric."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -15,7 +18,7 @@ from trainer_core.contract.run.events import Eval, HealthWarning, Metrics, Rewou
 from trainer_core.contract.run.rewinds import live
 from trainer_core.contract.run.status import Status
 
-from ..helpers import ROOT, cli, events_of, only_run
+from ..helpers import ENVS, ROOT, cli, events_of, only_run, pattern_args
 from .test_notify import Receiver
 
 KL_HIGH = 0.5  # the kl_explosion rule's default threshold (health/core.py)
@@ -117,3 +120,52 @@ def test_a_remedy_that_does_not_help_rolls_back_at_most_max_remedies_times_then_
     assert isinstance(end, RunFinished) and end.status is Status.STOPPED and warnings
     assert end.reason.startswith(f"auto-stop: kl_explosion at step {warnings[0].step}: the remedies were spent")
     assert "1 rollback of at most 1 (--max-remedies)" in end.reason
+
+
+def test_a_held_out_divergence_rolls_back_to_the_checkpoint_best_on_the_held_out_metric(tiny_model, tmp_path):
+    """The held-out metric (scripted per eval: 0.2 at the base model, 0.8 at step 10, 0.6, then 0.1 at step 30)
+    falls while the reward is learned: the remedy goes back to checkpoint-10, the best held out, not to the
+    newest checkpoint (30), and the run goes on to its end."""
+    runs = tmp_path / "runs"
+    env_config = json.dumps({"count_file": str(tmp_path / "evals.json"), "eval_prompts": 4, "per_eval": 8})
+    result = cli(
+        *pattern_args(tiny_model, runs),
+        "--rl-env-module",
+        str(ENVS / "scripted_heldout_env.py"),
+        "--rl-env-class",
+        "ScriptedHeldOutEnv",
+        "--rl-env-config",
+        env_config,
+        "--eval-steps",
+        "10",
+        "--eval-generations",
+        "2",
+        "--eval-max-prompts",
+        "4",
+        "--save-steps",
+        "10",
+        "--max-steps",
+        "40",
+        "--health",
+        "divergence_reward_rise=0.001",
+        "--remedy",
+        "reward_task_divergence=rollback",
+        "--max-remedies",
+        "1",
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    events = events_of(only_run(runs))
+    fired = next(e for e in events if isinstance(e, HealthWarning) and e.rule == "reward_task_divergence")
+    assert fired.step == 30 and str(fired.severity) == "critical"
+    (rewind,) = [e for e in events if isinstance(e, Rewound)]
+    assert (rewind.checkpoint, rewind.to_step, rewind.rule, str(rewind.by)) == (
+        "checkpoint-10",
+        10,
+        "reward_task_divergence",
+        "rule",
+    )
+    assert rewind.from_step >= 30 and "best held-out scripted_task" in (rewind.reason or "")
+    assert isinstance(events[-1], RunFinished) and events[-1].status is Status.COMPLETED and events[-1].step == 40
+    evals = [e for e in live(events) if isinstance(e, Eval)]
+    assert [e.step for e in evals] == [0, 10, 20, 30, 40]
