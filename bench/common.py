@@ -8,6 +8,7 @@ each beside its target.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -227,3 +228,17 @@ class Table:
         print("  ".join("-" * w for w in widths))
         for row in self.rows:
             print(row[0] if row[0].startswith("[") else "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+
+
+@contextlib.contextmanager
+def busy_process(wanted: bool):
+    """One process spinning on a CPU, in a session of its own, while the bench runs (``--busy``)."""
+    if not wanted:
+        yield
+        return
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+    try:
+        yield
+    finally:
+        spin.kill()
+        spin.wait()

@@ -24,7 +24,6 @@ slower there: trainer_core/contract/run/process.py ``detached_group``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import subprocess
 import sys
@@ -33,7 +32,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench.common import PATTERN_FLAGS, ROOT, Receiver, child_env, module_cmd
+from bench.common import PATTERN_FLAGS, ROOT, Receiver, busy_process, child_env, module_cmd
 from bench.compare import helper_figures, preemptions, print_summary, result_line, summary
 from bench.process_cpu import Sampler, window
 from trainer_core.commands.tiny_model import build_tiny_model
@@ -195,20 +194,6 @@ def row(found: dict, flag: bool) -> str:
         f"{found['wall_s']:>7.1f}  {other:>12}  {ms:>15}  {woke:>10}  "
         f"{'-' if preempted is None else f'{preempted:.0f}':>15}"
     )
-
-
-@contextlib.contextmanager
-def busy_process(wanted: bool):
-    """One process spinning on a CPU, in a session of its own, while the bench runs (``--busy``)."""
-    if not wanted:
-        yield
-        return
-    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-    try:
-        yield
-    finally:
-        spin.kill()
-        spin.wait()
 
 
 def commit() -> tuple[str | None, bool | None]:
