@@ -27,6 +27,7 @@ from trainer_core.contract.run.checkpoints import check_checkpoint, torn_checkpo
 from trainer_core.contract.run.disk import disk_fault, last_complete_checkpoint, make_reserve, release_reserve
 from trainer_core.contract.run.events import USER_MISTAKE, Checkpoint, Error, ErrorKind, Rewound, RunStarted
 from trainer_core.contract.run.folder import RunFolder, resolve_runs_dir
+from trainer_core.contract.run.json_values import text_or_none
 from trainer_core.contract.run.status import Status
 from trainer_core.environment.user_code import UserCodeError, user_traceback
 from trainer_core.training.run_context import RunContext, rank, world_size
@@ -182,8 +183,8 @@ def _record_leg_start(run: RunContext, previous: dict, change: dict, again: bool
             skipped_checkpoints=skipped,
             revision=change.get("revision") if change.get("changes") else None,
             changes=change.get("changes") or None,
-            by=_text_or_none(change.get("by")),
-            reason=_text_or_none(change.get("reason")),
+            by=text_or_none(change.get("by")) or None,
+            reason=text_or_none(change.get("reason")) or None,
         )
     )
     if change:  # recorded once: a requeued or restarted leg does not rewind again
@@ -195,10 +196,6 @@ def _record_leg_start(run: RunContext, previous: dict, change: dict, again: bool
     room = None if again else preflight(config, folder.path.parent)
     if room is not None and room.verdict in ("tight", "no_room"):
         run.emit(preflight_warning(room))
-
-
-def _text_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _resume_change(state: dict) -> dict:
