@@ -2,7 +2,8 @@
 
 First request: finish the current step, save a checkpoint, record ``stop_requested`` and end as
 ``stopped``. Before training has started there is no step to finish, so the run ends at once. A second
-signal means "now": the run is recorded as stopped (forced) and the process exits without waiting.
+signal means "now": the run is recorded as stopped (forced) and the process exits without waiting. A handler
+never writes into the middle of a run-folder write it interrupted (``run/signal_safe.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import threading
 from collections.abc import Callable
 
 import trainer_core.contract.run.slurm_job as slurm_job
+from trainer_core.contract.run import signal_safe
 from trainer_core.contract.run.state import read_stop_reason
 
 
@@ -47,10 +49,15 @@ class StopController:
             self._previous.clear()
 
     def _handle(self, signum, frame):
-        name = signal.Signals(signum).name
         self._signals += 1
-        if self._signals > 1:
-            self.on_force(f"{name} received twice: forced exit")
+        if self._signals > 2 and signal_safe.overdue():
+            os._exit(128 + signum)  # the write the handlers wait for is stuck: the root records the end
+        # the run folder may be mid-write under this frame: the handler's own writes wait for it to end
+        signal_safe.when_safe(lambda: self._act(signum, self._signals))
+
+    def _act(self, signum: int, count: int) -> None:
+        if count > 1:
+            self.on_force(f"{signal.Signals(signum).name} received twice: forced exit")
             os._exit(128 + signum)
         self.request(slurm_job.signal_reason(os.path.dirname(self.stop_file), signum))
         if not self._training:

@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - stdlib fallback keeps this module depe
         return json.loads(data if isinstance(data, str) else bytes(data))
 
 
+from trainer_core.contract.run import signal_safe
 from trainer_core.contract.run.events import Event, EventType, Metrics, UnknownEvent, clean, decode, problem
 
 BLOCK_SIZE = 64 * 1024
@@ -55,6 +56,10 @@ class JsonlWriter:
 
     def write(self, record: dict) -> None:
         data = (dumps(record) + "\n").encode("utf-8")
+        with signal_safe.section():
+            self._write_line(data)
+
+    def _write_line(self, data: bytes) -> None:
         fd = self._fh.fileno()
         locked = _lock(fd)
         try:

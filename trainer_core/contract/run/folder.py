@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainer_core.contract.run import signal_safe
 from trainer_core.contract.run.atomic_files import write_bytes_atomic, write_json_atomic
 from trainer_core.contract.run.event_log import EventWriter
 from trainer_core.contract.run.events import RunFinished
@@ -123,19 +124,20 @@ class RunFolder:
     def _locked(self) -> Iterator[None]:
         """An exclusive ``flock`` of the run folder itself (no lock file to leave behind), for one merge of
         state.json; where the filesystem refuses it (NFS may), the merge goes on unlocked."""
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError:
-            yield
-            return
-        try:
+        with signal_safe.section():  # a stop signal's handler writes here too: it waits (run/signal_safe.py)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
             except OSError:
-                pass
-            yield
-        finally:
-            os.close(fd)  # closing the last descriptor releases the lock
+                yield
+                return
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except OSError:
+                    pass
+                yield
+            finally:
+                os.close(fd)  # closing the last descriptor releases the lock
 
     def _merge_state(self, changes: dict) -> dict:
         state = dict(self.read_state())
