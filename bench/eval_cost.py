@@ -15,15 +15,24 @@ drift in the machine's speed hits both alike, and prints per side:
 
 and the ratio of the training time with evals to the time without (target: within 2 %, <= 1.02).
 
-    python -m bench.eval_cost [--steps 150] [--eval-every 50] [--rounds 3] [--work-dir DIR]
+With ``--engine vllm`` (run it with .venv-vllm's python: ``./dev vllm-env``) both sides train with colocated vLLM
+on the ``--for-vllm`` tiny model and the evals go through the run's engine; then one eval of the last eval-side
+run's final model is timed with ``grpo-tui eval --engine vllm`` and ``--engine transformers``, alternated
+``--rounds`` times each (the engine's start not counted), on the same held-out set and sampling, and the ratio
+transformers/vLLM printed (above 1: vLLM is faster).
+
+    python -m bench.eval_cost [--engine transformers|vllm] [--steps 150] [--eval-every 50] [--rounds 3]
+                              [--work-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -62,6 +71,7 @@ class Leg:
     evals: list[Eval]
     wall: float  # the whole child process
     others: float | None  # CPU seconds other processes took meanwhile
+    run: Path  # the run folder
 
 
 def measure(events: list) -> tuple[float, float, float, float | None, list[Eval]]:
@@ -91,11 +101,13 @@ def train(model: Path, side: str, args, work: Path, tag: str) -> Leg:
     ]  # fmt: skip
     if side == "eval":
         cmd += ["--eval-steps", str(args.eval_every), "--eval-generations", str(args.eval_generations)]
+    if args.engine == "vllm":  # top-k off: TRL compares vLLM's processed log-probs with the trainer's (vllm-cpu.md)
+        cmd += ["--use-vllm", "--vllm-mode", "colocate", "--rl-top-k", "0"]
     wall, others = run_child(cmd, work / f"{tag}.log")
     found = sorted(runs.rglob("events.jsonl"))
     if len(found) != 1:
         sys.exit(f"expected one events.jsonl under {runs}, found {len(found)}")
-    return Leg(*measure(read_events(found[0])), wall=wall, others=others)
+    return Leg(*measure(read_events(found[0])), wall=wall, others=others, run=found[0].parent)
 
 
 def later_evals(leg: Leg) -> list[float]:
@@ -112,7 +124,7 @@ def _s(value: float | None, fmt: str = "{:.2f}") -> str:
 
 def bench(model_dir: Path, args, work: Path) -> None:
     print("building the pre-trained tiny model (cached in its folder) ...", flush=True)
-    model = build_tiny_model(model_dir, pretrain=True)
+    model = build_tiny_model(model_dir, pretrain=True, for_vllm=args.engine == "vllm")
     threads = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ}
     print(
         f"{args.rounds} rounds x {args.steps} steps, evals at 0, every {args.eval_every} and the end "
@@ -143,6 +155,30 @@ def bench(model_dir: Path, args, work: Path) -> None:
                 flush=True,
             )
     summarize(legs, disturbed)
+    if args.engine == "vllm":
+        compare_engines(legs["eval"][-1].run, args.rounds, work)
+
+
+def one_eval(run: Path, engine: str, work: Path) -> float:
+    """The seconds of one eval of ``run``'s final model with ``engine`` (its start not counted)."""
+    cmd = [sys.executable, "-m", "trainer_core", "eval", str(run), "--checkpoint", "final", "--engine", engine]
+    done = subprocess.run([*cmd, "--json"], capture_output=True, text=True, cwd=work)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout[done.stdout.index("{") :])["models"][0]["seconds"]
+
+
+def compare_engines(run: Path, rounds: int, work: Path) -> None:
+    """One eval of the same model, held-out set and sampling through vLLM and transformers, alternated (ABBA)."""
+    print(f"\none eval of {run.name}/final, each engine {rounds} times, alternated:", flush=True)
+    seconds: dict[str, list[float]] = {"vllm": [], "transformers": []}
+    for r in range(rounds):
+        for engine in ("vllm", "transformers") if r % 2 == 0 else ("transformers", "vllm"):
+            seconds[engine].append(one_eval(run, engine, work))
+            print(f"  {engine:<12}  {seconds[engine][-1]:.3f} s", flush=True)
+    vllm, plain = statistics.median(seconds["vllm"]), statistics.median(seconds["transformers"])
+    print(f"one eval: vLLM {vllm:.3f} s, transformers {plain:.3f} s (medians)")
+    print(f"eval seconds transformers / vLLM: {plain / vllm:.2f} (above 1: vLLM is faster)")
 
 
 def summarize(legs: dict[str, list[Leg]], disturbed: int) -> None:
@@ -181,12 +217,20 @@ def main() -> None:
     parser.add_argument("--eval-generations", type=int, default=4, help="samples per held-out prompt (default: 4)")
     parser.add_argument("--rounds", type=int, default=3, help="eval/no-eval pairs to run (default: 3)")
     parser.add_argument(
+        "--engine",
+        choices=("transformers", "vllm"),
+        default="transformers",
+        help="generate with vLLM (colocate) and compare one eval with each engine; needs .venv-vllm",
+    )
+    parser.add_argument(
         "--model-dir", type=Path, default=None, help="tiny model folder, built if missing (default: in the work dir)"
     )
     parser.add_argument(
         "--work-dir", type=Path, default=None, help="keep run folders and logs in a new folder under DIR"
     )
     args = parser.parse_args()
+    if args.engine == "vllm" and importlib.util.find_spec("vllm") is None:
+        parser.error("--engine vllm needs vLLM: run it with .venv-vllm/bin/python (./dev vllm-env)")
     if args.steps < 2 or args.rounds < 1 or args.eval_every < 1 or args.eval_prompts < 1 or args.eval_generations < 1:
         parser.error("--steps must be >= 2; --rounds, --eval-every, --eval-prompts and --eval-generations >= 1")
     if args.work_dir is not None:

@@ -1,4 +1,4 @@
-"""The real-vLLM environment (.venv-vllm) that tests/integration/test_vllm_cpu.py runs in, built while the rest of
+"""The real-vLLM environment (.venv-vllm) that tests/integration/test_vllm_cpu.py and test_vllm_evals.py run in, built while the rest of
 the suite runs.
 
 ``./dev vllm-env`` takes about two minutes from nothing with pip's cache warm, most of it unpacking and writing
@@ -22,7 +22,7 @@ import pytest
 from .helpers import ROOT
 
 OPT_OUT = "GRPO_TUI_VLLM_TESTS"
-TEST_FILE = "test_vllm_cpu.py"
+TEST_FILES = ("test_vllm_cpu.py", "test_vllm_evals.py")
 BUILD_TIMEOUT = 1800  # a cold pip cache on a busy machine: measured 728 s
 VENV_BIN = ROOT / ".venv-vllm" / "bin"
 _BUILD = pytest.StashKey[tuple[subprocess.Popen, object]]()
@@ -34,7 +34,7 @@ def skipped() -> bool:
 
 def start(session: pytest.Session) -> None:
     """Start ``./dev vllm-env`` in the background when the session will run a real-vLLM test."""
-    if skipped() or not any(item.path.name == TEST_FILE for item in session.items):
+    if skipped() or not any(item.path.name in TEST_FILES for item in session.items):
         return
     if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0":
         return

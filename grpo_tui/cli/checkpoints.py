@@ -69,10 +69,12 @@ def metric_columns(entries: list[LedgerEntry]) -> list[str]:
 
 def table(entries: list[LedgerEntry], names: list[str]) -> str:
     """Columns padded to their widest cell, two spaces apart, nothing cut."""
-    rows = [["checkpoint", "step", *names, "size", "marks"]]
+    engines = any(e.engine for e in entries)  # a run that records its eval engine: a column for it
+    rows = [["checkpoint", "step", *names, *(["engine"] if engines else []), "size", "marks"]]
     for e in entries:
         values = [_value(e.metrics.get(name)) for name in names]
-        rows.append([e.name, str(e.step), *values, _size(e.size), ", ".join(e.marks) or "-"])
+        engine = [e.engine or "-"] if engines else []
+        rows.append([e.name, str(e.step), *values, *engine, _size(e.size), ", ".join(e.marks) or "-"])
     rows = [[clean_line(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n" for row in rows)

@@ -32,6 +32,20 @@ def register(sub) -> None:
     parser.add_argument(
         "--dataset", default=None, metavar="PATH", help="score on these prompts instead of the run's held-out set"
     )
+    parser.add_argument(
+        "--engine",
+        choices=("vllm", "transformers"),
+        default=None,
+        help="what generates the samples: vllm (one engine start; each model's weights loaded into it) or "
+        "transformers (the model's own generate). Default: what the run generated with",
+    )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        metavar="T",
+        help="sampling temperature of the eval; 0 is greedy (default: the run's --eval-temperature)",
+    )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     parser.set_defaults(handler=run, forward=True)
 
@@ -45,6 +59,10 @@ def run(args) -> int:
         cmd += ["--checkpoint", which]
     if args.dataset:
         cmd += ["--dataset", args.dataset]
+    if args.engine:
+        cmd += ["--engine", args.engine]
+    if args.temperature is not None:
+        cmd += ["--temperature", repr(args.temperature)]
     if args.json:
         cmd.append("--json")
     return subprocess.call(cmd)

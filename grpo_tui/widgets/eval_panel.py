@@ -48,7 +48,8 @@ def _took(event: Eval | None) -> str:
     seconds = event.seconds if event is not None else None
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
         return "-"
-    return f"{seconds:.1f} s" if seconds < 60 else format_duration(seconds)
+    took = f"{seconds:.1f} s" if seconds < 60 else format_duration(seconds)
+    return f"{took} · {clean_line(event.engine)}" if event is not None and event.engine else took
 
 
 def _header(label: str, event: Eval | None) -> Text:

@@ -113,6 +113,23 @@ def test_grpo_tui_eval_ranks_the_models_as_the_events_did(gamed_run):
     for name in scores:  # an eval seeds its own sampling: the same model scores as it did during the run
         assert scores[name] == pytest.approx(recorded[name], abs=0.07)
     assert report["metric"] == METRIC and report["changed"]
+    assert report["engine"] == "transformers" and report["engine_starts"] == 0
+    assert all(e.engine == "transformers" for e in evals.values())
+    assert all(len(m["samples"]) == report["prompts"] and m["seconds"] > 0 for m in report["models"])
+
+
+def test_grpo_tui_eval_at_temperature_0_is_greedy_and_vllm_is_named_when_missing(gamed_run):
+    greedy = cli("eval", str(gamed_run), "--checkpoint", "final", "--temperature", "0", "--json")
+    assert greedy.returncode == 0, greedy.stderr[-3000:]
+    report = json.loads(greedy.stdout)
+    assert report["temperature"] == 0
+    for stats in report["models"][0]["metrics"].values():  # the K samples of a prompt are one: best == mean
+        assert stats["pass@4"] == pytest.approx(stats["mean"]) and stats["mean"] is not None
+    missing = cli("eval", str(gamed_run), "--checkpoint", "final", "--engine", "vllm")
+    assert missing.returncode == 2 and "--engine vllm needs vLLM" in missing.stderr, missing.stderr
+    assert "--engine transformers" in missing.stderr
+    bad = cli("eval", str(gamed_run), "--temperature", "-1")
+    assert bad.returncode == 2 and "--temperature must be 0 (greedy) or more, got -1.0" in bad.stderr, bad.stderr
 
 
 def test_the_eval_does_not_change_the_training(pretrained_tiny_model, tmp_path):

@@ -1,7 +1,8 @@
 """Real vLLM on the CPU (docs/vllm-cpu.md): colocate training through ``grpo-tui train`` of .venv-vllm, with the
 weight sync on (TRL's logged log-prob difference stays small, no ``sampling_mismatch``) and off on purpose
 (``GRPO_TUI_VLLM_NO_SYNC=1``: the difference grows and the rule fires), and the life of a real ``trl vllm-serve``
-as vllm_server.py runs it: start on 127.0.0.1 in its own session, readiness, a generate, and after a graceful
+as vllm_server.py runs it: start on 127.0.0.1 in its own session, readiness, a generate (TRL's, and a held-out
+eval's through the server: K seeded samples per prompt), and after a graceful
 stop, a force stop and a main process killed mid-run, nothing left (processes, /dev/shm/psm_* and sem.mp-*, sockets, port).
 
 They run in every suite (``GRPO_TUI_VLLM_TESTS=0`` leaves them out). .venv-vllm is built by ``./dev vllm-env`` in
@@ -129,6 +130,22 @@ for url in sys.argv[1:]:
     print(json.dumps({"url": url, "completions": len(out["completion_ids"])}))
 """
 
+# the held-out eval's server path (evaluation/engines.py): K samples per prompt, the eval's own seed, reproducible
+EVAL_SERVED = """
+import json, sys
+from transformers import AutoTokenizer
+from trl.generation.vllm_client import VLLMClient
+from trainer_core.evaluation.engines import Sampling, VLLMEngine
+model, url = sys.argv[1:]
+engine = VLLMEngine(client=VLLMClient(base_url=url, connection_timeout=60))
+tokenizer = AutoTokenizer.from_pretrained(model)
+prompts = ["Write the letter a 3 times:", "Say hello:"]
+sampling = Sampling(k=3, temperature=1.0, top_p=1.0, top_k=0, max_tokens=6, seed=7)
+first, again = (engine.generate(None, tokenizer, prompts, sampling) for _ in range(2))
+other = engine.generate(None, tokenizer, prompts, Sampling(**{**sampling.__dict__, "seed": 8}))
+print(json.dumps({"completions": len(first), "reproducible": first == again, "seeded": other != first}))
+"""
+
 
 def shm_segments() -> set[str]:
     return {p.name for pattern in vllm_server.SEGMENTS for p in Path("/dev/shm").glob(pattern)}
@@ -199,6 +216,14 @@ def test_a_real_vllm_server_starts_serves_and_leaves_nothing_after_it_stops(vllm
         assert [json.loads(line) for line in out.stdout.splitlines()[-2:]] == [
             {"url": url, "completions": 2} for url in urls
         ]
+        served = subprocess.run(
+            [str(vllm_bin / "python"), "-c", EVAL_SERVED, vllm_model, urls[0]],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert served.returncode == 0, served.stderr[-3000:]
+        assert json.loads(served.stdout.splitlines()[-1]) == {"completions": 6, "reproducible": True, "seeded": True}
         (graceful, graceful_port), (killed, killed_port) = servers
         os.kill(killed.process.pid, signal.SIGKILL)
         killed.process.wait()

@@ -18,13 +18,14 @@ stops the run before the model loads, with :func:`check_trl_version`'s message):
   ``_batch_environments``, and ``_sync_tool_dicts``/``_async_tool_dicts`` (the standalone tools,
   ``_standalone_tools``, and the rollout's public methods but ``reset`` and ``get_reward``);
 - the regular ``model.generate`` path of ``_generate_single_turn``, sampling with ``generation_config`` (and
-  ``generation_kwargs``), taken when ``use_vllm`` and ``use_transformers_continuous_batching`` are off;
+  ``generation_kwargs``), taken when ``use_vllm`` and ``use_transformers_continuous_batching`` are off; with
+  vLLM, its ``vllm_generation`` (``temperature``, ``mode``, ``llm``) and ``num_generations_eval``;
 - ``accelerator.gather`` in ``_generate``'s length metrics.
 
 The eval must not change the training it interrupts: every attribute above is put back as it was (the
 training's environment instances are never reset, the eval has a pool of its own), ``_metrics`` is swapped
-for a scratch one, generation uses ``eval_temperature`` and the model's own ``generate`` even when training
-generates with vLLM, trackers are off for its profiling, and ``gather`` is the identity (only rank 0
+for a scratch one, generation uses ``eval_temperature``, through the run's vLLM engine when it trains with one (else the model's
+own ``generate``; TRL's loop syncs the engine's weights to the step first), trackers are off for its profiling, and ``gather`` is the identity (only rank 0
 evaluates, so no other rank may be waited for). The random state is the Evaluator's (evaluator.py).
 """
 
@@ -42,6 +43,7 @@ from trainer_core.agents.episodes import EpisodeEnvironment, episode_turns
 from trainer_core.contract.config.run_config import ConfigError, RunConfig
 from trainer_core.contract.config.stack import TRL_CHECKED
 from trainer_core.environment.user_code import UserCodeError
+from trainer_core.evaluation.engines import TRANSFORMERS, VLLM, not_usable
 
 TRL_VERSIONS = TRL_CHECKED  # [first, last) TRL minor versions whose GRPOTrainer internals this module uses
 TOOL_SUCCESS = "tool_success"
@@ -100,10 +102,13 @@ class Episodes:
 class TrainerEpisodes:
     """Plays held-out episodes with a GRPOTrainer's generation and tool loop, and leaves the trainer as it was."""
 
-    def __init__(self, trainer: Any, temperature: float):
+    def __init__(self, trainer: Any, temperature: float, generations: int = 1):
         self.trainer = trainer
         self.temperature = temperature
+        self.generations = generations  # each row comes this many times in a row (the eval's K)
         self.pool: list = []  # the eval's own environment instances, built with the trainer's factory, reused
+        # a run that generates with vLLM plays its held-out episodes through its engine too (engines.py)
+        self.engine = VLLM if getattr(trainer, "use_vllm", False) and not_usable(trainer) is None else TRANSFORMERS
 
     def __call__(self, rows: list[dict]) -> Episodes:
         trainer = self.trainer
@@ -125,9 +130,29 @@ class TrainerEpisodes:
                 if isinstance(observation, str):
                     prompt = [*prompt[:-1], {**prompt[-1], "content": prompt[-1]["content"] + observation}]
             prompts.append(prompt)
-        with self._eval_mode(environments, len(rows)):
+        with self._eval_mode(environments, len(rows)), self._engine_sampling():
             completions = trainer._generate(prompts)[3]
         return Episodes([list(c) for c in completions], environments)
+
+    @contextmanager
+    def _engine_sampling(self) -> Iterator[None]:
+        """With vLLM: the engine samples at the eval temperature, K per row (server mode sends each row once with
+        n=K), its prefix cache emptied before and after; the engine's settings are put back."""
+        if self.engine != VLLM:
+            yield
+            return
+        generation = self.trainer.vllm_generation
+        saved = generation.temperature, self.trainer.num_generations_eval
+        llm = getattr(generation, "llm", None) if generation.mode == "colocate" else None
+        try:
+            generation.temperature, self.trainer.num_generations_eval = self.temperature, self.generations
+            if llm is not None:
+                llm.reset_prefix_cache()
+            yield
+        finally:
+            generation.temperature, self.trainer.num_generations_eval = saved
+            if llm is not None:
+                llm.reset_prefix_cache()
 
     def _tool_dicts(self, environments, count: int) -> tuple[list[dict], list[dict]]:
         """The tools of each rollout, as ``_generate_and_score_completions`` collects them."""
@@ -189,7 +214,8 @@ class TrainerEpisodes:
             trainer._sync_tool_dicts, trainer._async_tool_dicts = sync, coroutines
             trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
             trainer.generation_config, trainer.generation_kwargs = config, kwargs
-            trainer.use_vllm = trainer.use_transformers_continuous_batching = False
+            trainer.use_vllm = self.engine == VLLM
+            trainer.use_transformers_continuous_batching = False
             trainer.accelerator.gather = lambda tensor: tensor
             trainer.args.report_to = []
             trainer.model.eval()

@@ -4,8 +4,9 @@ and aggregate into one ``eval`` event (mean, pass@K, std across prompts; docs/ev
 An eval must never change the training it interrupts, so it runs in its own random state: the generators of
 torch, CUDA, numpy and ``random`` are saved, seeded with the run's seed (every eval of every checkpoint
 samples alike, so ``grpo-tui eval`` later reproduces what the run recorded), and put back; the model goes
-back to the mode it was in. Generation is the model's own ``generate`` on the unwrapped model (base +
-adapter for LoRA), on the process that calls it. In an agentic run (``heldout.agentic``) each sample is an
+back to the mode it was in. Generation is the engine's (engines.py): the model's own ``generate`` on the
+unwrapped model (base + adapter for LoRA), or, in a run that generates with vLLM, its engine; the eval event
+names the engine. In an agentic run (``heldout.agentic``) each sample is an
 episode, played with its tool calls by the trainer's own generation and tool loop (``episodes``,
 agentic_eval.py), and the metrics get each episode's messages and its environment instance.
 """
@@ -24,7 +25,7 @@ from typing import Any
 from trainer_core.agents.episodes import transcript_text
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.events import Eval
-from trainer_core.environment.user_env import prompt_text
+from trainer_core.evaluation.engines import TRANSFORMERS, Sampling, TransformersEngine, VLLMEngine
 from trainer_core.evaluation.heldout import HeldOut
 
 
@@ -66,6 +67,8 @@ class Evaluator:
         self.rows = heldout.rows[:limit] if limit else heldout.rows
         # an agentic run's episode player (agentic_eval.TrainerEpisodes), bound once its trainer exists
         self.episodes: Callable[[list[dict]], Any] | None = None
+        self.engine: TransformersEngine | VLLMEngine = TransformersEngine()  # a vLLM run's engine (engines.py)
+        self.temperature: float | None = None  # None: the run's eval_temperature; 0: greedy
 
     def evaluate(self, model, step: int, *, base: bool = False, train_reward: float | None = None) -> Eval:
         started = time.monotonic()
@@ -77,9 +80,17 @@ class Evaluator:
             prompts=len(self.rows),
             generations=self.config.eval_generations,
             seconds=round(time.monotonic() - started, 3),
+            engine=self.engine_name,
             base=base,
             train_reward=None if train_reward is None or not math.isfinite(train_reward) else round(train_reward, 6),
         )
+
+    @property
+    def engine_name(self) -> str:
+        """The engine that generated the samples: an agentic run's episodes are played by its trainer."""
+        if self.heldout.agentic and self.episodes is not None:
+            return getattr(self.episodes, "engine", TRANSFORMERS)
+        return self.engine.name
 
     def score(self, model) -> Scored:
         was_training = model.training
@@ -95,6 +106,8 @@ class Evaluator:
         values: dict[str, list[list[float]]] = {name: [] for name in self.heldout.scorers}
         completions: list[list[str]] = []
         size = self.config.eval_batch_size
+        if self.engine.batches_itself and not self.heldout.agentic:
+            size = max(1, len(self.rows))  # one request: the engine schedules it by its KV cache
         for start in range(0, len(self.rows), size):
             rows = self.rows[start : start + size]
             prompts = [r["prompt"] for r in rows for _ in range(k)]
@@ -107,7 +120,8 @@ class Evaluator:
                 shaped, environments = played.completions, played.environments
                 texts = [transcript_text(c) for c in shaped]
             else:
-                texts = generate(model, self.tokenizer, [r["prompt"] for r in rows], k, self.config)
+                sampling = Sampling.of(self.config, self.temperature)
+                texts = self.engine.generate(model, self.tokenizer, [r["prompt"] for r in rows], sampling)
                 shaped = [
                     [{"role": "assistant", "content": t}] if isinstance(p, list) else t for p, t in zip(prompts, texts)
                 ]
@@ -141,21 +155,6 @@ def aggregate(values: dict[str, list[list[float]]], k: int) -> dict[str, dict[st
 def generate(
     model, tokenizer, prompts: list[Any], k: int, config: RunConfig, temperature: float | None = None
 ) -> list[str]:
-    """``k`` sampled completions of each prompt, prompt by prompt (prompt i's are at [i*k, (i+1)*k)), with the
-    run's sampling at ``temperature`` (default: the eval temperature)."""
-    import torch
-
-    texts = [prompt_text(p, tokenizer) for p in prompts]
-    inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
-    with torch.no_grad():
-        out = model.generate(
-            **inputs,
-            do_sample=True,
-            temperature=config.eval_temperature if temperature is None else temperature,
-            top_p=config.rl_top_p,
-            top_k=config.rl_top_k or None,
-            max_new_tokens=config.rl_max_new_tokens,
-            num_return_sequences=k,
-            pad_token_id=tokenizer.pad_token_id,
-        )
-    return tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+    """``k`` sampled completions of each prompt with the model's own ``generate`` (prompt i's are at [i*k, (i+1)*k)),
+    with the run's sampling at ``temperature`` (default: the eval temperature)."""
+    return TransformersEngine().generate(model, tokenizer, prompts, Sampling.of(config, temperature, k))

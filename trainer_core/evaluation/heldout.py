@@ -115,6 +115,22 @@ def _columns(rows: list[dict]) -> dict[str, list]:
     return {k: [r.get(k) for r in rows] for k in names}
 
 
+class _LastBatch:
+    """The metrics of the batch of completions scored last: each metric's scorer asks for its own column of one
+    table computed once per batch. The batch is known by identity and kept alive, so a later batch can never take
+    its place by reusing its ``id`` (a freed list's id is often the next list's)."""
+
+    def __init__(self):
+        self.batch: object = None
+        self.table: dict[str, list[float]] = {}
+
+    def holds(self, batch: object) -> bool:
+        return self.batch is batch
+
+    def keep(self, batch: object, table: dict[str, list[float]]) -> None:
+        self.batch, self.table = batch, table
+
+
 def function_scorer(name: str, func: Callable):
     """A function with a reward function's signature, as a metric scorer."""
 
@@ -163,12 +179,10 @@ def env_scorers(env, names: list[str], agentic: bool = False) -> dict[str, Score
     ``agentic``: each completion is an episode, scored on its transcript by its own instance when it has one."""
     from trainer_core.agents.episodes import EpisodeEnvironment, transcript_text
 
-    cache: dict[int, dict[str, list[float]]] = {}
+    cache = _LastBatch()
 
     def all_of(prompts, completions, rows, environments=None):
-        key = id(completions)
-        if key not in cache:
-            cache.clear()
+        if not cache.holds(completions):
             table: dict[str, list[float]] = {n: [] for n in names}
             for i, (completion, row) in enumerate(zip(completions, rows)):
                 text = transcript_text(completion) if agentic else completion_text(completion)
@@ -186,8 +200,8 @@ def env_scorers(env, names: list[str], agentic: bool = False) -> dict[str, Score
                     table[n].append(
                         checked_score(lambda n=n, got=result: got[n], f"eval_metrics['{n}']", text, columns)
                     )
-            cache[key] = table
-        return cache[key]
+            cache.keep(completions, table)
+        return cache.table
 
     return {n: (lambda p, c, r, e=None, n=n: all_of(p, c, r, e)[n]) for n in names}
 
@@ -216,15 +230,13 @@ def reward_scorers(funcs: list, weights: list[float] | None) -> dict[str, Scorer
     state = SimpleNamespace(global_step=0, max_steps=0, epoch=0.0)
     weights = weights or [1.0] * len(funcs)
     names = [getattr(f, "__name__", f"reward_{i}") for i, f in enumerate(funcs)]
-    cache: dict[int, dict[str, list[float]]] = {}
+    cache = _LastBatch()
 
     def ignore(*args, **kwargs):
         return None
 
     def all_of(prompts, completions, rows, environments=None):
-        key = id(completions)
-        if key not in cache:
-            cache.clear()
+        if not cache.holds(completions):
             table: dict[str, list[float]] = {}
             given = {} if environments is None else {"environments": environments}
             for name, func in zip(names, funcs):
@@ -242,8 +254,8 @@ def reward_scorers(funcs: list, weights: list[float] | None) -> dict[str, Scorer
                 math.fsum(w * table[n][i] for n, w in zip(names, weights) if not math.isnan(table[n][i]))
                 for i in range(len(completions))
             ]
-            cache[key] = table
-        return cache[key]
+            cache.keep(completions, table)
+        return cache.table
 
     if len(names) == 1:
         return {"reward": lambda p, c, r, e=None: all_of(p, c, r, e)[names[0]]}

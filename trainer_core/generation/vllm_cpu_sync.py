@@ -104,15 +104,19 @@ def prepare_engine_env(run_folder: Path) -> dict[str, str]:
     return env
 
 
-def cpu_sync_weights(generation) -> None:
-    """TRL's ``VLLMGeneration.sync_weights`` for a colocated engine on vLLM's CPU build."""
-    runner = generation.llm.llm_engine.model_executor.driver_worker.model_runner
-    runner.reload_weights(weights_iterator=generation._iter_named_params())
+def reload_into(runner, weights) -> None:
+    """Checkpoint-format ``(name, tensor)`` pairs into a CPU engine's model runner, the tied ``lm_head`` included."""
+    runner.reload_weights(weights_iterator=weights)
     model = runner.get_model()
     lm_head = getattr(model, "lm_head", None)
     method = getattr(lm_head, "quant_method", None)
     if lm_head is not None and method is not None:
         method.process_weights_after_loading(lm_head)
+
+
+def cpu_sync_weights(generation) -> None:
+    """TRL's ``VLLMGeneration.sync_weights`` for a colocated engine on vLLM's CPU build."""
+    reload_into(generation.llm.llm_engine.model_executor.driver_worker.model_runner, generation._iter_named_params())
     generation.llm.reset_prefix_cache()
 
 

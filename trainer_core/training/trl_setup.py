@@ -8,6 +8,7 @@ the same trainer a plain TRL script would.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -561,8 +562,16 @@ def build_trainer(config: RunConfig, run: RunContext):
     setup.bind(trainer.model)
     if evaluation is not None:
         evaluation.trainer = trainer
+        if config.use_vllm:  # the held-out eval samples through the run's own engine, where rank 0 alone can
+            from trainer_core.evaluation.engines import not_usable, of_trainer
+
+            why = not_usable(trainer)
+            if why is None:
+                evaluation.evaluator.engine = of_trainer(trainer)
+            else:
+                print(f"held-out evals generate with transformers, not the run's vLLM engine: {why}", file=sys.stderr)
         if setup.heldout is not None and setup.heldout.agentic:
             from trainer_core.evaluation.agentic import TrainerEpisodes
 
-            evaluation.evaluator.episodes = TrainerEpisodes(trainer, config.eval_temperature)
+            evaluation.evaluator.episodes = TrainerEpisodes(trainer, config.eval_temperature, config.eval_generations)
     return trainer

@@ -91,9 +91,11 @@ def ledger_from_events(
             saved[name] = event
     entries = []
     for name, event in saved.items():
-        metrics = eval_of(evals[event.step]) if event.step in evals else {}
+        found = evals.get(event.step)
+        metrics = eval_of(found) if found is not None else {}
         marks = ("final",) if event.final else ("abandoned",) if event.step in history.abandoned else ()
-        entries.append(LedgerEntry(name, Path(str(event.path)), event.step, 0, metrics, marks))
+        engine = found.engine if found is not None else None
+        entries.append(LedgerEntry(name, Path(str(event.path)), event.step, 0, metrics, marks, engine=engine))
     entries.sort(key=lambda e: (e.name == FINAL, e.step))
     best = {e.name for e in best_entries(entries, metric)} if metric else set()
     last = max((e.step for e in entries if e.name != FINAL and "abandoned" not in e.marks), default=None)
@@ -104,7 +106,7 @@ def ledger_from_events(
             *(("best",) if e.name in best else ()),
             *(("last",) if e.step == last and e.name != FINAL and "abandoned" not in e.marks else ()),
         )
-        marked.append(LedgerEntry(e.name, e.path, e.step, e.size, e.metrics, marks))
+        marked.append(LedgerEntry(e.name, e.path, e.step, e.size, e.metrics, marks, engine=e.engine))
     return marked
 
 

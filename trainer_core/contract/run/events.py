@@ -251,7 +251,9 @@ class Eval(Event):
     name to its statistics: ``mean`` over every sample, ``pass@K`` (the share of prompts whose best sample
     scores, as the mean of each prompt's best value) and ``std`` across prompts; a reward function is measured
     as a metric too (``reward`` is the weighted total). ``train_reward``: the training reward over the last
-    logged steps when the eval ran (None before any), what the divergence rule reads the metrics against."""
+    logged steps when the eval ran (None before any), what the divergence rule reads the metrics against.
+    ``engine``: what generated the samples, ``vllm`` or ``transformers`` (None: an eval written before it was
+    recorded, by transformers)."""
 
     type: ClassVar = EventType.EVAL
     step: int = checked(STEP, 0)
@@ -262,6 +264,7 @@ class Eval(Event):
     seconds: float = checked(NUMBER, 0.0)
     base: bool = checked(FLAG, False)
     train_reward: float | None = checked(NUMBER)
+    engine: str | None = checked(TEXT)
 
     def value(self, metric: str) -> float | None:
         """``NAME`` (its mean) or ``NAME/STAT`` (``answer/pass@4``): a finite number, else None."""

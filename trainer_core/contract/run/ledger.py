@@ -44,6 +44,7 @@ class LedgerEntry:
     metrics: dict[str, float] = field(default_factory=dict)
     marks: tuple[str, ...] = ()
     problems: str = ""
+    engine: str | None = None  # what generated the samples of its eval (events.Eval.engine)
 
     def value(self, metric: str) -> float | None:
         return self.metrics.get(metric)
@@ -56,6 +57,7 @@ class LedgerEntry:
             "metrics": self.metrics,
             "marks": list(self.marks),
             **({"problems": self.problems} if self.problems else {}),
+            **({"engine": self.engine} if self.engine else {}),
         }
 
 
@@ -89,14 +91,15 @@ def write_checkpoint_eval(checkpoint: Path, event: Eval) -> None:
     (checkpoint / EVAL_FILE).write_text(json.dumps(event.to_record(), indent=2, allow_nan=False) + "\n")
 
 
-def _read_checkpoint_eval(checkpoint: Path) -> dict[str, float] | None:
+def _read_checkpoint_eval(checkpoint: Path) -> Eval | None:
     try:
         record = json.loads((checkpoint / EVAL_FILE).read_text())
     except (OSError, ValueError, RecursionError):  # missing, not UTF-8, not JSON, or nested too deep: no metrics
         return None
     if not isinstance(record, dict) or not isinstance(record.get("metrics"), dict):
         return None
-    return eval_of(Eval(step=0, metrics=record["metrics"]))
+    engine = record.get("engine")
+    return Eval(step=0, metrics=record["metrics"], engine=engine if isinstance(engine, str) else None)
 
 
 def evals_by_step(events_file: Path) -> dict[int, Eval]:
@@ -163,9 +166,8 @@ def read_ledger(
     entries: list[LedgerEntry] = []
     checkpoints = run_path / "checkpoints"
     for check in check_checkpoints(checkpoints):
-        metrics = _read_checkpoint_eval(check.path)
-        if metrics is None and check.step in evals:
-            metrics = eval_of(evals[check.step])
+        event = _read_checkpoint_eval(check.path) or evals.get(check.step)
+        metrics = eval_of(event) if event is not None else None
         marks = () if check.complete else ("torn",)
         if check.step in history.abandoned:
             marks = (*marks, "abandoned")
@@ -178,6 +180,7 @@ def read_ledger(
                 metrics or {},
                 marks,
                 "" if check.complete else check.why(),
+                event.engine if event is not None else None,
             )
         )
     torn_dir = checkpoints / TORN_DIR
@@ -188,8 +191,10 @@ def read_ledger(
     if (final / "config.json").exists() or (final / "adapter_config.json").exists():
         live_evals = {s: e for s, e in evals.items() if s in history.live_evals}  # the live history's
         step = max(live_evals, default=last or 0) if last is None else max(last, max(live_evals, default=0))
-        metrics = eval_of(live_evals[step]) if step in live_evals else {}
-        entries.append(LedgerEntry(FINAL, final, step, folder_size(final), metrics, ("final",)))
+        event = live_evals.get(step)
+        metrics = eval_of(event) if event is not None else {}
+        engine = event.engine if event is not None else None
+        entries.append(LedgerEntry(FINAL, final, step, folder_size(final), metrics, ("final",), engine=engine))
     best = {e.name for e in best_entries(entries, metric)} if metric else set()
     marked = []
     for entry in entries:
@@ -199,7 +204,16 @@ def read_ledger(
         if entry.step == last and entry.name != FINAL and "torn" not in marks and "abandoned" not in marks:
             marks.append("last")
         marked.append(
-            LedgerEntry(entry.name, entry.path, entry.step, entry.size, entry.metrics, tuple(marks), entry.problems)
+            LedgerEntry(
+                entry.name,
+                entry.path,
+                entry.step,
+                entry.size,
+                entry.metrics,
+                tuple(marks),
+                entry.problems,
+                entry.engine,
+            )
         )
     for path in torn:
         step = checkpoint_step(Path(path.name.split(".")[0])) or 0
