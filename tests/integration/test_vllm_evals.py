@@ -93,7 +93,7 @@ def test_the_eval_does_not_change_a_vllm_run(full_run, vllm_bin, user_cache, vll
 
 def scored(bin_dir, cache, run: Path, engine: str, *extra: str) -> dict:
     result = grpo_tui(
-        bin_dir, cache, run.parent / "home", "eval", str(run), "--checkpoint", "base", "--checkpoint", "2",
+        bin_dir, cache, run.parent / "home", "eval", str(run), "--checkpoint", "base", "--checkpoint", "best",
         "--checkpoint", "final", "--engine", engine, "--json", *(extra or ("--temperature", "0")),
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

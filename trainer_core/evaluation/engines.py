@@ -109,6 +109,10 @@ class VLLMEngine:
         if (llm is None) == (client is None):
             raise ValueError("a vLLM eval engine needs an LLM or a server client")
         self.llm, self.client, self.ready, self.done = llm, client, ready, done
+        # vLLM's CPU build cannot take a seeded request whose prefill the scheduler splits ("CPU Generator does not
+        # use offset"): there the set goes in parts that fit the step's token budget whole (the same samples: each
+        # request has its own seeded generator)
+        self.part_tokens = CPU_PART_TOKENS if llm is not None and _cpu_build() else None
 
     def generate(self, model, tokenizer, prompts: list[Any], sampling: Sampling) -> list[str]:
         ids = [tokenizer(prompt_text(p, tokenizer), add_special_tokens=False)["input_ids"] for p in prompts]
@@ -116,7 +120,10 @@ class VLLMEngine:
         if self.ready is not None:
             self.ready()
         try:
-            completions = self._llm(self.llm, ids, sampling) if self.llm is not None else self._served(ids, sampling)
+            if self.llm is not None:
+                completions = self._llm(self.llm, ids, sampling, self.part_tokens)
+            else:
+                completions = self._served(ids, sampling)
         finally:
             if self.done is not None:
                 self.done()
@@ -125,7 +132,7 @@ class VLLMEngine:
         ]
 
     @staticmethod
-    def _llm(llm, ids: list[list[int]], sampling: Sampling) -> list[list[int]]:
+    def _llm(llm, ids: list[list[int]], sampling: Sampling, part_tokens: int | None = None) -> list[list[int]]:
         from vllm import SamplingParams  # pyright: ignore[reportMissingImports]  # the vllm extra
 
         greedy = sampling.temperature <= 0
@@ -138,8 +145,11 @@ class VLLMEngine:
             seed=sampling.seed,
         )
         llm.reset_prefix_cache()
+        outputs = []
         try:
-            outputs = llm.generate([{"prompt_token_ids": i} for i in ids], sampling_params=params, use_tqdm=False)
+            for part in parts(ids, sampling.k, part_tokens):
+                requests = [{"prompt_token_ids": i} for i in part]
+                outputs += llm.generate(requests, sampling_params=params, use_tqdm=False)
         finally:
             llm.reset_prefix_cache()
         return [list(o.token_ids) for request in outputs for o in request.outputs]
@@ -162,6 +172,35 @@ class VLLMEngine:
         finally:
             client.reset_prefix_cache()
         return [list(c) for c in out["completion_ids"]]
+
+
+CPU_PART_TOKENS = 2048
+"""Prompt tokens (times K) per request on vLLM's CPU build: half the 4096-token step budget TRL's engine and
+``grpo-tui eval``'s are started with, so a part's prefill is never split."""
+
+
+def _cpu_build() -> bool:
+    from trainer_core.generation.vllm_cpu_sync import is_cpu_build, vllm_version
+
+    return is_cpu_build(vllm_version())
+
+
+def parts(ids: list[list[int]], k: int, budget: int | None) -> list[list[list[int]]]:
+    """``ids`` in order, in parts of at most ``budget`` prompt tokens times ``k`` (a longer prompt alone); one part
+    without a budget."""
+    if budget is None:
+        return [ids] if ids else []
+    out: list[list[list[int]]] = []
+    size = 0
+    for prompt in ids:
+        cost = len(prompt) * k
+        if out and size + cost <= budget:
+            out[-1].append(prompt)
+            size += cost
+        else:
+            out.append([prompt])
+            size = cost
+    return out
 
 
 class StaleEngine(RuntimeError):
