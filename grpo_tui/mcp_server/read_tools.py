@@ -196,7 +196,14 @@ def checkpoints(runs: Runs, run: str, host: str | None = None) -> dict[str, Any]
     found = runs.find(run, host)
     listed = read_checkpoints(found.folder.path, from_events=not found.executor.folders_here)
     rows = [
-        {"name": r.name, "step": r.step, "size": r.size, "metrics": _numbers(r.metrics), "marks": list(r.marks)}
+        {
+            "name": r.name,
+            "step": r.step,
+            "size": r.size,
+            "metrics": _numbers(r.metrics),
+            "marks": list(r.marks),
+            "engine": r.engine,
+        }
         for r in listed.rows
     ]
     return answer("checkpoints", **_head(found), metric=listed.metric, checkpoints=rows)

@@ -34,6 +34,7 @@ def _t(*types: str, **more: Any) -> dict[str, Any]:
 
 STR, NUM, INT, BOOL = _t("string"), _t("number"), _t("integer"), _t("boolean")
 STR_N, NUM_N, INT_N = _t("string", "null"), _t("number", "null"), _t("integer", "null")
+ENGINE = {"enum": ["vllm", "transformers"], "description": "what generated the eval's samples"}
 OBJ = _t("object")
 
 
@@ -107,8 +108,9 @@ CLI: dict[str, Any] = {
                         "metrics": _t("object", additionalProperties=NUM),
                         "marks": _array(STR),
                         "problems": STR,
+                        "engine": ENGINE,
                     },
-                    optional=("problems",),
+                    optional=("problems", "engine"),
                 )
             ),
         },
@@ -152,13 +154,31 @@ CLI: dict[str, Any] = {
             "metric": STR_N,
             "prompts": INT,
             "generations": INT,
+            "engine": ENGINE,
+            "engine_starts": INT,
+            "engine_dtype": STR_N,
+            "temperature": _t("number"),
             "models": _array(
-                _obj({"checkpoint": STR, "label": STR, "step": INT_N, "metrics": OBJ}, closed=False),
+                _obj(
+                    {
+                        "checkpoint": STR,
+                        "label": STR,
+                        "step": INT_N,
+                        "metrics": OBJ,
+                        "seconds": _t("number"),
+                        "loaded_as": STR_N,
+                        "samples": _array(STR),
+                    },
+                    optional=("seconds", "loaded_as", "samples"),
+                    closed=False,
+                ),
             ),
             "ranking": _array(STR),
             "changed": _array(OBJ),
         },
-        description="`grpo-tui eval RUN --json`: the held-out scores of the chosen models",
+        optional=("engine", "engine_starts", "engine_dtype", "temperature"),
+        description="`grpo-tui eval RUN --json`: the held-out scores of the chosen models, the engine that generated "
+        "them, and each prompt's first completion (`samples`, untrusted model output)",
     ),
 }
 
@@ -262,6 +282,7 @@ MCP: dict[str, Any] = {
                         "size": INT_N,
                         "metrics": _t("object", additionalProperties=NUM_N),
                         "marks": _array(STR),
+                        "engine": _t("string", "null"),
                     }
                 )
             ),

@@ -1,8 +1,8 @@
 """The form's "CPU demo" preset names its model, the demo's tiny model in the user's cache, and a launch with it
 builds that model first, in a child process (issue 44, point 6: the preset left ``model`` empty).
 
-The child here is a stand-in that writes a model folder at once (the real build takes minutes on a CPU; the demo's
-own tests build it): what is tested is the app's side, that the path is filled in, that nothing under the model
+The child here is a stand-in that writes a model folder once the test lets it (the real build takes minutes on a
+CPU; the demo's own tests build it): what is tested is the app's side, that the path is filled in, that nothing under the model
 field calls it a problem before it is built, and that the launch waits for the build and then goes on."""
 
 from __future__ import annotations
@@ -28,7 +28,10 @@ from pathlib import Path
 out = Path(sys.argv[1])
 if not (out / "config.json").exists():
     print(f"building the tiny demo model in {out} ...", flush=True)
-    time.sleep(0.5)
+    gate = out.parent / "finish-the-build"  # the test opens it once it has seen the build under way
+    deadline = time.monotonic() + 120
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps({"model_type": "llama"}))
 """
@@ -76,6 +79,9 @@ async def test_the_cpu_demo_preset_fills_in_the_model_and_a_launch_builds_it_fir
         await wait_until(pilot, lambda: screen.building is not None, 10, what="the build started")
         assert "the demo's tiny model first, in" in screen.query_one("#launch-status", StatusLine).text
         await pilot.press("ctrl+l")  # a second launch while it builds waits for the same build
+        await pilot.pause(0.2)
+        assert screen.building is not None and not isinstance(app.screen, InspectScreen)
+        (cache / "finish-the-build").touch()
         await wait_until(pilot, lambda: isinstance(app.screen, InspectScreen), 60, what="the launch going on")
         assert (model / "config.json").exists()
         assert screen.tiny_model_ready and screen.building is None

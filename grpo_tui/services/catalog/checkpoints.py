@@ -24,6 +24,7 @@ from trainer_core.contract.run.ledger import (
     best_entries,
     default_metric,
     eval_of,
+    known_engine,
     read_ledger,
 )
 
@@ -37,6 +38,7 @@ class CheckpointRow:
     size: int | None
     metrics: Mapping[str, float] = field(default_factory=dict)
     marks: tuple[str, ...] = ()
+    engine: str | None = None  # what generated its eval's samples (vllm, transformers)
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ def read_checkpoints(
 
 
 def _row(entry: LedgerEntry, size: int | None) -> CheckpointRow:
-    return CheckpointRow(entry.name, entry.step, size, dict(entry.metrics), entry.marks)
+    return CheckpointRow(entry.name, entry.step, size, dict(entry.metrics), entry.marks, entry.engine)
 
 
 def ledger_from_events(
@@ -94,8 +96,9 @@ def ledger_from_events(
         found = evals.get(event.step)
         metrics = eval_of(found) if found is not None else {}
         marks = ("final",) if event.final else ("abandoned",) if event.step in history.abandoned else ()
-        engine = found.engine if found is not None else None
-        entries.append(LedgerEntry(name, Path(str(event.path)), event.step, 0, metrics, marks, engine=engine))
+        entries.append(
+            LedgerEntry(name, Path(str(event.path)), event.step, 0, metrics, marks, engine=known_engine(found))
+        )
     entries.sort(key=lambda e: (e.name == FINAL, e.step))
     best = {e.name for e in best_entries(entries, metric)} if metric else set()
     last = max((e.step for e in entries if e.name != FINAL and "abandoned" not in e.marks), default=None)

@@ -98,8 +98,16 @@ def _read_checkpoint_eval(checkpoint: Path) -> Eval | None:
         return None
     if not isinstance(record, dict) or not isinstance(record.get("metrics"), dict):
         return None
-    engine = record.get("engine")
-    return Eval(step=0, metrics=record["metrics"], engine=engine if isinstance(engine, str) else None)
+    return Eval(step=0, metrics=record["metrics"], engine=record.get("engine"))
+
+
+ENGINES = ("vllm", "transformers")
+
+
+def known_engine(event: Eval | None) -> str | None:
+    """The eval's engine when it is one grpo-tui writes; anything else in a run folder (a hand edit) is no engine."""
+    engine = None if event is None else event.engine
+    return engine if engine in ENGINES else None
 
 
 def evals_by_step(events_file: Path) -> dict[int, Eval]:
@@ -180,7 +188,7 @@ def read_ledger(
                 metrics or {},
                 marks,
                 "" if check.complete else check.why(),
-                event.engine if event is not None else None,
+                known_engine(event),
             )
         )
     torn_dir = checkpoints / TORN_DIR
@@ -193,8 +201,9 @@ def read_ledger(
         step = max(live_evals, default=last or 0) if last is None else max(last, max(live_evals, default=0))
         event = live_evals.get(step)
         metrics = eval_of(event) if event is not None else {}
-        engine = event.engine if event is not None else None
-        entries.append(LedgerEntry(FINAL, final, step, folder_size(final), metrics, ("final",), engine=engine))
+        entries.append(
+            LedgerEntry(FINAL, final, step, folder_size(final), metrics, ("final",), engine=known_engine(event))
+        )
     best = {e.name for e in best_entries(entries, metric)} if metric else set()
     marked = []
     for entry in entries:
