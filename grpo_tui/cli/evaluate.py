@@ -9,6 +9,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from trainer_core.contract.run.events import EVAL_ENGINES
+
 from .common import add_host, add_run_ref, needs_trainer, resolve, run_config
 
 
@@ -34,7 +36,7 @@ def register(sub) -> None:
     )
     parser.add_argument(
         "--engine",
-        choices=("vllm", "transformers"),
+        choices=EVAL_ENGINES,
         default=None,
         help="what generates the samples: vllm (one engine start; each model's weights loaded into it) or "
         "transformers (the model's own generate). Default: what the run generated with",

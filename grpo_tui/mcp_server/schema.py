@@ -19,6 +19,7 @@ from grpo_tui.services.records.gpu import GPU
 from grpo_tui.services.records.host_info import HostInfo
 from grpo_tui.services.records.run_row import EvalFigures, EvalPoint, RunInfo
 from grpo_tui.services.records.stop_outcome import StopOutcome
+from trainer_core.contract.run.events import EVAL_ENGINES
 from trainer_core.contract.run.severity import Severity
 from trainer_core.contract.run.status import EXIT_BAD_INPUT, Status
 
@@ -34,7 +35,7 @@ def _t(*types: str, **more: Any) -> dict[str, Any]:
 
 STR, NUM, INT, BOOL = _t("string"), _t("number"), _t("integer"), _t("boolean")
 STR_N, NUM_N, INT_N = _t("string", "null"), _t("number", "null"), _t("integer", "null")
-ENGINE = {"enum": ["vllm", "transformers"], "description": "what generated the eval's samples"}
+ENGINE = {"enum": list(EVAL_ENGINES), "description": "what generated the eval's samples"}
 OBJ = _t("object")
 
 

@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from trainer_core.contract.run.events import Eval
+from trainer_core.contract.run.ledger import known_engine
 
 from ..formatting import format_duration
 from ..safe_text import clean_line
@@ -49,7 +50,8 @@ def _took(event: Eval | None) -> str:
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
         return "-"
     took = f"{seconds:.1f} s" if seconds < 60 else format_duration(seconds)
-    return f"{took} · {clean_line(event.engine)}" if event is not None and event.engine else took
+    engine = known_engine(event)  # a run folder's text: only a value grpo-tui writes is shown
+    return f"{took} · {engine}" if engine else took
 
 
 def _header(label: str, event: Eval | None) -> Text:

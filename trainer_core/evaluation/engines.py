@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.events import EVAL_ENGINES
 from trainer_core.environment.user_env import prompt_text
 
-TRANSFORMERS = "transformers"
-VLLM = "vllm"
-ENGINES = (TRANSFORMERS, VLLM)
+ENGINES = EVAL_ENGINES
+VLLM, TRANSFORMERS = EVAL_ENGINES
 
 
 @dataclass(frozen=True)

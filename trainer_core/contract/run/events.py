@@ -282,6 +282,10 @@ class Eval(Event):
         return {name: value for name, value in found.items() if value is not None}
 
 
+EVAL_ENGINES = ("vllm", "transformers")
+"""What may generate an eval's samples (``Eval.engine``)."""
+
+
 @dataclass(frozen=True)
 class Rewound(Event):
     """A leg that starts from a checkpoint older than the run's last logged step (rewinds.py, docs/run-format.md):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from trainer_core.contract.run.checkpoints import TORN_DIR, check_checkpoints, checkpoint_step
 from trainer_core.contract.run.event_log import scan_events
-from trainer_core.contract.run.events import Eval, Event, EventType
+from trainer_core.contract.run.events import EVAL_ENGINES, Eval, Event, EventType
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.json_values import is_number
 from trainer_core.contract.run.ranking import KeepBest, ranking_metric
@@ -101,13 +101,10 @@ def _read_checkpoint_eval(checkpoint: Path) -> Eval | None:
     return Eval(step=0, metrics=record["metrics"], engine=record.get("engine"))
 
 
-ENGINES = ("vllm", "transformers")
-
-
 def known_engine(event: Eval | None) -> str | None:
     """The eval's engine when it is one grpo-tui writes; anything else in a run folder (a hand edit) is no engine."""
     engine = None if event is None else event.engine
-    return engine if engine in ENGINES else None
+    return engine if engine in EVAL_ENGINES else None
 
 
 def evals_by_step(events_file: Path) -> dict[int, Eval]:
