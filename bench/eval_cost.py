@@ -19,7 +19,8 @@ With ``--engine vllm`` (run it with .venv-vllm's python: ``./dev vllm-env``) bot
 on the ``--for-vllm`` tiny model and the evals go through the run's engine; then one eval of the last eval-side
 run's final model is timed with ``grpo-tui eval --engine vllm`` and ``--engine transformers``, alternated
 ``--rounds`` times each (the engine's start not counted), on the same held-out set and sampling, and the ratio
-transformers/vLLM printed (above 1: vLLM is faster).
+transformers/vLLM printed (above 1: vLLM is faster), and the same for the median eval inside the runs (through
+their colocated engine, its weight sync included).
 
     python -m bench.eval_cost [--engine transformers|vllm] [--steps 150] [--eval-every 50] [--rounds 3]
                               [--work-dir DIR]
@@ -157,7 +158,8 @@ def bench(model_dir: Path, args, work: Path) -> None:
             )
     summarize(legs, disturbed)
     if args.engine == "vllm":
-        compare_engines(legs["eval"][-1].run, args.rounds, work)
+        inside = [s for leg in legs["eval"] for s in later_evals(leg)]
+        compare_engines(legs["eval"][-1].run, args.rounds, work, statistics.median(inside) if inside else None)
 
 
 def one_eval(run: Path, engine: str, work: Path) -> float:
@@ -169,8 +171,10 @@ def one_eval(run: Path, engine: str, work: Path) -> float:
     return json.loads(done.stdout[done.stdout.index("{") :])["models"][0]["seconds"]
 
 
-def compare_engines(run: Path, rounds: int, work: Path) -> None:
-    """One eval of the same model, held-out set and sampling through vLLM and transformers, alternated (ABBA)."""
+def compare_engines(run: Path, rounds: int, work: Path, inside: float | None = None) -> None:
+    """One eval of the same model, held-out set and sampling through vLLM and transformers, alternated (ABBA); and
+    ``inside``, the median eval inside the runs (through their engine, its weight sync included), against the
+    transformers one."""
     print(f"\none eval of {run.name}/final, each engine {rounds} times, alternated:", flush=True)
     seconds: dict[str, list[float]] = {"vllm": [], "transformers": []}
     for r in range(rounds):
@@ -180,6 +184,10 @@ def compare_engines(run: Path, rounds: int, work: Path) -> None:
     vllm, plain = statistics.median(seconds["vllm"]), statistics.median(seconds["transformers"])
     print(f"one eval: vLLM {vllm:.3f} s, transformers {plain:.3f} s (medians)")
     print(f"eval seconds transformers / vLLM: {plain / vllm:.2f} (above 1: vLLM is faster)")
+    if inside:
+        print(
+            f"an eval inside the run, through its engine: {inside:.3f} s; transformers / inside: {plain / inside:.2f}"
+        )
 
 
 def summarize(legs: dict[str, list[Leg]], disturbed: int) -> None:

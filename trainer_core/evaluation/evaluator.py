@@ -86,6 +86,12 @@ class Evaluator:
         )
 
     @property
+    def sequences(self) -> int:
+        """The sequences an eval asks an engine for at once: K per prompt, or one if greedy (``_greedy_once``)."""
+        temperature = self.config.eval_temperature if self.temperature is None else self.temperature
+        return len(self.rows) * (self.config.eval_generations if temperature > 0 else 1)
+
+    @property
     def engine_name(self) -> str:
         """The engine that generated the samples: an agentic run's episodes are played by its trainer."""
         if self.heldout.agentic and self.episodes is not None:

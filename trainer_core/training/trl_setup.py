@@ -7,6 +7,7 @@ the same trainer a plain TRL script would.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -534,21 +535,27 @@ def build_trainer(config: RunConfig, run: RunContext):
             args.save_total_limit = None
     if setup.factory is not None:
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory's "experimental" warning
-    if config.use_vllm and config.vllm_mode == "colocate":  # a CPU engine's cache, KV cache and sockets: the run's
+    engine_setup = contextlib.nullcontext()
+    if config.use_vllm and config.vllm_mode == "colocate":  # a CPU engine's cache, KV cache and sockets
         from trainer_core.generation import vllm_cpu_sync
 
         vllm_cpu_sync.prepare_engine_env(run.folder.path)
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=setup.funcs,
-        args=args,
-        train_dataset=setup.dataset,
-        processing_class=tokenizer,
-        peft_config=peft_config,
-        callbacks=callbacks,
-        tools=setup.tools or None,
-        environment_factory=setup.factory,
-    )
+        if evaluation is not None:
+            from trainer_core.generation.colocated_engine import room_for
+
+            engine_setup = room_for(evaluation.evaluator.sequences)
+    with engine_setup:
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=setup.funcs,
+            args=args,
+            train_dataset=setup.dataset,
+            processing_class=tokenizer,
+            peft_config=peft_config,
+            callbacks=callbacks,
+            tools=setup.tools or None,
+            environment_factory=setup.factory,
+        )
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     trainer.remove_callback(PrinterCallback)
