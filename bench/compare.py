@@ -66,6 +66,30 @@ def median_known(runs) -> float | None:
     return round(statistics.median(known), 1) if known else None
 
 
+def trainer_cpu_ms(found: dict) -> float | None:
+    """The trainer's CPU time per step (grpo-tui's worker, or the plain script): the work a step costs, which other
+    processes' bursts change far less than its wall time."""
+    procs = found.get("processes")
+    return procs["worker"]["cpu_ms_per_step"] if procs else None
+
+
+def quiet_ratio(runs: list[dict]) -> dict:
+    """The ratio of the medians over the runs no other work disturbed (``disturbed`` false): on a machine with
+    bursts of outside work, the figure the target is about; None where a side has no quiet run."""
+    quiet = {
+        s: [f["steps_per_s"] for f in runs if f["side"] == s and not f.get("disturbed")] for s in ("grpo-tui", "plain")
+    }
+    ratio = None
+    if quiet["grpo-tui"] and quiet["plain"]:
+        ratio = round(statistics.median(quiet["grpo-tui"]) / statistics.median(quiet["plain"]), 4)
+    return {"ratio": ratio, "runs": {s: len(v) for s, v in quiet.items()}}
+
+
+def median_of(figure, rounds: list[dict], side: str, threads: int | None) -> float | None:
+    known = [v for f in rounds if f["side"] == side and f["threads"] == threads if (v := figure(f)) is not None]
+    return round(statistics.median(known), 2) if known else None
+
+
 def summary(rounds: list[dict], settings: list[int | None], sides: tuple[str, ...], disturbed: int) -> dict:
     out: dict = {}
     for threads in settings:
@@ -81,6 +105,8 @@ def summary(rounds: list[dict], settings: list[int | None], sides: tuple[str, ..
             "trainer_preemptions_per_s": {
                 s: median_known(f for f in rounds if f["side"] == s and f["threads"] == threads) for s in sides
             },
+            "trainer_cpu_ms_per_step": {s: median_of(trainer_cpu_ms, rounds, s, threads) for s in sides},
+            "quiet": quiet_ratio([f for f in rounds if f["threads"] == threads]),
         }
         for side in sides[2:]:
             entry[f"ratio_{side}"] = round(medians[side] / medians["plain"], 4)
@@ -106,6 +132,12 @@ def print_summary(result: dict) -> None:
             f", {k[6:]}/plain {v:.3f}" for k, v in entry.items() if k.startswith("ratio_") and k != "ratio_median"
         )
         print(f"  ratio grpo-tui/plain: {entry['ratio_median']:.3f} (target >= {TARGET}){others}")
+        quiet, cpu = entry.get("quiet"), entry.get("trainer_cpu_ms_per_step") or {}
+        if quiet and quiet["ratio"] is not None and result["disturbed_runs"]:
+            counts = ", ".join(f"{n} {side}" for side, n in quiet["runs"].items())
+            print(f"  ratio over the runs marked quiet only ({counts}): {quiet['ratio']:.3f}")
+        if cpu.get("grpo-tui") is not None and cpu.get("plain") is not None:
+            print(f"  trainer CPU per step: grpo-tui {cpu['grpo-tui']:.1f} ms, plain {cpu['plain']:.1f} ms (medians)")
     if result["disturbed_runs"]:
         print(
             f"note: {result['disturbed_runs']} run(s) marked ! shared the CPUs with other work; their rates say "

@@ -178,6 +178,7 @@ class Bench:
                     found |= {"round": r, "side": side, "threads": threads}
                     rounds.append(found)
                     flag = found["other_cpu_s"] is not None and found["other_cpu_s"] > DISTURBED_SHARE * found["wall_s"]
+                    found["disturbed"] = flag
                     disturbed += flag
                     print(row(found, flag), flush=True)
         return summary(rounds, settings, sides, disturbed)

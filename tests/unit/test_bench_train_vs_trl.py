@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 
-from bench.compare import compare, parse_results, result_line, summary
+from bench.compare import compare, parse_results, print_summary, result_line, summary
 from bench.process_cpu import Sample, role_of, switches, take, window
 from bench.train_vs_trl import THREAD_VARS, thread_env
 from tests.helpers import wait_for
@@ -72,13 +72,15 @@ def test_default_threads_unset_the_variables_and_n_sets_them_all():
     assert thread_env(1, base) == {"PATH": "/bin", **dict.fromkeys(THREAD_VARS, "1")}
 
 
-def run(side: str, threads: int | None, rate: float, helpers_ms: float = 0.0) -> dict:
+def run(
+    side: str, threads: int | None, rate: float, helpers_ms: float = 0.0, disturbed: bool = False, cpu: float = 90.0
+) -> dict:
     procs = {
         "tail": {"cpu_ms_per_step": helpers_ms, "wakeups_per_s": 5.0},
         "root": {"cpu_ms_per_step": 0.0, "wakeups_per_s": 0.5},
-        "worker": {"preemptions_per_s": 20.0},
+        "worker": {"preemptions_per_s": 20.0, "cpu_ms_per_step": cpu},
     }
-    return {"side": side, "threads": threads, "steps_per_s": rate, "processes": procs}
+    return {"side": side, "threads": threads, "steps_per_s": rate, "processes": procs, "disturbed": disturbed}
 
 
 def test_the_summary_takes_the_median_per_side_and_thread_setting():
@@ -98,6 +100,30 @@ def test_the_summary_takes_the_median_per_side_and_thread_setting():
     assert default["helper_cpu_ms_per_step"] == 2.0 and default["helper_wakeups_per_s"] == 5.5
     assert default["trainer_preemptions_per_s"] == {"grpo-tui": 20.0, "plain": 20.0}
     assert result["settings"]["1"]["ratio_median"] == round(15.0 / 16.0, 4)
+
+
+def test_the_runs_other_work_disturbed_are_left_out_of_the_quiet_ratio(capsys):
+    rounds = [
+        run("grpo-tui", None, 20.0, cpu=100.0),
+        run("plain", None, 10.0, disturbed=True, cpu=80.0),
+        run("grpo-tui", None, 5.0, disturbed=True, cpu=110.0),
+        run("plain", None, 21.0, cpu=90.0),
+        run("grpo-tui", None, 22.0, cpu=96.0),
+        run("plain", None, 19.0, cpu=86.0),
+    ]
+    result = summary(rounds, [None], ("grpo-tui", "plain"), disturbed=2)
+    default = result["settings"]["default"]
+    assert default["ratio_median"] == round(20.0 / 19.0, 4)
+    assert default["quiet"] == {"ratio": round(21.0 / 20.0, 4), "runs": {"grpo-tui": 2, "plain": 2}}
+    assert default["trainer_cpu_ms_per_step"] == {"grpo-tui": 100.0, "plain": 86.0}
+    print_summary(result | {"disturbed_runs": 2})
+    out = capsys.readouterr().out
+    assert "runs marked quiet only (2 grpo-tui, 2 plain): 1.050" in out
+    assert "trainer CPU per step: grpo-tui 100.0 ms, plain 86.0 ms" in out
+    only_noise = summary(
+        [run("grpo-tui", None, 5.0, disturbed=True), run("plain", None, 9.0)], [None], ("grpo-tui", "plain"), 1
+    )
+    assert only_noise["settings"]["default"]["quiet"]["ratio"] is None
 
 
 def result(ratio: float, threads: dict | None = None, sha: str = "a" * 40) -> dict:
