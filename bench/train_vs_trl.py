@@ -3,9 +3,10 @@
 grpo-tui wraps TRL's GRPOTrainer with an event stream, a stop controller, sample recording, a root process
 (stall watch, alerts) and a foreground viewer tailing the run folder; all of that should be close to free.
 This runs the same tiny model with the same settings both ways (bench/plain_trl_grpo.py is the plain side),
-alternating grpo-tui, plain, grpo-tui, plain ... so drift in the machine's speed hits both alike, and prints
-the ratio of the median steps per second (target >= 0.98), the CPU time and wake-ups of grpo-tui's helper
-processes per step (bench/process_cpu.py), and one ``BENCH_RESULT {json}`` line (bench/compare.py).
+alternating the sides in ABBA order (grpo-tui, plain, then plain, grpo-tui), so drift in the machine's speed hits
+both alike, and prints the ratio of the median steps per second (target >= 0.98), the CPU time and wake-ups of
+grpo-tui's helper processes per step (bench/process_cpu.py), and one ``BENCH_RESULT {json}`` line
+(bench/compare.py).
 
 The default run uses torch's default threads (OMP_NUM_THREADS and MKL_NUM_THREADS removed from the children's
 environment); ``--threads N`` adds, in every round, a pair with both set to N. ``--notify`` configures an
@@ -165,9 +166,9 @@ class Bench:
         )
         rounds, disturbed = [], 0
         for r in range(1, args.rounds + 1):
-            for threads in settings:
+            for threads in settings if r % 2 else settings[::-1]:
                 env = thread_env(threads)
-                for side in sides:
+                for side in sides if r % 2 else sides[::-1]:  # ABBA: drift in the machine's speed hits all sides
                     tag = f"{side}-{threads or 'default'}-{r}"
                     if side == "grpo-tui":
                         found = self.grpo_tui(tag, env)

@@ -297,7 +297,7 @@ def make_three_runs(runs_dir) -> list[Path]:
 TASK_METRIC = "answer_is_sentence"
 
 
-def eval_at(step: int, steps: int) -> Eval:
+def eval_at(step: int, steps: int, engine: str | None = None) -> Eval:
     """The held-out eval of ``step`` in an eval run: the task metric rises to its peak at 40 % of the run, then
     falls below its baseline while the held-out reward keeps rising (the reward being gamed)."""
     peak = 0.4 * steps
@@ -317,15 +317,16 @@ def eval_at(step: int, steps: int) -> Eval:
         seconds=1.5,
         base=step == 0,
         train_reward=None if step == 0 else _r(reward - 0.02),
+        engine=engine,
     )
 
 
-def make_eval_run(runs_dir, run_id: str = "20260101-000000-e7a1ed", steps: int = 50) -> Path:
+def make_eval_run(runs_dir, run_id: str = "20260101-000000-e7a1ed", steps: int = 50, engine: str | None = None) -> Path:
     """A completed run with held-out evals at step 0 and every SAVE_STEPS, and complete checkpoints that record
     them (the ledger's best is the one at the task metric's peak, not the last)."""
     path = make_finished_run(runs_dir, run_id, steps=steps, with_warnings=False)
     events = (path / "events.jsonl").read_text().splitlines(keepends=True)
-    evals = {0: eval_at(0, steps), **{s: eval_at(s, steps) for s in range(SAVE_STEPS, steps + 1, SAVE_STEPS)}}
+    evals = {s: eval_at(s, steps, engine) for s in (0, *range(SAVE_STEPS, steps + 1, SAVE_STEPS))}
     out = [events[0], dumps(evals[0].to_record()) + "\n"]
     for line in events[1:]:
         out.append(line)

@@ -2,7 +2,8 @@
 
 It shows what the screen's worker read (``services/catalog/checkpoints.py``): the ledger of a run here, or, for
 a run on another host, the list its events tell (sizes unknown: checkpoints are not mirrored). The marks
-are the ledger's: ``best`` (what ``--checkpoint best`` resolves to), ``last``, ``final`` and ``torn``.
+are the ledger's: ``best`` (what ``--checkpoint best`` resolves to), ``last``, ``final`` and ``torn``. A run whose
+evals record their engine has an ``engine`` column (vllm or transformers), as ``grpo-tui checkpoints`` has.
 Names and metric names come from the run folder: every cell is a ``Text``, never markup.
 """
 
@@ -48,6 +49,9 @@ class CheckpointsTable(DataTable):
         self.add_column(Text("step", justify="right"), key="step")
         for name in metrics:
             self.add_column(Text(clean_line(name), justify="right"))
+        engines = any(row.engine for row in listed.rows)
+        if engines:
+            self.add_column(Text("engine"), key="engine")
         self.add_column(Text("size", justify="right"), key="size")
         self.add_column(Text("marks"), key="marks")
         for row in listed.rows:
@@ -57,6 +61,7 @@ class CheckpointsTable(DataTable):
                 Text(clean_line(row.name), style="bold" if "best" in row.marks else ""),
                 Text(f"{row.step:,}", justify="right"),
                 *(Text("-" if v is None else f"{v:.3f}", justify="right") for v in values),
+                *([Text(clean_line(row.engine or "-"))] if engines else []),
                 Text(human_size(row.size), justify="right"),
                 Text(clean_line(" ".join(marks))),
                 key=row.name,

@@ -123,8 +123,23 @@ async def test_the_checkpoints_tab_lists_the_ledger_with_its_marks(runs_dir):
         assert rows["checkpoint-50"][-1] == "last"
         assert rows["final"][-1] == "final"
         assert rows["checkpoint-10"][-2].endswith(("B", "KiB", "MiB"))  # its size on disk, in words
+        assert "engine" not in [str(c.label) for c in screen.query_one(CheckpointsTable).columns.values()]
         text = screen_text(app)
         assert f"best by held-out {TASK_METRIC}" in text
+
+
+async def test_the_checkpoints_tab_names_the_engine_of_each_checkpoints_eval(runs_dir):
+    path = make_eval_run(runs_dir, engine="vllm")
+    app = make_app(runs_dir, start="watch", watch=path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await open_monitor(pilot)
+        await pilot.press("7")
+        await wait_until(pilot, lambda: len(table_rows(screen)) == 6, what="the ledger's rows")
+        table = screen.query_one(CheckpointsTable)
+        header = [str(column.label) for column in table.columns.values()]
+        assert header[-3:] == ["engine", "size", "marks"], header
+        rows = table_rows(screen)
+        assert {row[-3] for row in rows.values()} == {"vllm"} and rows["checkpoint-20"][-1] == "best"
 
 
 def test_a_mirror_without_checkpoints_lists_them_from_the_events(runs_dir):
