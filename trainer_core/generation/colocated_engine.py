@@ -4,9 +4,9 @@ TRL starts its colocated engine with ``max_num_seqs`` = the per-device training 
 size and the steps per generation): all that a training step asks of it at once. A held-out eval asks for its
 prompts times K samples at once (64 x 4 by default), and an engine that size runs them in waves of one training
 batch. Measured on the tiny model on the CPU (``bench.eval_cost --engine vllm``), an eval of 64 prompts x 4
-samples took 0.83 s in waves of 8 sequences, and 0.35 s in an engine with room for them all. So a run whose evals go through its engine starts it with room
-for the eval's sequences, up to vLLM's own default for an offline engine (:data:`MOST`). A training step asks for
-no more sequences than before, so it is scheduled as before.
+samples took 0.83 s in waves of 8 sequences, and 0.35 s in an engine with room for them all. So a run whose evals
+go through its engine starts it with room for the eval's sequences, up to vLLM's own default for an offline engine
+(:data:`MOST`). A training step asks for no more sequences than before, so it is scheduled as before.
 """
 
 from __future__ import annotations
