@@ -25,7 +25,7 @@ from typing import Any
 from trainer_core.agents.episodes import transcript_text
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.events import Eval
-from trainer_core.evaluation.engines import TRANSFORMERS, Sampling, TransformersEngine, VLLMEngine
+from trainer_core.evaluation.engines import TRANSFORMERS, Sampling, TransformersEngine, VLLMEngine, _greedy_once
 from trainer_core.evaluation.heldout import HeldOut
 
 
@@ -88,8 +88,8 @@ class Evaluator:
     @property
     def sequences(self) -> int:
         """The sequences an eval asks an engine for at once: K per prompt, or one if greedy (``_greedy_once``)."""
-        temperature = self.config.eval_temperature if self.temperature is None else self.temperature
-        return len(self.rows) * (self.config.eval_generations if temperature > 0 else 1)
+        _, asked = _greedy_once(Sampling.of(self.config, self.temperature))
+        return len(self.rows) * asked.k
 
     @property
     def engine_name(self) -> str:
