@@ -6,11 +6,16 @@ threads fill, so the bench samples each process of the tree (psutil ``cpu_times`
 switches of every thread from /proc, which count how often it woke up, and the involuntary ones, how often it
 was preempted) every few seconds, and reports per role the CPU per training step, wake-ups and preemptions per
 second over the training window (first to last sample with a step logged). The trainer's preemptions are the
-contention itself: each one stalls torch's other threads at their next barrier.
+contention itself: each one stalls torch's other threads at their next barrier. The tree's CPU in all, from
+which the bench tells what other work took meanwhile, is not sampled but read as the tree is reaped, its
+orphans included (``adopt_orphans``).
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
+import resource
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +26,56 @@ import psutil
 
 ROLES = ("tail", "root", "worker")
 SAMPLE_S = 2.0  # as rare as the stall watch: the sampler must not be the disturbance it measures
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+REAP_WAIT_S = 120.0
+
+
+def machine_busy_seconds() -> float | None:
+    """CPU seconds the whole machine has spent busy (including time stolen by a hypervisor), or None off Linux."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def adopt_orphans() -> bool:
+    """Become the reaper of this process's orphaned descendants (Linux; False elsewhere or if refused).
+
+    A run's root outlives the foreground ``grpo-tui train`` that started it, so it is orphaned as training ends.
+    Adopted here and reaped by ``reap_adopted``, its CPU time and its trainer's (which it reaps) reach this
+    process's ``RUSAGE_CHILDREN``: the whole tree's CPU, to the last tick, where samples every few seconds miss
+    what a process spent after the last one, or all of it when it exited before."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every descendant this process has reaped so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def reap_adopted(keep: set[int], timeout: float = REAP_WAIT_S) -> bool:
+    """Wait for and reap each child of this process but ``keep`` (orphans adopted from a command's tree);
+    False if one is still running after ``timeout`` seconds (its CPU is then not counted)."""
+    done = True
+    for child in psutil.Process().children():
+        if child.pid in keep:
+            continue
+        try:
+            child.wait(timeout=timeout)
+        except psutil.TimeoutExpired:
+            done = False
+        except psutil.NoSuchProcess:
+            try:
+                os.waitpid(child.pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+    return done
 
 
 def role_of(cmdline: list[str]) -> str | None:

@@ -33,9 +33,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import psutil
+
 from bench.common import PATTERN_FLAGS, ROOT, Receiver, busy_process, child_env, module_cmd
 from bench.compare import helper_figures, preemptions, print_summary, result_line, summary
-from bench.process_cpu import Sampler, window
+from bench.process_cpu import Sampler, adopt_orphans, children_cpu, machine_busy_seconds, reap_adopted, window
 from trainer_core.commands.tiny_model import build_tiny_model
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import last_step, read_events, read_records
@@ -50,16 +52,6 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 EXTRA_SIDES = ("root", "worker")
 
 
-def machine_busy_seconds() -> float | None:
-    """CPU seconds the whole machine has spent busy (including time stolen by a hypervisor), or None off Linux."""
-    try:
-        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
 def thread_env(threads: int | None, base: dict | None = None) -> dict:
     """The children's environment: the thread variables removed (torch's default) or all set to ``threads``."""
     env = {k: v for k, v in (base or child_env()).items() if k not in THREAD_VARS}
@@ -72,18 +64,26 @@ def run_child(cmd: list[str], log: Path, env: dict, steps_done) -> dict:
     """Run ``cmd`` with its output in ``log`` (exit showing the log if it fails), sampling its process tree.
 
     Returns its wall time, the CPU seconds the rest of the machine took meanwhile (on a shared machine that
-    is what makes one run slower than its neighbours) and its processes' CPU by role over training."""
-    start, busy = time.perf_counter(), machine_busy_seconds()
+    is what makes one run slower than its neighbours) and its processes' CPU by role over training. The tree's
+    own CPU is counted exactly where this process can adopt its orphans (``adopt_orphans``: Linux), else from
+    the last sample, which misses what a process spent after it."""
+    exact = adopt_orphans()
+    keep = {child.pid for child in psutil.Process().children()}  # e.g. --busy's spinning process: other work
+    start, busy, reaped = time.perf_counter(), machine_busy_seconds(), children_cpu()
     with open(log, "w", encoding="utf-8") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
         sampler = Sampler(proc.pid, steps_done)
         code = proc.wait()
+        exact = reap_adopted(keep) and exact
         sampler.stop()
     if code != 0:
         tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
         sys.exit(f"{cmd[1:4]} exited with {code}; last lines of {log}:\n" + "\n".join(tail))
     wall, busy_after = time.perf_counter() - start, machine_busy_seconds()
-    own = sum(sampler.samples[-1].cpu.values()) if sampler.samples else 0.0
+    if exact:
+        own = children_cpu() - reaped
+    else:
+        own = sum(sampler.samples[-1].cpu.values()) if sampler.samples else 0.0
     others = None if busy is None or busy_after is None else max(0.0, busy_after - busy - own)
     return {"wall_s": round(wall, 2), "other_cpu_s": None if others is None else round(others, 2)} | {
         "processes": window(sampler.samples)

@@ -66,6 +66,29 @@ def test_a_live_tree_is_sampled_by_role_with_its_wake_ups():
     assert switches(child.pid) == (0, 0)  # gone: nothing to read, no error
 
 
+# In a process of its own: adopting orphans would make every detached run a later test starts this worker's child.
+TREE_CPU = """
+import subprocess, sys
+from bench.process_cpu import adopt_orphans, children_cpu, reap_adopted
+burn = "import time; t = time.process_time(); exec('while time.process_time() - t < 0.6: pass')"
+# the middle process starts the burner in a new session and exits at once: the burner is orphaned, as a run's root is
+middle = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {burn!r}], start_new_session=True)"
+adopted = adopt_orphans()
+before = children_cpu()
+subprocess.run([sys.executable, "-c", middle], check=True)
+reaped = reap_adopted(set())
+print(adopted, reaped, children_cpu() - before)
+"""
+
+
+def test_the_tree_cpu_counts_an_orphan_that_outlived_its_parent():
+    out = subprocess.run(
+        [sys.executable, "-c", TREE_CPU], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
+    assert out[:2] == ["True", "True"]
+    assert float(out[2]) >= 0.55  # the burner's 0.6 s, which a parent that exited never reaped
+
+
 def test_default_threads_unset_the_variables_and_n_sets_them_all():
     base = {"OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": "4", "PATH": "/bin"}
     assert thread_env(None, base) == {"PATH": "/bin"}
