@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 
 import pytest
 
@@ -302,3 +303,15 @@ def test_episodes_cut_at_the_turn_limit_are_flagged():
         20, **HEALTHY, tools__call_frequency=3.0, tools__failure_frequency=0.0, samples__turn_limit_share=0.8
     )
     assert first(fired(events, TOOLS), HealthRule.TURN_LIMIT) == 5
+
+
+def test_correlation_in_floats_matches_the_exact_one():
+    rng = random.Random(7)
+    for n in (3, 8, 64):
+        xs = [float(rng.randint(1, 16)) for _ in range(n)]
+        ys = [rng.random() for _ in range(n)]
+        if len(set(xs)) > 1:
+            assert correlation(xs, ys) == pytest.approx(statistics.correlation(xs, ys), abs=1e-12)
+    assert correlation([0.1, 0.1, 0.1], [0.3, 0.2, 0.1]) is None  # flat in floats too, not a tiny spread
+    assert correlation([1e-300, 2e-300, 3e-300], [1.0, 2.0, 3.0]) in (None, pytest.approx(1.0))
+    assert correlation([1.0, 2.0, 3.0], [-2.0, -4.0, -6.0]) == -1.0

@@ -258,8 +258,7 @@ def _sample_recorder(config: RunConfig, run: RunContext, stats: SampleStats):
             return
         step = (global_step or 0) + 1
         room = config.samples_per_step - counts.get(step, 0)
-        for sample in samples[: max(room, 0)]:
-            out.write({"step": step, **sample})
+        out.write_many({"step": step, **sample} for sample in samples[: max(room, 0)])
         counts[step] = counts.get(step, 0) + min(len(samples), max(room, 0))
         for old in [s for s in counts if s < step - 1]:
             del counts[old]

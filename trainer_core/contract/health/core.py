@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections import deque
 from dataclasses import dataclass
-from statistics import mean, median
+from itertools import islice
+from statistics import fmean, median
 
 from trainer_core.contract.run.json_values import is_number
 from trainer_core.contract.run.severity import Severity
@@ -131,13 +132,14 @@ class Window:
         self.seen.update(metrics)
         for key, value in metrics.items():
             early = self._early.setdefault(key, [])
-            if is_number(value) and len(early) < self.baseline_steps:
+            if len(early) < self.baseline_steps and is_number(value):
                 early.append(value)
 
     def recent(self, key: str, n: int) -> list:
         """The last ``n`` values of ``key`` (None where a step lacks it), or [] before there are ``n`` steps."""
-        values = [m.get(key) for _, m in list(self.steps)[-n:]]
-        return values if len(values) == n else []
+        if n <= 0 or len(self.steps) < n:
+            return []
+        return [m.get(key) for _, m in islice(self.steps, len(self.steps) - n, None)]
 
     def recent_finite(self, key: str, n: int) -> list[float] | None:
         """The last ``n`` values of ``key`` when every one is a finite number, else None."""
@@ -147,11 +149,12 @@ class Window:
     def baseline(self, key: str) -> float | None:
         """The mean of ``key``'s first values, once there are ``baseline_steps`` of them."""
         early = self._early.get(key, [])
-        return mean(early) if len(early) >= self.baseline_steps else None
+        return fmean(early) if len(early) >= self.baseline_steps else None
 
     def before_last(self, key: str, n: int) -> list[float]:
         """The finite values of ``key`` in the ``n`` steps before the last one (a spike's baseline)."""
-        values = [m.get(key) for _, m in list(self.steps)[-n - 1 : -1]]
+        last = len(self.steps) - 1
+        values = [m.get(key) for _, m in islice(self.steps, max(last - n, 0), max(last, 0))]
         return [v for v in values if is_number(v)]
 
 

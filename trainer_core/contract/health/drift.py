@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from statistics import mean
+from statistics import fmean
 
 from trainer_core.contract.health.core import RunFacts, Thresholds, Window, robust_spread
 from trainer_core.contract.run.events import HealthWarning, warning
@@ -85,7 +85,7 @@ def clip_ratio_high(w: Window, t: Thresholds, facts: RunFacts, step: int, m: dic
         HealthRule.CLIP_RATIO_HIGH,
         Severity.WARN,
         step,
-        f"{mean(values):.0%} of tokens had their policy ratio clipped over the last {t.window} steps "
+        f"{fmean(values):.0%} of tokens had their policy ratio clipped over the last {t.window} steps "
         f"(above {t.clip_ratio_high:.0%}): each batch moves the policy past the clip range.",
         {"clip_ratio/region_mean": values, "threshold": t.clip_ratio_high},
     )

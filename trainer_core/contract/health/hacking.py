@@ -15,7 +15,7 @@ needs the reward to be rising too: what these rules catch is the reward being *e
 
 from __future__ import annotations
 
-from statistics import mean
+from statistics import fmean
 
 from trainer_core.contract.health.core import RunFacts, Thresholds, Window
 from trainer_core.contract.health.sample_stats import LENGTH_REWARD_CORR, NEAR_DUPLICATES, REPETITION
@@ -37,9 +37,9 @@ def reward_func_keys(metrics: dict) -> list[str]:
 def _reward_rose(w: Window, t: Thresholds, key: str = "reward") -> tuple[float, float] | None:
     """(baseline, recent mean) of ``key`` when it rose by ``reward_gain`` over its baseline."""
     base, recent = w.baseline(key), w.recent_finite(key, t.window)
-    if base is None or recent is None or mean(recent) - base < t.reward_gain:
+    if base is None or recent is None or fmean(recent) - base < t.reward_gain:
         return None
-    return base, mean(recent)
+    return base, fmean(recent)
 
 
 def one_reward_carries(w: Window, t: Thresholds, facts: RunFacts, step: int, m: dict) -> HealthWarning | None:
@@ -49,7 +49,7 @@ def one_reward_carries(w: Window, t: Thresholds, facts: RunFacts, step: int, m: 
     recent = {k: w.recent_finite(k, t.window) for k in keys}
     if any(v is None for v in recent.values()):
         return None
-    means = {k: mean(v) for k, v in recent.items() if v is not None}
+    means = {k: fmean(v) for k, v in recent.items() if v is not None}
     total = sum(abs(v) for v in means.values())
     for carrier in keys:
         rose = _reward_rose(w, t, carrier)
@@ -60,7 +60,7 @@ def one_reward_carries(w: Window, t: Thresholds, facts: RunFacts, step: int, m: 
             base = w.baseline(flat)
             if flat == carrier or values is None or base is None:
                 continue
-            if max(values) - min(values) <= t.reward_flat_range and mean(values) - base < t.reward_gain / 2:
+            if max(values) - min(values) <= t.reward_flat_range and fmean(values) - base < t.reward_gain / 2:
                 name, other = _func_name(carrier), _func_name(flat)
                 return warning(
                     HealthRule.ONE_REWARD_CARRIES,
@@ -68,7 +68,7 @@ def one_reward_carries(w: Window, t: Thresholds, facts: RunFacts, step: int, m: 
                     step,
                     f"Reward function {name} rose from {rose[0]:.3g} to {rose[1]:.3g} and now makes "
                     f"{abs(means[carrier]) / total:.0%} of the reward, while {other} has stayed at "
-                    f"{mean(values):.3g} for {t.reward_flat_steps} steps: the model may have learned the format, "
+                    f"{fmean(values):.3g} for {t.reward_flat_steps} steps: the model may have learned the format, "
                     "not the task.",
                     {
                         "rising": name,
@@ -92,7 +92,7 @@ def length_exploitation(w: Window, t: Thresholds, facts: RunFacts, step: int, m:
     reward = _reward_rose(w, t)
     if lengths is None or base is None or reward is None or w.count < t.baseline_steps + t.window:
         return None
-    length = mean(lengths)
+    length = fmean(lengths)
     evidence = {"mean_length": lengths, "length_start": base, "reward_from": reward[0], "reward_to": reward[1]}
     if length <= max(2.0, t.length_short * base):
         return warning(
@@ -105,7 +105,7 @@ def length_exploitation(w: Window, t: Thresholds, facts: RunFacts, step: int, m:
         )
     limit = facts.max_completion_length
     clipped = w.recent_finite(CLIPPED_RATIO, t.window)
-    pressing = (limit and length >= t.length_press * limit) or (clipped and mean(clipped) >= t.truncation_ratio)
+    pressing = (limit and length >= t.length_press * limit) or (clipped and fmean(clipped) >= t.truncation_ratio)
     if not pressing:
         return None
     corr = w.recent_finite(LENGTH_REWARD_CORR, t.window)
@@ -113,7 +113,7 @@ def length_exploitation(w: Window, t: Thresholds, facts: RunFacts, step: int, m:
     if not (length >= t.length_growth * base or tracks):
         return None
     why = (
-        f"longer completions score higher within every step (length-reward correlation {mean(corr):.2f})"
+        f"longer completions score higher within every step (length-reward correlation {fmean(corr):.2f})"
         if tracks and corr is not None
         else f"their length grew from {base:.3g} tokens with the reward"
     )
@@ -136,7 +136,7 @@ def degenerate_completions(w: Window, t: Thresholds, facts: RunFacts, step: int,
         (NEAR_DUPLICATES, t.near_duplicates_high, "of each group's completions nearly copy another"),
     ):
         values, base = w.recent_finite(key, t.window), w.baseline(key)
-        if values is None or base is None or mean(values) < high or mean(values) - base < t.repetition_rise:
+        if values is None or base is None or fmean(values) < high or fmean(values) - base < t.repetition_rise:
             continue
         if not all(is_number(v) and v >= high * 0.8 for v in values):
             continue
@@ -144,7 +144,7 @@ def degenerate_completions(w: Window, t: Thresholds, facts: RunFacts, step: int,
             HealthRule.DEGENERATE_COMPLETIONS,
             Severity.WARN,
             step,
-            f"Completions are degenerating: {mean(values):.0%} {what} (from {base:.0%} at the start), while the "
+            f"Completions are degenerating: {fmean(values):.0%} {what} (from {base:.0%} at the start), while the "
             f"reward rose from {reward[0]:.3g} to {reward[1]:.3g}.",
             {"metric": key, "values": values, "start": base, "reward_from": reward[0], "reward_to": reward[1]},
         )

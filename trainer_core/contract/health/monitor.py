@@ -16,7 +16,7 @@ health/divergence.py), on the ``eval`` events alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from statistics import mean
+from statistics import fmean
 from typing import cast
 
 import trainer_core.contract.health.drift as health_drift
@@ -328,7 +328,7 @@ class HealthMonitor:
         rewards = self._recent("reward", n)
         if not rewards or not all(is_number(v) for v in rewards):
             return None
-        first, second = mean(rewards[: n // 2]), mean(rewards[n // 2 :])
+        first, second = fmean(rewards[: n // 2]), fmean(rewards[n // 2 :])
         if second - first >= self.t.plateau_min_gain or max(rewards) >= 0.99:
             return None
         return warning(

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from statistics import mean
+from statistics import fmean
 
 from trainer_core.contract.health.core import RunFacts, Thresholds, Window
 from trainer_core.contract.run.events import HealthWarning, warning
@@ -33,7 +33,7 @@ def tool_failures(w: Window, t: Thresholds, facts: RunFacts, step: int, m: dict)
         HealthRule.TOOL_FAILURES,
         Severity.WARN,
         step,
-        f"{mean(failures):.0%} of tool calls failed over the last {t.window} steps ({mean(calls):.2g} calls per "
+        f"{fmean(failures):.0%} of tool calls failed over the last {t.window} steps ({fmean(calls):.2g} calls per "
         "episode): the model calls the tools wrongly, or a tool is broken.",
         {FAILURE_FREQUENCY: failures, CALL_FREQUENCY: calls},
     )
@@ -63,7 +63,7 @@ def turn_limit(w: Window, t: Thresholds, facts: RunFacts, step: int, m: dict) ->
         HealthRule.TURN_LIMIT,
         Severity.WARN,
         step,
-        f"{mean(shares):.0%} of episodes ended on tool calls left unanswered (the tool-call or length limit) over "
+        f"{fmean(shares):.0%} of episodes ended on tool calls left unanswered (the tool-call or length limit) over "
         f"the last {t.window} steps: they are cut off before the model answers.",
         {TURN_LIMIT_SHARE: shares},
     )

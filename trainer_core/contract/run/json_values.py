@@ -20,6 +20,8 @@ from typing import Any, TypeGuard
 
 def is_number(value: object) -> TypeGuard[float]:
     """A finite number: an int or a float, not a bool, not NaN or infinite (an int of any size is finite)."""
+    if type(value) is float:  # the common case first: the health rules ask this of every metric, every step
+        return math.isfinite(value)
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
