@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-ENTRIES = ("app", "chart", "runs_list", "train_vs_trl", "health_false_alarms", "eval_cost")
+ENTRIES = ("app", "chart", "runs_list", "train_vs_trl", "step_overhead", "health_false_alarms", "eval_cost")
 
 
 def test_no_bench_file_edits_the_import_path():

@@ -1,6 +1,6 @@
 """bench.train_vs_trl's arithmetic and its regression guard: the training window of the process samples, the
-summary per thread setting, the BENCH_RESULT line read back from an output or a --record file, and two
-commits compared (bench/compare.py)."""
+summary per thread setting, the BENCH_RESULT line read back from an output or a --record file, two commits
+compared (bench/compare.py), the tree's CPU counted to its last orphan, and bench.step_overhead's probe."""
 
 from __future__ import annotations
 
@@ -188,3 +188,24 @@ def test_compare_exits_1_on_a_regression_and_names_a_file_without_results(tmp_pa
     assert same.returncode == 0 and "ok" in same.stdout
     bad = subprocess.run([*cmd, str(a), str(empty)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and str(empty) in bad.stderr and "--record" in bad.stderr
+
+
+PROBE = """
+from bench import step_overhead_probe as probe
+probe.instrument()
+from trainer_core.contract.health.monitor import HealthMonitor
+from trainer_core.contract.health.sample_stats import SampleStats
+from trainer_core.training import trl_setup
+from trainer_core.training.callbacks import EventStreamCallback
+HealthMonitor().feed(1, {"reward": 0.5, "loss": 0.1})
+SampleStats().pop()
+print(sorted(probe.CALLS.items()), EventStreamCallback.on_log.__name__, trl_setup._sample_recorder.__name__)
+"""
+
+
+def test_the_step_overhead_probe_times_the_trainers_own_methods():
+    # in a process of its own: the probe wraps the classes for the whole process
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=300, check=True
+    ).stdout
+    assert "[('health', 1), ('stats_pop', 1)] wrapper <lambda>" in out
