@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 from pathlib import Path
 
 PREFIX = "BENCH_RESULT "
 TARGET = 0.98
+RESAMPLES = 2000
 
 
 def result_line(result: dict) -> str:
@@ -90,6 +92,34 @@ def median_of(figure, rounds: list[dict], side: str, threads: int | None) -> flo
     return round(statistics.median(known), 2) if known else None
 
 
+def ratio_interval(ours: list[float], plain: list[float], level: float = 0.9) -> list[float] | None:
+    """The ``level`` interval of the ratio of medians ``ours``/``plain``, by resampling whole rounds (a round's two
+    rates together, so drift within a round stays paired): how far this run's ratio could move on this machine.
+    Seeded, so the same rates give the same interval. None under three rounds."""
+    if len(ours) < 3 or len(ours) != len(plain):
+        return None
+    rng, n = random.Random(0), len(ours)
+    found = []
+    for _ in range(RESAMPLES):
+        picks = [rng.randrange(n) for _ in range(n)]
+        found.append(statistics.median(ours[i] for i in picks) / statistics.median(plain[i] for i in picks))
+    found.sort()
+    tail = (1 - level) / 2
+    return [round(found[int(tail * (RESAMPLES - 1))], 4), round(found[int((1 - tail) * (RESAMPLES - 1))], 4)]
+
+
+def verdict(interval: list[float] | None) -> str:
+    """What a ratio's interval says of the target."""
+    if interval is None:
+        return "too few rounds to tell"
+    low, high = interval
+    if low >= TARGET:
+        return "the target holds"
+    if high < TARGET:
+        return "below the target"
+    return f"the target ({TARGET}) is inside it: this run cannot tell"
+
+
 def summary(rounds: list[dict], settings: list[int | None], sides: tuple[str, ...], disturbed: int) -> dict:
     out: dict = {}
     for threads in settings:
@@ -107,6 +137,7 @@ def summary(rounds: list[dict], settings: list[int | None], sides: tuple[str, ..
             },
             "trainer_cpu_ms_per_step": {s: median_of(trainer_cpu_ms, rounds, s, threads) for s in sides},
             "quiet": quiet_ratio([f for f in rounds if f["threads"] == threads]),
+            "interval": ratio_interval(rates["grpo-tui"], rates["plain"]),
         }
         for side in sides[2:]:
             entry[f"ratio_{side}"] = round(medians[side] / medians["plain"], 4)
@@ -132,6 +163,10 @@ def print_summary(result: dict) -> None:
             f", {k[6:]}/plain {v:.3f}" for k, v in entry.items() if k.startswith("ratio_") and k != "ratio_median"
         )
         print(f"  ratio grpo-tui/plain: {entry['ratio_median']:.3f} (target >= {TARGET}){others}")
+        if "interval" in entry:
+            interval = entry["interval"]
+            shown = "" if interval is None else f"{interval[0]:.3f}-{interval[1]:.3f}: "
+            print(f"  90 % interval of the ratio, resampling the rounds: {shown}{verdict(interval)}")
         quiet, cpu = entry.get("quiet"), entry.get("trainer_cpu_ms_per_step") or {}
         if quiet and quiet["ratio"] is not None and result["disturbed_runs"]:
             counts = ", ".join(f"{n} {side}" for side, n in quiet["runs"].items())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 
-from bench.compare import compare, parse_results, print_summary, result_line, summary
+from bench.compare import compare, parse_results, print_summary, ratio_interval, result_line, summary, verdict
 from bench.process_cpu import Sample, role_of, switches, take, window
 from bench.train_vs_trl import THREAD_VARS, thread_env
 from tests.helpers import wait_for
@@ -123,6 +123,29 @@ def test_the_summary_takes_the_median_per_side_and_thread_setting():
     assert default["helper_cpu_ms_per_step"] == 2.0 and default["helper_wakeups_per_s"] == 5.5
     assert default["trainer_preemptions_per_s"] == {"grpo-tui": 20.0, "plain": 20.0}
     assert result["settings"]["1"]["ratio_median"] == round(15.0 / 16.0, 4)
+
+
+def test_the_ratio_comes_with_how_far_the_rounds_let_it_move(capsys):
+    steady = ratio_interval([20.0, 20.2, 19.8, 20.1, 19.9], [20.0, 20.1, 19.9, 20.0, 20.0])
+    assert steady is not None and 0.98 <= steady[0] <= 1.0 <= steady[1] <= 1.02
+    assert verdict(steady) == "the target holds"
+    noisy = ratio_interval([20.0, 15.0, 23.0, 17.0, 21.0], [18.0, 22.0, 16.0, 21.0, 19.0])
+    assert noisy is not None and noisy[0] < 0.98 < noisy[1] and "cannot tell" in verdict(noisy)
+    slow = ratio_interval([18.0, 18.2, 17.9, 18.1], [20.0, 20.1, 19.9, 20.2])
+    assert slow is not None and slow[1] < 0.98 and verdict(slow) == "below the target"
+    assert ratio_interval([1.0, 2.0], [1.0, 2.0]) is None and verdict(None) == "too few rounds to tell"
+    assert ratio_interval([20.0, 15.0, 23.0], [18.0, 22.0, 16.0]) == ratio_interval(
+        [20.0, 15.0, 23.0], [18.0, 22.0, 16.0]
+    )
+    rounds = [
+        run(side, None, rate)
+        for pair in zip([20.0, 15.0, 23.0], [18.0, 22.0, 16.0])
+        for side, rate in zip(("grpo-tui", "plain"), pair)
+    ]
+    result = summary(rounds, [None], ("grpo-tui", "plain"), disturbed=0)
+    assert result["settings"]["default"]["interval"] == ratio_interval([20.0, 15.0, 23.0], [18.0, 22.0, 16.0])
+    print_summary(result)
+    assert "90 % interval of the ratio, resampling the rounds" in capsys.readouterr().out
 
 
 def test_the_runs_other_work_disturbed_are_left_out_of_the_quiet_ratio(capsys):
