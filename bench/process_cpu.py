@@ -70,11 +70,8 @@ def reap_adopted(keep: set[int], timeout: float = REAP_WAIT_S) -> bool:
             child.wait(timeout=timeout)
         except psutil.TimeoutExpired:
             done = False
-        except psutil.NoSuchProcess:
-            try:
-                os.waitpid(child.pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
+        except psutil.NoSuchProcess:  # already reaped
+            pass
     return done
 
 

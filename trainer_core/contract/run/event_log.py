@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import math
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -59,9 +58,9 @@ def encode_line(record: dict) -> bytes:
 def _plain(value: Any) -> Any:
     """What orjson cannot write itself becomes what ``clean`` makes of it (a one-element tensor its number,
     anything else its ``str``); a float of a subclass (numpy's float64) a float."""
-    if isinstance(value, float):
-        return float(value) if math.isfinite(value) else None
     cleaned = clean(value)
+    if isinstance(cleaned, float):
+        return float(cleaned)  # orjson writes float itself, not its subclasses
     if cleaned is value:
         raise TypeError(f"cannot write {type(value).__name__}")
     return cleaned
