@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.common import ROOT
-from bench.train_vs_trl import DISTURBED_SHARE, latest_step, run_child
+from bench.sides import Launch, run_alone
+from bench.train_vs_trl import DISTURBED_SHARE, latest_step
 from tests.envs.heldout_env import HeldOutPatternEnv
 from trainer_core.commands.tiny_model import build_tiny_model
 from trainer_core.contract.run.event_log import read_events
@@ -104,7 +105,7 @@ def train(model: Path, side: str, args, work: Path, tag: str) -> Leg:
         cmd += ["--eval-steps", str(args.eval_every), "--eval-generations", str(args.eval_generations)]
     if args.engine == "vllm":  # top-k off: TRL compares vLLM's processed log-probs with the trainer's (vllm-cpu.md)
         cmd += ["--use-vllm", "--vllm-mode", "colocate", "--rl-top-k", "0"]
-    found = run_child(cmd, work / f"{tag}.log", dict(os.environ), lambda: latest_step(runs))
+    found = run_alone(Launch(side, cmd, work / f"{tag}.log", dict(os.environ), lambda: latest_step(runs)))
     wall, others = found["wall_s"], found["other_cpu_s"]
     found = sorted(runs.rglob("events.jsonl"))
     if len(found) != 1:

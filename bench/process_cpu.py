@@ -167,14 +167,16 @@ class Sampler:
         self._thread.join()
 
 
-def window(samples: list[Sample]) -> dict | None:
+def window(samples: list[Sample], paused: Callable[[float, float], float] | None = None) -> dict | None:
     """Per role over the training window: CPU ms per step, CPU share of one core, wake-ups and preemptions per second.
-    None when fewer than two samples saw training (a run shorter than two sampling periods)."""
+    ``paused(start, end)``: the seconds the tree was stopped between two monotonic times (bench/turns.py), left
+    out of the window's seconds. None when fewer than two samples saw training (a run shorter than two periods)."""
     seen = [s for s in samples if s.step > 0 and s.cpu["worker"] > 0]
     if len(seen) < 2 or seen[-1].step <= seen[0].step:
         return None
     first, last = seen[0], seen[-1]
     steps, seconds = last.step - first.step, last.time - first.time
+    seconds -= paused(first.time, last.time) if paused else 0.0
     out: dict = {"steps": steps, "seconds": round(seconds, 2)}
     for role in ROLES:
         cpu = last.cpu[role] - first.cpu[role]

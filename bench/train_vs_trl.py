@@ -2,24 +2,30 @@
 
 grpo-tui wraps TRL's GRPOTrainer with an event stream, a stop controller, sample recording, a root process
 (stall watch, alerts) and a foreground viewer tailing the run folder; all of that should be close to free.
-This runs the same tiny model with the same settings both ways (bench/plain_trl_grpo.py is the plain side),
-alternating the sides in ABBA order (grpo-tui, plain, then plain, grpo-tui), so drift in the machine's speed hits
-both alike, and prints the ratio of the median steps per second (target >= 0.98), the CPU time and wake-ups of
-grpo-tui's helper processes per step (bench/process_cpu.py), and one ``BENCH_RESULT {json}`` line
-(bench/compare.py).
+This runs the same tiny model with the same settings both ways (bench/plain_trl_grpo.py is the plain side) and
+prints the ratio of the median steps per second (target >= 0.98), the CPU time and wake-ups of grpo-tui's helper
+processes per step (bench/process_cpu.py), and one ``BENCH_RESULT {json}`` line (bench/compare.py).
+
+In each round the sides start together and take turns on the machine, half a second each (bench/turns.py): each
+has the whole machine during its turns, as a run alone has, and the machine's drift, which on a virtual machine
+moves a run's rate by more than the target's 2 % from one minute to the next, hits both alike. A side's steps
+per second count only the time it ran. ``--sequential`` runs the sides one after the other instead, each to its
+end. Either way the order alternates from round to round (ABBA).
 
 The default run uses torch's default threads (OMP_NUM_THREADS and MKL_NUM_THREADS removed from the children's
 environment); ``--threads N`` adds, in every round, a pair with both set to N. ``--notify`` configures an
 alert URL (a JSON webhook on a local receiver the bench runs), as a user with alerts has. ``--also worker``
 and ``--also root`` add sides that leave out the foreground tail (``root``: the run's root alone) or every
-helper (``worker``: the trainer alone), to tell which one costs. Steps per second come from the per-step
-``on_log`` timestamps, first to last, so process start, model loading and the final save are not counted.
+helper (``worker``: the trainer alone), to tell which one costs; ``--also twin`` adds a second plain side, whose
+ratio to the first is the bench's own noise. Steps per second come from the per-step ``on_log`` timestamps, first
+to last, so process start, model loading and the final save are not counted.
 
 ``--busy`` runs everything beside one busy process in a session of its own, as another user's work would be: both
 sides slow down, and grpo-tui must not slow down more (a run's root in a session of its own once made it 25 times
 slower there: trainer_core/contract/run/process.py ``detached_group``).
 
-    python -m bench.train_vs_trl [--steps 200] [--rounds 3] [--threads N] [--notify] [--busy] [--record FILE]
+    python -m bench.train_vs_trl [--steps 200] [--rounds 3] [--threads N] [--notify] [--busy] [--sequential]
+                                 [--slice S] [--record FILE]
 """
 
 from __future__ import annotations
@@ -33,13 +39,12 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import psutil
-
 from bench.common import PATTERN_FLAGS, ROOT, Receiver, busy_process, child_env, module_cmd
 from bench.compare import helper_figures, preemptions, print_summary, result_line, summary
-from bench.process_cpu import Sampler, adopt_orphans, children_cpu, machine_busy_seconds, reap_adopted, window
+from bench.sides import Launch, run_alone, run_in_turns
+from grpo_tui.cli import build_parser
+from grpo_tui.config_flags import config_from_args
 from trainer_core.commands.tiny_model import build_tiny_model
-from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import last_step, read_events, read_records
 from trainer_core.contract.run.events import Metrics
 from trainer_core.contract.run.folder import RunFolder
@@ -49,7 +54,8 @@ from trainer_core.contract.run.process import run_env
 # torch's threads on every core, even a little outside work can slow a step many times over.
 DISTURBED_SHARE = 0.1
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
-EXTRA_SIDES = ("root", "worker")
+EXTRA_SIDES = ("root", "worker", "twin")
+TURN_S = 0.5  # long beside a switch's cost (a few ms), short beside the machine's drift (tens of seconds)
 
 
 def thread_env(threads: int | None, base: dict | None = None) -> dict:
@@ -60,47 +66,12 @@ def thread_env(threads: int | None, base: dict | None = None) -> dict:
     return env
 
 
-def run_child(cmd: list[str], log: Path, env: dict, steps_done) -> dict:
-    """Run ``cmd`` with its output in ``log`` (exit showing the log if it fails), sampling its process tree.
-
-    Returns its wall time, the CPU seconds the rest of the machine took meanwhile (on a shared machine that
-    is what makes one run slower than its neighbours) and its processes' CPU by role over training. The tree's
-    own CPU is counted exactly where this process can adopt its orphans (``adopt_orphans``: Linux), else from
-    the last sample, which misses what a process spent after it."""
-    exact = adopt_orphans()
-    keep = {child.pid for child in psutil.Process().children()}  # e.g. --busy's spinning process: other work
-    start, busy, reaped = time.perf_counter(), machine_busy_seconds(), children_cpu()
-    with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-        sampler = Sampler(proc.pid, steps_done)
-        code = proc.wait()
-        exact = reap_adopted(keep) and exact
-        sampler.stop()
-    if code != 0:
-        tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
-        sys.exit(f"{cmd[1:4]} exited with {code}; last lines of {log}:\n" + "\n".join(tail))
-    wall, busy_after = time.perf_counter() - start, machine_busy_seconds()
-    if exact:
-        own = children_cpu() - reaped
-    else:
-        own = sum(sampler.samples[-1].cpu.values()) if sampler.samples else 0.0
-    others = None if busy is None or busy_after is None else max(0.0, busy_after - busy - own)
-    return {"wall_s": round(wall, 2), "other_cpu_s": None if others is None else round(others, 2)} | {
-        "processes": window(sampler.samples)
-    }
+def event_points(events_file: Path) -> list[tuple[int, float]]:
+    return [(e.step, e.time) for e in read_events(events_file) if isinstance(e, Metrics) and e.time is not None]
 
 
-def steps_per_second(points: list[tuple[int, float]]) -> float:
-    points = sorted(points)
-    if len(points) < 2 or points[-1][1] <= points[0][1]:
-        raise ValueError(f"need two timed steps at least, got {points}")
-    (first_step, first_time), (last_step_, last_time) = points[0], points[-1]
-    return (last_step_ - first_step) / (last_time - first_time)
-
-
-def events_rate(events_file: Path) -> float:
-    events = read_events(events_file)
-    return steps_per_second([(e.step, e.time) for e in events if isinstance(e, Metrics) and e.time is not None])
+def plain_points(times_file: Path) -> list[tuple[int, float]]:
+    return [(p["step"], p["time"]) for p in read_records(times_file)]
 
 
 def one_events_file(runs: Path) -> Path:
@@ -118,42 +89,43 @@ def latest_step(runs: Path) -> int:
 class Bench:
     def __init__(self, args, work: Path, notify_url: str | None):
         self.args, self.work, self.notify_url = args, work, notify_url
-        self.config_file: Path | None = None  # the last grpo-tui run's config.yaml, for the extra sides
 
-    def grpo_tui(self, tag: str, env: dict) -> dict:
-        runs = self.work / f"{tag}-runs"
+    def train_flags(self, runs: Path) -> list[str]:
+        """``grpo-tui train``'s flags for the bench's training."""
         notify = ["--notify", self.notify_url] if self.notify_url else []
-        cmd = [sys.executable, "-m", "grpo_tui", "train", "--model", str(self.args.model_dir), *PATTERN_FLAGS]
-        cmd += ["--lr", "0.002", "--max-steps", str(self.args.steps), "--save-steps", "1000000"]
-        cmd += ["--mixed-precision", "no", "--runs-dir", str(runs), *notify]
-        found = run_child(cmd, self.work / f"{tag}.log", env, lambda: latest_step(runs))
-        events = one_events_file(runs)
-        self.config_file = events.parent / "config.yaml"
-        return found | {"steps_per_s": events_rate(events)}
+        flags = ["--model", str(self.args.model_dir), *PATTERN_FLAGS, "--lr", "0.002"]
+        flags += ["--max-steps", str(self.args.steps), "--save-steps", "1000000", "--mixed-precision", "no"]
+        return [*flags, "--runs-dir", str(runs), *notify]
 
-    def plain(self, tag: str, env: dict) -> dict:
-        times = self.work / f"{tag}-times.jsonl"
-        cmd = module_cmd("bench.plain_trl_grpo", self.args.model_dir, self.args.steps, times)
-        cmd += ["--output-dir", str(self.work / f"{tag}-output")]
-        found = run_child(cmd, self.work / f"{tag}.log", env, lambda: len(read_records(times)))
-        rate = steps_per_second([(p["step"], p["time"]) for p in read_records(times)])
-        return found | {"steps_per_s": rate}
+    def launch(self, side: str, tag: str, env: dict) -> Launch:
+        log = self.work / f"{tag}.log"
+        if side == "grpo-tui":
+            runs = self.work / f"{tag}-runs"
+            cmd = [sys.executable, "-m", "grpo_tui", "train", *self.train_flags(runs)]
+            return Launch(side, cmd, log, env, lambda: latest_step(runs), lambda: event_points(one_events_file(runs)))
+        if side in ("plain", "twin"):
+            times = self.work / f"{tag}-times.jsonl"
+            cmd = module_cmd("bench.plain_trl_grpo", self.args.model_dir, self.args.steps, times)
+            cmd += ["--output-dir", str(self.work / f"{tag}-output")]
+            return Launch(side, cmd, log, env, lambda: len(read_records(times)), lambda: plain_points(times))
+        return self.part(side, tag, log, env)
 
-    def part(self, side: str, tag: str, env: dict) -> dict:
-        """The trainer under its root alone (``root``) or alone (``worker``), in a folder made from the last
-        grpo-tui run's config.yaml, as ``grpo-tui train`` makes one."""
-        assert self.config_file is not None
-        folder = RunFolder.create(self.work / f"{tag}-runs")
-        folder.save_config(RunConfig.load(self.config_file))
+    def part(self, side: str, tag: str, log: Path, env: dict) -> Launch:
+        """The trainer under its root alone (``root``) or alone (``worker``), in a folder made from the same flags
+        as ``grpo-tui train`` makes one."""
+        runs = self.work / f"{tag}-runs"
+        args = build_parser().parse_args(["train", *self.train_flags(runs)])
+        folder = RunFolder.create(runs)
+        folder.save_config(config_from_args(args))
         folder.write_state(run_id=folder.run_id, status="starting", started=round(time.time(), 3))
         if side == "root":
             cmd = [sys.executable, "-m", "trainer_core", "run", str(folder.path), "--placement", "{}"]
         else:
             cmd = [sys.executable, "-m", "trainer_core", "worker", str(folder.path), "--echo"]
-        found = run_child(
-            cmd, self.work / f"{tag}.log", run_env(folder.path, env), lambda: last_step(folder.events_file)
+        events = folder.events_file
+        return Launch(
+            side, cmd, log, run_env(folder.path, env), lambda: last_step(events), lambda: event_points(events)
         )
-        return found | {"steps_per_s": events_rate(folder.events_file)}
 
     def run(self) -> dict:
         args = self.args
@@ -168,19 +140,19 @@ class Bench:
         for r in range(1, args.rounds + 1):
             for threads in settings if r % 2 else settings[::-1]:
                 env = thread_env(threads)
-                for side in sides if r % 2 else sides[::-1]:  # ABBA: drift in the machine's speed hits all sides
-                    tag = f"{side}-{threads or 'default'}-{r}"
-                    if side == "grpo-tui":
-                        found = self.grpo_tui(tag, env)
-                    elif side == "plain":
-                        found = self.plain(tag, env)
-                    else:
-                        found = self.part(side, tag, env)
-                    found |= {"round": r, "side": side, "threads": threads}
-                    rounds.append(found)
+                # ABBA: the sides' order alternates, so drift in the machine's speed (or the first turn) favours none
+                launches = [self.launch(side, f"{side}-{threads or 'default'}-{r}", env) for side in sides]
+                launches = launches if r % 2 else launches[::-1]
+                if args.sequential:
+                    results = [run_alone(launch) for launch in launches]
+                else:
+                    results = run_in_turns(launches, args.slice)
+                for launch, found in zip(launches, results):
+                    found |= {"steps_per_s": launch.rate(), "round": r, "side": launch.side, "threads": threads}
                     flag = found["other_cpu_s"] is not None and found["other_cpu_s"] > DISTURBED_SHARE * found["wall_s"]
                     found["disturbed"] = flag
                     disturbed += flag
+                    rounds.append(found)
                     print(row(found, flag), flush=True)
         return summary(rounds, settings, sides, disturbed)
 
@@ -230,7 +202,8 @@ def main() -> None:
         action="append",
         default=[],
         choices=EXTRA_SIDES,
-        help="add a side: root (no foreground tail) or worker (the trainer alone); repeatable",
+        help="add a side: root (no foreground tail), worker (the trainer alone) or twin (a second plain run: the "
+        "bench's own noise); repeatable",
     )
     parser.add_argument(
         "--record",
@@ -245,6 +218,18 @@ def main() -> None:
         help="run everything beside one busy process in a session of its own (another user's work on the "
         "machine): both sides slow down; grpo-tui should not slow down more",
     )
+    parser.add_argument(
+        "--slice",
+        type=float,
+        default=TURN_S,
+        metavar="S",
+        help=f"seconds each side runs before the next one's turn (default: {TURN_S})",
+    )
+    parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="run the sides one after the other, each to its end, instead of taking turns",
+    )
     parser.add_argument("--model-dir", type=Path, default=None, help="tiny model folder, built if missing")
     parser.add_argument(
         "--work-dir",
@@ -253,8 +238,8 @@ def main() -> None:
         help="keep run folders and logs in a new folder under DIR (default: a temporary folder)",
     )
     args = parser.parse_args()
-    if args.steps < 2 or args.rounds < 1 or (args.threads is not None and args.threads < 1):
-        parser.error("--steps must be >= 2, --rounds >= 1 and --threads >= 1")
+    if args.steps < 2 or args.rounds < 1 or (args.threads is not None and args.threads < 1) or args.slice <= 0:
+        parser.error("--steps must be >= 2, --rounds >= 1, --threads >= 1 and --slice > 0")
 
     with tempfile.TemporaryDirectory(prefix="grpo-tui-bench-") as tmp:
         base = args.work_dir or Path(tmp)
@@ -267,7 +252,8 @@ def main() -> None:
         print(
             f"{args.rounds} rounds x {args.steps} steps, {os.cpu_count()} CPUs, load average "
             f"{os.getloadavg()[0]:.2f}, commit {sha or '?'}{' (modified)' if dirty else ''}, notify "
-            f"{'on' if args.notify else 'off'}; logs in {work}",
+            f"{'on' if args.notify else 'off'}, sides "
+            f"{'one after the other' if args.sequential else f'taking turns of {args.slice} s'}; logs in {work}",
             flush=True,
         )
         with Receiver() as receiver, busy_process(args.busy):
@@ -284,6 +270,7 @@ def main() -> None:
             "notify": args.notify,
             "notify_posts": posts,
             "busy": args.busy,
+            "turns_s": None if args.sequential else args.slice,
             "ratio_median": result["settings"]["default"]["ratio_median"],
             **result,
         }
