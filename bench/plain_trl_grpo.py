@@ -5,7 +5,7 @@ maps the bench's flags to, and appends one ``{"step", "time", "length"}`` line p
 taken in ``on_log`` just as grpo-tui's events are, so both sides' steps per second are measured the same way
 (``length``: the step's mean completion length, which says whether both sides did the same work).
 
-    python -m bench.plain_trl_grpo MODEL_DIR STEPS TIMES_FILE [--output-dir DIR]
+    python -m bench.plain_trl_grpo MODEL_DIR STEPS TIMES_FILE [--output-dir DIR] [--burn-ms MS]
 """
 
 from __future__ import annotations
@@ -31,14 +31,23 @@ def load_pattern_env():
 
 
 class StepTimes(TrainerCallback):
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, burn_ms: float = 0.0):
         self.file = open(path, "a", encoding="utf-8")
+        self.burn_s = burn_ms / 1000
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs and "train_runtime" not in logs:
+            burn(self.burn_s)
             length = logs.get("completions/mean_length")
             self.file.write(json.dumps({"step": state.global_step, "time": time.time(), "length": length}) + "\n")
             self.file.flush()
+
+
+def burn(seconds: float) -> None:
+    """Spin for ``seconds`` of this thread's CPU time: work planted to check that the bench sees it."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
 
 
 def main() -> None:
@@ -48,6 +57,12 @@ def main() -> None:
     parser.add_argument("times_file", type=Path)
     parser.add_argument(
         "--output-dir", type=Path, default=None, help="trainer output_dir (default: next to TIMES_FILE)"
+    )
+    parser.add_argument(
+        "--burn-ms",
+        type=float,
+        default=0.0,
+        help="spin this many ms of CPU per logged step (work planted to check that the bench sees it; default 0)",
     )
     args = parser.parse_args()
 
@@ -94,7 +109,7 @@ def main() -> None:
         args=config,
         train_dataset=env.build_dataset(tokenizer),
         processing_class=tokenizer,
-        callbacks=[StepTimes(args.times_file)],
+        callbacks=[StepTimes(args.times_file, args.burn_ms)],
     )
     trainer.train()
 

@@ -17,8 +17,9 @@ environment); ``--threads N`` adds, in every round, a pair with both set to N. `
 alert URL (a JSON webhook on a local receiver the bench runs), as a user with alerts has. ``--also worker``
 and ``--also root`` add sides that leave out the foreground tail (``root``: the run's root alone) or every
 helper (``worker``: the trainer alone), to tell which one costs; ``--also twin`` adds a second plain side, whose
-ratio to the first is the bench's own noise. Steps per second come from the per-step ``on_log`` timestamps, first
-to last, so process start, model loading and the final save are not counted.
+ratio to the first is the bench's own noise, or, with ``--twin-burn-ms MS``, how well it sees a known loss. Steps
+per second come from the per-step ``on_log`` timestamps, first to last, so process start, model loading and the
+final save are not counted.
 
 ``--busy`` runs everything beside one busy process in a session of its own, as another user's work would be: both
 sides slow down, and grpo-tui must not slow down more (a run's root in a session of its own once made it 25 times
@@ -107,6 +108,7 @@ class Bench:
             times = self.work / f"{tag}-times.jsonl"
             cmd = module_cmd("bench.plain_trl_grpo", self.args.model_dir, self.args.steps, times)
             cmd += ["--output-dir", str(self.work / f"{tag}-output")]
+            cmd += ["--burn-ms", str(self.args.twin_burn_ms)] if side == "twin" else []
             return Launch(side, cmd, log, env, lambda: len(read_records(times)), lambda: plain_points(times))
         return self.part(side, tag, log, env)
 
@@ -204,6 +206,14 @@ def main() -> None:
         choices=EXTRA_SIDES,
         help="add a side: root (no foreground tail), worker (the trainer alone) or twin (a second plain run: the "
         "bench's own noise); repeatable",
+    )
+    parser.add_argument(
+        "--twin-burn-ms",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="with --also twin: the twin spins MS ms of CPU per step, a known loss the bench should see (a 1 ms "
+        "burn in a 50 ms step reads as twin/plain 0.98); default 0",
     )
     parser.add_argument(
         "--record",
