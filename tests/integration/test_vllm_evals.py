@@ -28,6 +28,7 @@ HELD_OUT = str(ENVS / "heldout_env.py")
 PLAIN = str(ROOT / "examples" / "pattern_env.py")
 PROMPTS = 64  # the eval's default --eval-max-prompts
 AGREEMENT = 0.9
+RUN_EVAL_MARGIN = 1.6  # the run's evals, timed while it trained, against a transformers eval timed now
 FLAGS = (
     "--rl-num-generations", "4", "--batch-size", "8", "--rl-max-new-tokens", "12", "--rl-kl-coef", "0",
     "--rl-top-k", "0", "--lr", "2e-3", "--max-steps", "4", "--save-steps", "2", "--eval-generations", "4",
@@ -133,9 +134,11 @@ def test_grpo_tui_eval_scores_three_models_through_one_engine_and_agrees(
 def test_an_eval_through_vllm_is_not_slower_than_transformers(full_run, vllm_bin, user_cache):  # noqa: F811
     """The same three models (base, best, final), prompts, samples and temperature (the run's), in this session:
     the run's own evals of them through its colocated engine (weight sync included), and ``grpo-tui eval --engine
-    vllm`` (one engine start, not counted), against ``--engine transformers``. TRL sizes its engine for a training
-    batch (8 sequences here); an eval asks for PROMPTS x 4 at once, which such an engine runs in waves of 8
-    (colocated_engine.py): measured, 2.5-3x the time of one wave."""
+    vllm`` (one engine start, not counted), against ``--engine transformers``, measured back to back: not slower.
+    The run's evals were timed earlier, while it trained, so other work on the machine then and now moves their
+    ratio to the transformers eval (up to 1.31 measured on a loaded 2-core machine); what that ratio guards is
+    TRL's engine sized for a training batch (8 sequences here), which runs an eval's PROMPTS x 4 in waves of 8
+    (colocated_engine.py): 2.4x the transformers eval, measured, against about 1 with the room made."""
     seconds = {}
     for engine in ("transformers", "vllm"):
         report = scored(vllm_bin, user_cache, full_run, engine, "--temperature", "0.6")
@@ -145,7 +148,7 @@ def test_an_eval_through_vllm_is_not_slower_than_transformers(full_run, vllm_bin
     seconds["the run's engine"] = sum(recorded[step] for step in steps)
     print(", ".join(f"{name}: {value:.3f} s" for name, value in seconds.items()), f"(steps {steps})")
     assert seconds["vllm"] <= seconds["transformers"], seconds
-    assert seconds["the run's engine"] <= seconds["transformers"], seconds
+    assert seconds["the run's engine"] <= RUN_EVAL_MARGIN * seconds["transformers"], seconds
 
 
 def test_an_agentic_run_plays_its_held_out_episodes_through_the_engine(vllm_bin, user_cache, vllm_model, tmp_path):  # noqa: F811
