@@ -67,6 +67,19 @@ def test_lines_are_ascii_json_with_no_raw_control_characters():
     assert not math.isnan(json.loads(encode_line({"v": 0.1}))["v"])
 
 
+def test_text_past_ascii_is_escaped_as_json_escapes_it_without_the_json_way(monkeypatch):
+    """A small model's completions are full of U+FFFD and stray scripts: orjson still writes them (the ``json``
+    way copies the record through ``clean`` first, twice the cost), then each character past ASCII becomes the
+    ``\\u`` escape ``json`` writes, a surrogate pair past the BMP."""
+    text = '\ufffd\ufffdrome 字\u009b\u202e é 😀 \x10"q\\'
+    record = {"step": 1, "completion": text, "reward": 0.25, "columns": {"target": "é"}}
+    expected = (dumps(record) + "\n").encode()
+    monkeypatch.setattr(event_log, "dumps", lambda record: pytest.fail("went the json way"))
+    line = encode_line(record)
+    assert line.isascii() and json.loads(line) == json.loads(expected)
+    assert b"\\ud83d\\ude00" in line and b"\\u202e" in line and b"\\u009b" in line
+
+
 class CountingWriter(JsonlWriter):
     """Counts its ``write`` calls; with ``room`` set, the disk fills after that many more bytes."""
 

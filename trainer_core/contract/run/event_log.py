@@ -10,7 +10,9 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,6 +33,7 @@ BLOCK_SIZE = 64 * 1024
 SCAN_CHUNK = 4 * 1024 * 1024
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer line is skipped as bad, never held whole in memory
 _ORJSON_OPTIONS = orjson.OPT_APPEND_NEWLINE if orjson else 0
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def dumps(record: dict) -> str:
@@ -40,19 +43,25 @@ def dumps(record: dict) -> str:
 def encode_line(record: dict) -> bytes:
     """One line's bytes, newline included: strict ASCII JSON, ``clean``'s values (NaN and infinities null, enums
     their value, tensors and numpy scalars numbers). orjson writes it without copying the record through ``clean``
-    first (the trainer writes a line per step and per kept sample). A line orjson cannot write (an int past 64
-    bits, a key that is not a string) or writes with characters past ASCII goes the ``json`` way, as every line
-    did before: text stays ``\\u`` escaped, so no C1 control or bidirectional mark reaches a terminal that shows
-    the file raw."""
+    first (the trainer writes a line per step and per kept sample); the characters past ASCII in what it wrote are
+    then escaped as ``json`` escapes them (``_ascii``), so text stays ``\\u`` escaped and no C1 control or
+    bidirectional mark reaches a terminal that shows the file raw. A line orjson cannot write (an int past 64
+    bits, a key that is not a string, a lone surrogate) goes the ``json`` way."""
     if orjson is not None:
         try:
             line = orjson.dumps(record, default=_plain, option=_ORJSON_OPTIONS)
         except TypeError:  # orjson.JSONEncodeError
             pass
         else:
-            if line.isascii():
-                return line
+            return line if line.isascii() else _ascii(line)
     return (dumps(record) + "\n").encode("utf-8")
+
+
+def _ascii(line: bytes) -> bytes:
+    """orjson's UTF-8 line with each run of characters past ASCII written as ``\\u`` escapes (a surrogate pair past
+    the BMP), as ``json`` writes them. Such characters occur only inside JSON strings, where an escape means the
+    same character: the values are unchanged. Completions of a small or multilingual model often have some."""
+    return _NON_ASCII.sub(lambda run: encode_basestring_ascii(run.group())[1:-1], line.decode("utf-8")).encode("ascii")
 
 
 def _plain(value: Any) -> Any:
