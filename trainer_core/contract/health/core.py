@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import islice
 from statistics import fmean, median
 
-from trainer_core.contract.run.json_values import is_number
+from trainer_core.contract.run.json_values import all_numbers, is_number
 from trainer_core.contract.run.severity import Severity
 
 
@@ -144,7 +144,7 @@ class Window:
     def recent_finite(self, key: str, n: int) -> list[float] | None:
         """The last ``n`` values of ``key`` when every one is a finite number, else None."""
         values = self.recent(key, n)
-        return values if values and all(is_number(v) for v in values) else None
+        return values if values and all_numbers(values) else None
 
     def baseline(self, key: str) -> float | None:
         """The mean of ``key``'s first values, once there are ``baseline_steps`` of them."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from trainer_core.contract.health.core import Thresholds
 from trainer_core.contract.run.events import Eval, HealthWarning, warning
-from trainer_core.contract.run.json_values import is_number
+from trainer_core.contract.run.json_values import all_numbers, is_number
 from trainer_core.contract.run.rules import HealthRule
 from trainer_core.contract.run.severity import Severity
 
@@ -94,7 +94,7 @@ class DivergenceJudge:
         t, window = self.t, list(self.evals)
         values = [e.value(name) for e in window]
         rewards = [e.train_reward for e in window]
-        if len(window) < self.size or not all(is_number(v) for v in (*values, *rewards)):
+        if len(window) < self.size or not all_numbers((*values, *rewards)):
             return None
         values_f = [v for v in values if v is not None]
         rewards_f = [r for r in rewards if r is not None]

@@ -26,7 +26,7 @@ from trainer_core.contract.health.core import FireOnce, RunFacts, Thresholds, Wi
 from trainer_core.contract.health.divergence import DivergenceJudge
 from trainer_core.contract.health.sample_stats import REPETITION
 from trainer_core.contract.run.events import Eval, HealthWarning, Metrics, warning
-from trainer_core.contract.run.json_values import is_number
+from trainer_core.contract.run.json_values import all_numbers, is_number
 from trainer_core.contract.run.rules import HealthRule, RuleGroup, rules_of
 from trainer_core.contract.run.severity import Severity
 
@@ -226,7 +226,7 @@ class HealthMonitor:
     def _kl_explosion(self, step: int, m: dict) -> HealthWarning | None:
         t = self.t
         window = self.window.recent("kl", 3) or self.window.recent("kl", 2)
-        if len(window) < 2 or not all(is_number(v) for v in window):
+        if len(window) < 2 or not all_numbers(window):
             return None
         kls = cast(list[float], window)
         above = [v for v in kls if v > t.kl_high]
@@ -244,7 +244,7 @@ class HealthMonitor:
         older = self._recent("kl", 4)
         if (
             older
-            and all(is_number(v) for v in older)
+            and all_numbers(older)
             and kls[-1] >= t.kl_growth_floor
             and older[0] > 0
             and kls[-1] >= t.kl_growth * older[0]
@@ -261,7 +261,7 @@ class HealthMonitor:
 
     def _entropy_low(self, n: int, factor: float) -> list | None:
         values = self._recent("entropy", n)
-        if not values or not self.entropy_baseline or not all(is_number(v) for v in values):
+        if not values or not self.entropy_baseline or not all_numbers(values):
             return None
         return values if all(v < factor * self.entropy_baseline for v in values) else None
 
@@ -303,7 +303,7 @@ class HealthMonitor:
         n = self.t.no_signal_steps
         zero = self._recent("frac_reward_zero_std", n)
         stds = self._recent("reward_std", n)
-        if zero and all(is_number(v) for v in zero):
+        if zero and all_numbers(zero):
             flat = all(v >= 0.99 for v in zero)
         else:
             flat = bool(stds) and all(is_number(v) and v == 0 for v in stds)
@@ -326,7 +326,7 @@ class HealthMonitor:
     def _reward_plateau(self, step: int, m: dict) -> HealthWarning | None:
         n = self.t.plateau_window
         rewards = self._recent("reward", n)
-        if not rewards or not all(is_number(v) for v in rewards):
+        if not rewards or not all_numbers(rewards):
             return None
         first, second = fmean(rewards[: n // 2]), fmean(rewards[n // 2 :])
         if second - first >= self.t.plateau_min_gain or max(rewards) >= 0.99:

@@ -20,7 +20,7 @@ from typing import Any
 
 from trainer_core.contract.run.event_log import scan_events
 from trainer_core.contract.run.events import Eval, EventType, HealthWarning, Metrics, RewindBy, Rewound
-from trainer_core.contract.run.json_values import is_number
+from trainer_core.contract.run.json_values import all_numbers, is_number
 from trainer_core.contract.run.ledger import FINAL, LedgerEntry, LedgerEvents, default_metric, eval_of, read_ledger
 from trainer_core.contract.run.rewinds import live
 from trainer_core.contract.run.rules import HealthRule
@@ -97,7 +97,7 @@ def strong_evidence(warning: HealthWarning) -> bool:
     if str(warning.rule) != HealthRule.REWARD_TASK_DIVERGENCE.value:
         return True
     values, base, last = (warning.evidence.get(k) for k in ("values", "baseline", "metric_to"))
-    if not isinstance(values, list) or not values or not all(is_number(v) for v in values) or not is_number(last):
+    if not isinstance(values, list) or not values or not all_numbers(values) or not is_number(last):
         return False
     return max(values) > last and (not is_number(base) or max(values) > base)
 

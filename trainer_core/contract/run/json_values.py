@@ -13,7 +13,7 @@ and the wire share it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
@@ -27,6 +27,18 @@ def is_number(value: object) -> TypeGuard[float]:
     if isinstance(value, int):
         return True
     return isinstance(value, float) and math.isfinite(value)
+
+
+def all_numbers(values: Iterable[object]) -> bool:
+    """Whether every value is a finite number (``is_number``), floats checked inline: the health rules ask it of
+    each window they read, every step."""
+    for value in values:
+        if type(value) is float:
+            if not math.isfinite(value):
+                return False
+        elif not is_number(value):
+            return False
+    return True
 
 
 def is_whole(value: object, low: int | None = 0, high: int | None = None) -> TypeGuard[int]:
