@@ -315,3 +315,26 @@ def test_correlation_in_floats_matches_the_exact_one():
     assert correlation([0.1, 0.1, 0.1], [0.3, 0.2, 0.1]) is None  # flat in floats too, not a tiny spread
     assert correlation([1e-300, 2e-300, 3e-300], [1.0, 2.0, 3.0]) in (None, pytest.approx(1.0))
     assert correlation([1.0, 2.0, 3.0], [-2.0, -4.0, -6.0]) == -1.0
+
+
+def test_a_batch_s_statistics_are_those_of_each_completion_and_group():
+    """``add`` splits each completion once and shares the words: what it gives is what the text functions give."""
+    rng = random.Random(3)
+    vocab = ["a", "b", "go", "é", "字", "\ufffd", "x" * 20]
+    samples = []
+    for g in range(6):
+        base = " ".join(rng.choice(vocab) for _ in range(rng.randrange(0, 8)))
+        for _ in range(4):
+            text = base if rng.random() < 0.4 else " ".join(rng.choice(vocab) for _ in range(rng.randrange(0, 8)))
+            samples.append({"prompt": f"p{g}", "completion": text, "reward": rng.random()})
+    stats = SampleStats()
+    stats.add(samples)
+    texts = [s["completion"] for s in samples]
+    groups = [texts[i : i + 4] for i in range(0, len(texts), 4)]
+    measured = [r for t in texts if (r := repetition(t)) is not None]
+    lengths = [float(len(t.split())) for t in texts]
+    assert stats.pop() == {
+        "samples/repetition": pytest.approx(statistics.fmean(measured)),
+        "samples/near_duplicates": pytest.approx(statistics.fmean(near_duplicates(g) for g in groups)),
+        "samples/length_reward_corr": pytest.approx(correlation(lengths, [s["reward"] for s in samples])),
+    }

@@ -44,7 +44,10 @@ def _repeated_share(items: Sequence) -> float:
 
 def repetition(text: str) -> float | None:
     """The share of ``text``'s word pairs (or, for a long run without spaces, character 4-grams) that repeat."""
-    words = text.split()
+    return _repetition(text.split())
+
+
+def _repetition(words: list[str]) -> float | None:
     if len(words) >= 3:
         return _repeated_share(list(pairwise(words)))
     joined = "".join(words)
@@ -53,20 +56,23 @@ def repetition(text: str) -> float | None:
     return None
 
 
-def _near_copy(a: str, b: str) -> bool:
+def _near_copy(a: str, b: str, wa: set[str], wb: set[str]) -> bool:
     if a == b:
         return True
-    wa, wb = set(a.split()), set(b.split())
     if not wa or not wb:
         return False
     return len(wa & wb) / len(wa | wb) >= NEAR_COPY and abs(len(a) - len(b)) <= 0.1 * max(len(a), len(b))
 
 
-def near_duplicates(group: Sequence[str]) -> float:
-    """The share of a group's completions that nearly copy an earlier one of the same group."""
+def near_duplicates(group: Sequence[str], words: Sequence[list[str]] | None = None) -> float:
+    """The share of a group's completions that nearly copy an earlier one of the same group (``words``: each
+    one's ``split()``, where the caller has it)."""
     if len(group) < 2:
         return 0.0
-    copies = sum(1 for i, text in enumerate(group) if any(_near_copy(text, other) for other in group[:i]))
+    sets = [set(w) for w in (words if words is not None else (text.split() for text in group))]
+    copies = sum(
+        1 for i, text in enumerate(group) if any(_near_copy(text, group[j], sets[i], sets[j]) for j in range(i))
+    )
     return copies / (len(group) - 1)
 
 
@@ -105,28 +111,32 @@ class SampleStats:
         self._tool_success.append(1.0 if called and earned else 0.0)
 
     def add(self, samples: Sequence[dict]) -> None:
-        """A scored batch: dicts with ``prompt``, ``completion`` and ``reward``, a group's completions adjacent."""
+        """A scored batch: dicts with ``prompt``, ``completion`` and ``reward``, a group's completions adjacent.
+        Each completion is split into words once, for its repetition, its length and its group's near-copies."""
         group: list[str] = []
+        words_of: list[list[str]] = []
         prompt = object()
         for sample in samples:
             text = str(sample.get("completion") or "")
+            words = text.split()
             if isinstance(sample.get("turns"), list):
                 self._episode(sample)
-            measured = repetition(text)
+            measured = _repetition(words)
             if measured is not None:
                 self._repetition.append(measured)
             reward = sample.get("reward")
             if is_number(reward):
-                self._lengths.append(float(len(text.split())))
+                self._lengths.append(float(len(words)))
                 self._rewards.append(float(reward))
             if sample.get("prompt") != prompt:
                 if len(group) > 1:
-                    self._duplicates.append(near_duplicates(group))
-                group = []
+                    self._duplicates.append(near_duplicates(group, words_of))
+                group, words_of = [], []
             prompt = sample.get("prompt")
             group.append(text)
+            words_of.append(words)
         if len(group) > 1:
-            self._duplicates.append(near_duplicates(group))
+            self._duplicates.append(near_duplicates(group, words_of))
 
     def pop(self) -> dict[str, float]:
         out: dict[str, float] = {}
