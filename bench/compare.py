@@ -108,6 +108,14 @@ def ratio_interval(ours: list[float], plain: list[float], level: float = 0.9) ->
     return [round(found[int(tail * (RESAMPLES - 1))], 4), round(found[int((1 - tail) * (RESAMPLES - 1))], 4)]
 
 
+def paired_ratio(ours: list[float], plain: list[float]) -> float | None:
+    """The median of each round's own ratio: where a round's sides took turns, they shared the same minutes of the
+    machine, which a ratio of the medians over all rounds no longer knows."""
+    if not ours or len(ours) != len(plain):
+        return None
+    return round(statistics.median(a / b for a, b in zip(ours, plain)), 4)
+
+
 def verdict(interval: list[float] | None) -> str:
     """What a ratio's interval says of the target."""
     if interval is None:
@@ -138,6 +146,7 @@ def summary(rounds: list[dict], settings: list[int | None], sides: tuple[str, ..
             "trainer_cpu_ms_per_step": {s: median_of(trainer_cpu_ms, rounds, s, threads) for s in sides},
             "quiet": quiet_ratio([f for f in rounds if f["threads"] == threads]),
             "interval": ratio_interval(rates["grpo-tui"], rates["plain"]),
+            "ratio_paired": paired_ratio(rates["grpo-tui"], rates["plain"]),
         }
         for side in sides[2:]:
             entry[f"ratio_{side}"] = round(medians[side] / medians["plain"], 4)
@@ -163,6 +172,8 @@ def print_summary(result: dict) -> None:
             f", {k[6:]}/plain {v:.3f}" for k, v in entry.items() if k.startswith("ratio_") and k != "ratio_median"
         )
         print(f"  ratio grpo-tui/plain: {entry['ratio_median']:.3f} (target >= {TARGET}){others}")
+        if entry.get("ratio_paired") is not None:
+            print(f"  median of the rounds' own ratios: {entry['ratio_paired']:.3f}")
         if "interval" in entry:
             interval = entry["interval"]
             shown = "" if interval is None else f"{interval[0]:.3f}-{interval[1]:.3f}: "
