@@ -146,7 +146,7 @@ def summary(rounds: list[dict], settings: list[int | None], sides: tuple[str, ..
             "trainer_cpu_ms_per_step": {s: median_of(trainer_cpu_ms, rounds, s, threads) for s in sides},
             "quiet": quiet_ratio([f for f in rounds if f["threads"] == threads]),
             "interval": ratio_interval(rates["grpo-tui"], rates["plain"]),
-            "ratio_paired": paired_ratio(rates["grpo-tui"], rates["plain"]),
+            "paired_ratio": paired_ratio(rates["grpo-tui"], rates["plain"]),
         }
         for side in sides[2:]:
             entry[f"ratio_{side}"] = round(medians[side] / medians["plain"], 4)
@@ -172,8 +172,8 @@ def print_summary(result: dict) -> None:
             f", {k[6:]}/plain {v:.3f}" for k, v in entry.items() if k.startswith("ratio_") and k != "ratio_median"
         )
         print(f"  ratio grpo-tui/plain: {entry['ratio_median']:.3f} (target >= {TARGET}){others}")
-        if entry.get("ratio_paired") is not None:
-            print(f"  median of the rounds' own ratios: {entry['ratio_paired']:.3f}")
+        if entry.get("paired_ratio") is not None:
+            print(f"  median of the rounds' own ratios: {entry['paired_ratio']:.3f}")
         if "interval" in entry:
             interval = entry["interval"]
             shown = "" if interval is None else f"{interval[0]:.3f}-{interval[1]:.3f}: "

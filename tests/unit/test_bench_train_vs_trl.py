@@ -120,7 +120,7 @@ def test_the_summary_takes_the_median_per_side_and_thread_setting():
     result = summary(rounds, [None, 1], ("grpo-tui", "plain"), disturbed=0)
     default = result["settings"]["default"]
     assert default["ratio_median"] == round(12.0 / 11.0, 4)
-    assert default["ratio_paired"] == 1.0  # the rounds' own: 0.9, 1.0, 2.7
+    assert default["paired_ratio"] == 1.0  # the rounds' own: 0.9, 1.0, 2.7
     assert default["helper_cpu_ms_per_step"] == 2.0 and default["helper_wakeups_per_s"] == 5.5
     assert default["trainer_preemptions_per_s"] == {"grpo-tui": 20.0, "plain": 20.0}
     assert result["settings"]["1"]["ratio_median"] == round(15.0 / 16.0, 4)
@@ -149,6 +149,7 @@ def test_the_ratio_comes_with_how_far_the_rounds_let_it_move(capsys):
     shown = capsys.readouterr().out
     assert "90 % interval of the ratio, resampling the rounds" in shown
     assert f"median of the rounds' own ratios: {20 / 18:.3f}" in shown  # 1.11, 0.68, 1.44
+    assert "paired" not in shown  # no other side's ratio is made of it
 
 
 def test_the_runs_other_work_disturbed_are_left_out_of_the_quiet_ratio(capsys):
