@@ -161,7 +161,7 @@ class Bench:
 
 def row(found: dict, flag: bool) -> str:
     other = "?" if found["other_cpu_s"] is None else f"{found['other_cpu_s']:.1f}" + (" !" if flag else "  ")
-    helpers = helper_figures(found) if found["side"] != "plain" else None
+    helpers = helper_figures(found) if found["side"] not in ("plain", "twin") else None
     ms, woke = ("-", "-") if helpers is None else (f"{helpers[0]:.2f}", f"{helpers[1]:.1f}")
     preempted = preemptions(found)
     threads = found["threads"] or "default"
