@@ -20,6 +20,8 @@ import psutil
 from bench.common import ROOT
 from bench.process_cpu import Sampler, adopt_orphans, children_cpu, machine_busy_seconds, reap_adopted, window
 from bench.turns import Turns
+from trainer_core.contract.run.event_log import read_events
+from trainer_core.contract.run.events import Metrics
 
 
 @dataclass
@@ -49,6 +51,11 @@ def steps_per_second(points: list[tuple[int, float]], active: Callable[[float, f
     (first_step, first_time), (last_step, last_time) = points[0], points[-1]
     seconds = active(first_time, last_time) if active else last_time - first_time
     return (last_step - first_step) / seconds
+
+
+def event_points(events_file: Path) -> list[tuple[int, float]]:
+    """(step, wall-clock time) of each metrics event of a run."""
+    return [(e.step, e.time) for e in read_events(events_file) if isinstance(e, Metrics) and e.time is not None]
 
 
 def failed(launch: Launch, code: int) -> None:

@@ -15,7 +15,6 @@ the step, which the same code gives on any machine within a few tenths of a perc
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import statistics
 import subprocess
@@ -24,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import PATTERN_FLAGS, RESULT_PREFIX, ROOT, child_env, module_cmd
-from bench.train_vs_trl import one_events_file, thread_env
+from bench.common import RESULT_PREFIX, ROOT, module_cmd
+from bench.train_vs_trl import flags_config, thread_env, train_flags
 from trainer_core.commands.tiny_model import build_tiny_model
 from trainer_core.contract.config.run_config import RunConfig
 from trainer_core.contract.run.event_log import read_events
@@ -37,13 +36,8 @@ PARTS = ("health", "stats_pop", "recorder", "on_step_end")
 
 
 def base_config(model_dir: Path, work: Path, steps: int) -> RunConfig:
-    """The config ``grpo-tui train`` writes for the bench's flags (a two-step run makes it), for ``steps`` steps."""
-    runs = work / "setup-runs"
-    cmd = [sys.executable, "-m", "grpo_tui", "train", "--model", str(model_dir), *PATTERN_FLAGS, "--lr", "0.002"]
-    cmd += ["--max-steps", "2", "--save-steps", "1000000", "--mixed-precision", "no", "--runs-dir", str(runs)]
-    subprocess.run(cmd, env=child_env(), cwd=ROOT, check=True, capture_output=True, timeout=900)
-    config = RunConfig.load(one_events_file(runs).parent / "config.yaml")
-    return dataclasses.replace(config, max_steps=steps)
+    """The config ``grpo-tui train`` makes of the benches' flags, for ``steps`` steps."""
+    return flags_config(train_flags(model_dir, steps, work / "runs"))
 
 
 def one_run(config: RunConfig, work: Path, tag: str, env: dict) -> dict:

@@ -42,12 +42,12 @@ from pathlib import Path
 
 from bench.common import PATTERN_FLAGS, ROOT, Receiver, busy_process, child_env, module_cmd
 from bench.compare import helper_figures, preemptions, print_summary, result_line, summary
-from bench.sides import Launch, run_alone, run_in_turns
+from bench.sides import Launch, event_points, run_alone, run_in_turns
 from grpo_tui.cli import build_parser
 from grpo_tui.config_flags import config_from_args
 from trainer_core.commands.tiny_model import build_tiny_model
-from trainer_core.contract.run.event_log import last_step, read_events, read_records
-from trainer_core.contract.run.events import Metrics
+from trainer_core.contract.config.run_config import RunConfig
+from trainer_core.contract.run.event_log import last_step, read_records
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.process import run_env
 
@@ -67,8 +67,16 @@ def thread_env(threads: int | None, base: dict | None = None) -> dict:
     return env
 
 
-def event_points(events_file: Path) -> list[tuple[int, float]]:
-    return [(e.step, e.time) for e in read_events(events_file) if isinstance(e, Metrics) and e.time is not None]
+def train_flags(model_dir: Path, steps: int, runs: Path, notify_url: str | None = None) -> list[str]:
+    """``grpo-tui train``'s flags for the benches' training (the pattern task, no checkpoint but the last)."""
+    flags = ["--model", str(model_dir), *PATTERN_FLAGS, "--lr", "0.002", "--max-steps", str(steps)]
+    flags += ["--save-steps", "1000000", "--mixed-precision", "no", "--runs-dir", str(runs)]
+    return flags + (["--notify", notify_url] if notify_url else [])
+
+
+def flags_config(flags: list[str]) -> RunConfig:
+    """The config ``grpo-tui train`` makes of ``flags`` (its own parser and merge), without starting a run."""
+    return config_from_args(build_parser().parse_args(["train", *flags]))
 
 
 def plain_points(times_file: Path) -> list[tuple[int, float]]:
@@ -92,11 +100,7 @@ class Bench:
         self.args, self.work, self.notify_url = args, work, notify_url
 
     def train_flags(self, runs: Path) -> list[str]:
-        """``grpo-tui train``'s flags for the bench's training."""
-        notify = ["--notify", self.notify_url] if self.notify_url else []
-        flags = ["--model", str(self.args.model_dir), *PATTERN_FLAGS, "--lr", "0.002"]
-        flags += ["--max-steps", str(self.args.steps), "--save-steps", "1000000", "--mixed-precision", "no"]
-        return [*flags, "--runs-dir", str(runs), *notify]
+        return train_flags(self.args.model_dir, self.args.steps, runs, self.notify_url)
 
     def launch(self, side: str, tag: str, env: dict) -> Launch:
         log = self.work / f"{tag}.log"
@@ -116,9 +120,8 @@ class Bench:
         """The trainer under its root alone (``root``) or alone (``worker``), in a folder made from the same flags
         as ``grpo-tui train`` makes one."""
         runs = self.work / f"{tag}-runs"
-        args = build_parser().parse_args(["train", *self.train_flags(runs)])
         folder = RunFolder.create(runs)
-        folder.save_config(config_from_args(args))
+        folder.save_config(flags_config(self.train_flags(runs)))
         folder.write_state(run_id=folder.run_id, status="starting", started=round(time.time(), 3))
         if side == "root":
             cmd = [sys.executable, "-m", "trainer_core", "run", str(folder.path), "--placement", "{}"]

@@ -23,8 +23,7 @@ import time
 from pathlib import Path
 
 from bench.common import PATTERN_FLAGS, ROOT, work_dir
-from trainer_core.contract.run.event_log import read_events
-from trainer_core.contract.run.events import Metrics
+from bench.sides import event_points, steps_per_second
 
 VLLM_BIN = ROOT / ".venv-vllm" / "bin"
 ENGINE_START = """
@@ -36,13 +35,6 @@ ready = time.perf_counter() - start
 llm.generate(["Write the letter a many times:"])
 print("ENGINE_READY_S", json.dumps(ready))  # vLLM writes to stdout too
 """
-
-
-def steps_per_second(events_file: Path) -> float:
-    points = sorted((e.step, e.time) for e in read_events(events_file) if isinstance(e, Metrics) and e.time is not None)
-    if len(points) < 2 or points[-1][1] <= points[0][1]:
-        raise ValueError(f"need two timed steps at least, got {points}")
-    return (points[-1][0] - points[0][0]) / (points[-1][1] - points[0][1])
 
 
 def env_for(work: Path) -> dict:
@@ -76,7 +68,7 @@ def run_once(model: Path, steps: int, work: Path, tag: str, use_vllm: bool) -> f
         tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
         sys.exit(f"{tag} exited with {code}; last lines of {log}:\n" + "\n".join(tail))
     [events] = sorted(runs.rglob("events.jsonl"))
-    return steps_per_second(events)
+    return steps_per_second(event_points(events))
 
 
 def engine_start(model: Path, work: Path) -> float:
