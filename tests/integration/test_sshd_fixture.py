@@ -21,6 +21,13 @@ def _start_sleeper(server: SshServer) -> subprocess.Popen:
     )
 
 
+def _remote_sleep(server: SshServer) -> bool:
+    try:
+        return any(p.name() == "sleep" for p in psutil.Process(server.pid).children(recursive=True))
+    except psutil.Error:
+        return False
+
+
 def test_known_hosts_run_commands(sshd):  # noqa: F811
     for host in ("gpubox", "otherbox"):
         result = sshd.ssh("echo", "hello", host=host)
@@ -52,7 +59,8 @@ def test_arguments_reach_the_remote_side_as_data(sshd):  # noqa: F811
 def test_kill_connections_drops_a_live_connection(sshd):  # noqa: F811
     client = _start_sleeper(sshd)
     try:
-        wait_for(sshd.connection_pids, 10, 0.05, what="a connection to the server")
+        # live: the remote command runs (a connection still in its handshake may not be the one that carries it)
+        wait_for(lambda: _remote_sleep(sshd), 10, 0.05, what="the remote command to start")
         assert sshd.kill_connections() >= 1
         assert client.wait(timeout=10) == 255
     finally:
