@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 
 import pytest
 
+import trainer_core.contract.health.drift as drift
+import trainer_core.contract.health.hacking as hacking
+import trainer_core.contract.health.sample_stats as sample_stats
+import trainer_core.contract.health.tools as tools
 from grpo_tui.services.catalog.watch_rules import stall_warning
-from trainer_core.contract.health.monitor import HealthMonitor, Thresholds, config_warnings, replay
+from trainer_core.contract.health.monitor import _READS, HealthMonitor, RunFacts, Thresholds, config_warnings, replay
 from trainer_core.contract.run.crash import classify_crash
 from trainer_core.contract.run.events import Error, HealthWarning, Metrics, RunFinished, decode
 from trainer_core.contract.run.severity import Severity
@@ -185,3 +190,39 @@ def test_crash_classification_from_error_events():
     oom = Error(kind="exception", message="OutOfMemoryError", traceback="torch.OutOfMemoryError: CUDA out of memory.")
     assert classify_crash("", [oom], None).rule == "crash_oom"
     assert classify_crash("all fine", [], None) is None
+
+
+def test_a_rule_whose_metrics_were_never_logged_cannot_fire_so_the_monitor_skips_it():
+    """The monitor skips a rule's check until one of the metrics it reads is logged (``_READS``): with every other
+    metric rising, falling, jumping or random, the skipped check itself never finds anything."""
+    shapes = [
+        lambda i, pick: min(1.0, i / 60),
+        lambda i, pick: max(0.0, 1 - i / 60),
+        lambda i, pick: 1.0 if i != 50 else 1e6,
+        lambda i, pick: 0.01 if i < 40 else 5.0,
+        lambda i, pick: pick.choice([0.0, 1.0, 0.999, -50.0, 1e6, 3.0, None, float("nan")]),
+    ]
+    keys = sorted(
+        {*HEALTHY, *sample_stats.KEYS, "rewards/a/mean", "rewards/b/mean"}
+        | {hacking.MEAN_LENGTH, hacking.CLIPPED_RATIO, drift.CLIP_REGION, drift.IS_RATIO, drift.LOGP_DIFFERENCE}
+        | {tools.CALL_FREQUENCY, tools.FAILURE_FREQUENCY}
+    )
+    facts = RunFacts(max_completion_length=8, reward_funcs=2, use_vllm=True, kl_measured=True, kl_coef=0.1, tools=True)
+    for rule, reads in _READS.items():
+        for seed in range(12):
+            pick = random.Random(f"{rule}-{seed}")
+            shape = {k: shapes[seed] if seed < len(shapes) else pick.choice(shapes) for k in keys if k not in reads}
+            monitor = HealthMonitor(Thresholds(), facts)
+            for step in range(1, 90):
+                values = {k: f(step, pick) for k, f in shape.items()}
+                monitor.feed(step, values)
+                assert monitor._checks[rule](step, values) is None, (rule, seed, step)
+
+
+def test_a_metric_first_logged_late_is_judged_from_then_on():
+    kl = [None] * 10 + [0.9, 1.2, 2.5, 3.0]
+    events = stream(len(kl), **{**HEALTHY, "kl": kl})
+    for event in events:
+        if event.values["kl"] is None:
+            del event.values["kl"]
+    assert ("kl_explosion", "critical", 13) in rules(events)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections import deque
 from dataclasses import dataclass
-from itertools import islice
+from itertools import islice, repeat
 from statistics import fmean, median
 
 from trainer_core.contract.run.json_values import all_numbers, is_number
@@ -117,29 +117,48 @@ class FireOnce:
 
 
 class Window:
-    """The last logged steps, and each metric's baseline: the mean of its first ``baseline_steps`` values."""
+    """The last logged steps, and each metric's baseline: the mean of its first ``baseline_steps`` values.
+
+    Each metric ever logged also has a column of its values over the window (None where a step lacks it), kept
+    as the steps come: the rules read some twenty windows a step, each then a slice in C."""
 
     def __init__(self, size: int, baseline_steps: int):
         self.steps: deque[tuple[int, dict]] = deque(maxlen=size)
         self.baseline_steps = baseline_steps
         self._early: dict[str, list[float]] = {}
+        self._filling: dict[str, list[float]] = {}  # the early values of the metrics still short of a baseline
+        self._columns: dict[str, deque] = {}
         self.seen: set[str] = set()
         self.count = 0
 
     def append(self, step: int, metrics: dict) -> None:
         self.steps.append((step, metrics))
         self.count += 1
-        self.seen.update(metrics)
+        columns, filling = self._columns, self._filling
         for key, value in metrics.items():
-            early = self._early.setdefault(key, [])
-            if len(early) < self.baseline_steps and is_number(value):
+            column = columns.get(key)
+            if column is None:
+                column = columns[key] = deque(repeat(None, len(self.steps) - 1), maxlen=self.steps.maxlen)
+                self.seen.add(key)
+                self._early[key] = filling[key] = []
+            column.append(value)
+            early = filling.get(key)
+            if early is not None and is_number(value):
                 early.append(value)
+                if len(early) >= self.baseline_steps:
+                    del filling[key]
+        if len(columns) != len(metrics):
+            for key in columns.keys() - metrics.keys():
+                columns[key].append(None)
 
     def recent(self, key: str, n: int) -> list:
         """The last ``n`` values of ``key`` (None where a step lacks it), or [] before there are ``n`` steps."""
         if n <= 0 or len(self.steps) < n:
             return []
-        return [m.get(key) for _, m in islice(self.steps, len(self.steps) - n, None)]
+        column = self._columns.get(key)
+        if column is None:
+            return [None] * n
+        return list(islice(column, len(column) - n, None))
 
     def recent_finite(self, key: str, n: int) -> list[float] | None:
         """The last ``n`` values of ``key`` when every one is a finite number, else None."""
@@ -153,15 +172,18 @@ class Window:
 
     def before_last(self, key: str, n: int) -> list[float]:
         """The finite values of ``key`` in the ``n`` steps before the last one (a spike's baseline)."""
-        last = len(self.steps) - 1
-        values = [m.get(key) for _, m in islice(self.steps, max(last - n, 0), max(last, 0))]
-        return [v for v in values if is_number(v)]
+        column = self._columns.get(key)
+        if column is None:
+            return []
+        last = len(column) - 1
+        return [v for v in islice(column, max(last - n, 0), max(last, 0)) if is_number(v)]
 
 
-def robust_spread(values: list[float]) -> tuple[float, float]:
-    """(median, MAD scaled to a standard deviation) of ``values``."""
+def robust_spread(values: list[float]) -> tuple[float, float, float]:
+    """(median, MAD scaled to a standard deviation, largest deviation from the median) of ``values``."""
     mid = median(values)
-    return mid, 1.4826 * median(abs(v - mid) for v in values)
+    deviations = [abs(v - mid) for v in values]
+    return mid, 1.4826 * median(deviations), max(deviations)
 
 
 def threshold_names() -> list[str]:

@@ -35,11 +35,10 @@ def _spike(w: Window, t: Thresholds, key: str, m: dict) -> tuple[float, float, f
     history = w.before_last(key, t.spike_history)
     if not is_number(value) or len(history) < t.spike_min_history:
         return None
-    mid, spread = robust_spread(history)
+    mid, spread, swing = robust_spread(history)
     if key == "grad_norm":
         limit = max(mid + t.spike_mad * spread, t.spike_factor * mid)
         return (value, mid, limit) if value > limit else None
-    swing = max(abs(v - mid) for v in history)
     limit = max(t.spike_mad * spread, t.spike_factor * swing, t.loss_spike_floor)
     return (value, mid, mid + limit) if abs(value - mid) > limit else None
 

@@ -24,7 +24,7 @@ import trainer_core.contract.health.hacking as health_hacking
 import trainer_core.contract.health.tools as health_tools
 from trainer_core.contract.health.core import FireOnce, RunFacts, Thresholds, Window, threshold_names
 from trainer_core.contract.health.divergence import DivergenceJudge
-from trainer_core.contract.health.sample_stats import REPETITION
+from trainer_core.contract.health.sample_stats import NEAR_DUPLICATES, REPETITION
 from trainer_core.contract.run.events import Eval, HealthWarning, Metrics, warning
 from trainer_core.contract.run.json_values import all_numbers, is_number
 from trainer_core.contract.run.rules import HealthRule, RuleGroup, rules_of
@@ -66,7 +66,7 @@ _NEEDS: dict[HealthRule, tuple[tuple[str, ...], Callable[[RunFacts], bool]]] = {
     HealthRule.TRUNCATION: (("completions/clipped_ratio",), lambda f: True),
     HealthRule.ONE_REWARD_CARRIES: ((), lambda f: (f.reward_funcs or 0) >= 2),
     HealthRule.LENGTH_EXPLOITATION: ((health_hacking.MEAN_LENGTH,), lambda f: True),
-    HealthRule.DEGENERATE_COMPLETIONS: ((REPETITION,), lambda f: f.reward_funcs is not None),
+    HealthRule.DEGENERATE_COMPLETIONS: ((REPETITION, NEAR_DUPLICATES), lambda f: f.reward_funcs is not None),
     HealthRule.GRAD_NORM_SPIKE: (("grad_norm",), lambda f: True),
     HealthRule.LOSS_SPIKE: (("loss",), lambda f: True),
     HealthRule.CLIP_RATIO_HIGH: ((health_drift.CLIP_REGION,), lambda f: True),
@@ -75,6 +75,9 @@ _NEEDS: dict[HealthRule, tuple[tuple[str, ...], Callable[[RunFacts], bool]]] = {
     HealthRule.TOOL_UNUSED: ((health_tools.CALL_FREQUENCY,), lambda f: f.tools),
     HealthRule.TURN_LIMIT: ((health_tools.TURN_LIMIT_SHARE,), lambda f: f.tools),
 }
+
+# a rule that reads metrics can fire only once one of them has been logged; until then its check is skipped
+_READS: dict[HealthRule, tuple[str, ...]] = {rule: keys for rule, (keys, _) in _NEEDS.items() if keys}
 
 
 def drift_rules(use_vllm: bool = False) -> tuple[HealthRule, ...]:
@@ -153,6 +156,7 @@ class HealthMonitor:
         self.rules[HealthRule.REWARD_PLATEAU] = FireOnce(rearm=t.plateau_window)
         self.rules[HealthRule.ONE_REWARD_CARRIES] = FireOnce(rearm=t.reward_flat_steps)
         self.divergence = DivergenceJudge(t)  # keeps its own fire-once state, one per held-out metric
+        self._plan = [(rule, check, self.rules[rule], _READS.get(rule)) for rule, check in self._checks.items()]
 
     @property
     def history(self):
@@ -168,11 +172,15 @@ class HealthMonitor:
             self._early_entropy.append(entropy)
             self.entropy_baseline = max(self._early_entropy)
         fired = self._not_logged(step)
-        for rule, check in self._checks.items():
+        seen = self.window.seen
+        for rule, check, state, reads in self._plan:
+            if reads is not None and seen.isdisjoint(reads):
+                continue  # none of its metrics was ever logged: it cannot fire, and never has
             found = check(step, metrics)
             if found is None:
-                self.rules[rule].update(None, clear=self._back_to_normal(rule, metrics))
-            elif self.rules[rule].update(found.severity):
+                if state.fired:
+                    state.update(None, clear=self._back_to_normal(rule, metrics))
+            elif state.update(found.severity):
                 fired.append(found)
         return fired
 
@@ -187,7 +195,7 @@ class HealthMonitor:
             return []
         out = []
         for rule, (keys, applies) in _NEEDS.items():
-            if not keys or not applies(self.facts) or self.window.seen.intersection(keys):
+            if not keys or not applies(self.facts) or not self.window.seen.isdisjoint(keys):
                 continue
             self._said_not_logged.add(rule)
             out.append(
@@ -293,7 +301,7 @@ class HealthMonitor:
             HealthRule.MODE_COLLAPSE,
             Severity.CRITICAL if same_groups and low_std else Severity.WARN,
             step,
-            f"Completions have become alike: reward_std {stds[-1]:.3g} and entropy {entropy[-1]:.3g} "
+            f"Completions have become alike: reward_std {_shown(stds[-1])} and entropy {entropy[-1]:.3g} "
             f"(from {self.entropy_baseline:.3g}) over the last {t.window} steps. GRPO gets no signal "
             "from groups whose completions score the same.",
             {"reward_std": stds, "frac_reward_zero_std": zero, "entropy": entropy},
@@ -351,6 +359,11 @@ class HealthMonitor:
             f"rl_max_new_tokens over the last {self.t.window} steps; they are cut off before they finish.",
             {"clipped_ratio": values},
         )
+
+
+def _shown(value: object) -> str:
+    """A window's value in a message: a number to 3 figures, anything else (a step that lacks it) as it is."""
+    return f"{value:.3g}" if is_number(value) else str(value)
 
 
 def replay(events: Sequence[Metrics | Eval], thresholds: Thresholds | None = None) -> list[HealthWarning]:
