@@ -142,6 +142,26 @@ def test_the_sample_statistics():
     assert stats.pop() == {}  # each logged step starts again
 
 
+def test_repetition_is_the_repeated_share_of_word_pairs_or_of_a_long_runs_4_grams():
+    def by_definition(text: str) -> float | None:
+        words = text.split()
+        joined = "".join(words)
+        if len(words) >= 3:
+            items = [(a, b) for a, b in zip(words, words[1:])]
+        elif len(joined) >= 16:
+            items = [joined[i : i + 4] for i in range(len(joined) - 3)]
+        else:
+            return None
+        return 1.0 - len(set(items)) / len(items)
+
+    pick = random.Random(3)
+    texts = ["abcd" * 5, "abcabcabcabcabcabc", "x" * 16, "y" * 15, "\ufffd\ufffdab\ufffd" * 4 + " tail"]
+    texts += ["".join(pick.choice("ab c\ufffd\n") for _ in range(pick.randrange(0, 60))) for _ in range(300)]
+    texts += ["".join(pick.choice("abc\ufffd") for _ in range(pick.randrange(10, 60))) for _ in range(300)]
+    for text in texts:
+        assert repetition(text) == by_definition(text), text
+
+
 # ---- drift without KL ------------------------------------------------------------------------------------------
 
 

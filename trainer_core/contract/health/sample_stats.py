@@ -38,21 +38,19 @@ LONG_WORD = 16
 NEAR_COPY = 0.9  # word-set overlap (Jaccard) at which two completions count as near-identical
 
 
-def _repeated_share(items: Sequence) -> float:
-    return 1.0 - len(set(items)) / len(items) if items else 0.0
-
-
 def repetition(text: str) -> float | None:
     """The share of ``text``'s word pairs (or, for a long run without spaces, character 4-grams) that repeat."""
     return _repetition(text.split())
 
 
 def _repetition(words: list[str]) -> float | None:
+    """The share of repeats among ``words``' pairs, or among the 4-grams of a long run without spaces (each 4-gram
+    a tuple of its characters, built in C: the tiny model's completions are mostly such runs)."""
     if len(words) >= 3:
-        return _repeated_share(list(pairwise(words)))
+        return 1.0 - len(set(pairwise(words))) / (len(words) - 1)
     joined = "".join(words)
     if len(joined) >= LONG_WORD:
-        return _repeated_share([joined[i : i + 4] for i in range(len(joined) - 3)])
+        return 1.0 - len(set(zip(joined, joined[1:], joined[2:], joined[3:]))) / (len(joined) - 3)
     return None
 
 
