@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Iterable
 
 from rich.console import Console
 from rich.text import Text
@@ -42,6 +43,9 @@ from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.status import EXIT_BAD_INPUT, EXIT_CODES, Status
 
 
+PRINT_BATCH = 256  # lines printed at once at most: a long backlog (a piped watch of a finished run) goes in parts
+
+
 class EventPrinter:
     """Prints events as short lines, the way ``train`` and a piped ``watch`` show a run."""
 
@@ -53,7 +57,24 @@ class EventPrinter:
         self.error: Error | None = None  # the last error shown: the run's end need not repeat its message
 
     def show(self, event: Event) -> None:
-        """One event as a line or two; every field is shown literally (``safe_text``), styles come from here."""
+        self.show_all((event,))
+
+    def show_all(self, events: Iterable[Event]) -> None:
+        """Each event as a line or two, all printed at once: a trainer logs many steps a second, and rich's cost
+        is per ``print`` more than per line. Every field is shown literally (``safe_text``); styles come from here."""
+        lines: list[Text] = []
+        for event in events:
+            self._lines(event, lines)
+            if len(lines) >= PRINT_BATCH:
+                self._print(lines)
+        self._print(lines)
+
+    def _print(self, lines: list[Text]) -> None:
+        if lines:  # one line per event (or two), whatever the width
+            self.console.print(Text("\n").join(lines), highlight=False, soft_wrap=True)
+            lines.clear()
+
+    def _lines(self, event: Event, out: list[Text]) -> None:
         p = self.palette
 
         def line(*parts: str | tuple[str, str]) -> None:
@@ -61,7 +82,7 @@ class EventPrinter:
             for part in parts:
                 piece, style = part if isinstance(part, tuple) else (part, "")
                 text.append(clean(piece), style=style)
-            self.console.print(text, highlight=False, soft_wrap=True)  # one line per event, whatever the width
+            out.append(text)
 
         if isinstance(event, RunStarted):
             self.total = event.max_steps if event.max_steps and event.max_steps > 0 else None
@@ -130,13 +151,11 @@ def run_foreground(
     tail = EventTail(folder.events_file, offset=offset)
     try:
         while True:
-            for event in tail.poll():
-                printer.show(event)
+            printer.show_all(tail.poll())
             if proc.poll() is not None:
                 break
             time.sleep(poll_interval)
-        for event in tail.poll():
-            printer.show(event)
+        printer.show_all(tail.poll())
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

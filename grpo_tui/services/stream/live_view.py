@@ -368,8 +368,7 @@ def _watch_lines(view: RunView, console: Console, refresh: float) -> Status:
     printer = EventPrinter(console, view.folder)
     told = False
     while True:
-        for event in view.update():
-            printer.show(event)
+        printer.show_all(view.update())
         if view.appended_skipped and not told:  # once: the dashboard's frame keeps the count, a pipe cannot
             told = True
             console.print(_skipped_line(view.appended_skipped), soft_wrap=True)
