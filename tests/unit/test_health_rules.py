@@ -226,3 +226,31 @@ def test_a_metric_first_logged_late_is_judged_from_then_on():
         if event.values["kl"] is None:
             del event.values["kl"]
     assert ("kl_explosion", "critical", 13) in rules(events)
+
+
+def test_a_rules_entry_condition_on_the_steps_own_values_never_hides_a_warning():
+    """The rules whose every window step must pass are skipped where this step's own values fail (``_entries``):
+    over streams that fire each of them, the monitor gives exactly the warnings it gives with every check run."""
+    shapes = [
+        lambda i, pick: min(1.0, i / 60),
+        lambda i, pick: max(0.0, 1 - i / 60),
+        lambda i, pick: 0.01 if i < 40 else 5.0,
+        lambda i, pick: 0.0 if (i // 7) % 2 else 1.0,
+        lambda i, pick: {31: 0.05, 32: 0.15, 33: 0.45}.get(i, 0.02),  # KL grown 20 times in 3 steps, below kl_high
+        lambda i, pick: pick.choice([0.0, 0.3, 0.99, 1.0, 0.5, None, float("nan")]),
+    ]
+    keys = [*HEALTHY, "completions/clipped_ratio", drift.CLIP_REGION]
+    facts = RunFacts(max_completion_length=8, reward_funcs=1, kl_measured=True, kl_coef=0.1)
+    fired = set()
+    for seed in range(40):
+        pick = random.Random(seed)
+        shape = {k: shapes[seed] if seed < len(shapes) else pick.choice(shapes) for k in keys}
+        entered, every = HealthMonitor(Thresholds(), facts), HealthMonitor(Thresholds(), facts)
+        every._plan = [(rule, check, state, reads, None) for rule, check, state, reads, _ in every._plan]
+        for step in range(1, 90):
+            values = {k: f(step, pick) for k, f in shape.items()}
+            said = [(w.rule, w.severity, w.message) for w in entered.feed(step, dict(values))]
+            assert said == [(w.rule, w.severity, w.message) for w in every.feed(step, dict(values))], (seed, step)
+            fired.update(rule for rule, _, _ in said)
+    guarded = {rule for rule, *_, entry in HealthMonitor(Thresholds(), facts)._plan if entry is not None}
+    assert guarded <= fired, guarded - fired  # each guarded rule fired somewhere: the comparison saw it work

@@ -156,7 +156,10 @@ class HealthMonitor:
         self.rules[HealthRule.REWARD_PLATEAU] = FireOnce(rearm=t.plateau_window)
         self.rules[HealthRule.ONE_REWARD_CARRIES] = FireOnce(rearm=t.reward_flat_steps)
         self.divergence = DivergenceJudge(t)  # keeps its own fire-once state, one per held-out metric
-        self._plan = [(rule, check, self.rules[rule], _READS.get(rule)) for rule, check in self._checks.items()]
+        entries = self._entries()
+        self._plan = [
+            (rule, check, self.rules[rule], _READS.get(rule), entries.get(rule)) for rule, check in self._checks.items()
+        ]
 
     @property
     def history(self):
@@ -173,16 +176,48 @@ class HealthMonitor:
             self.entropy_baseline = max(self._early_entropy)
         fired = self._not_logged(step)
         seen = self.window.seen
-        for rule, check, state, reads in self._plan:
+        for rule, check, state, reads, entry in self._plan:
             if reads is not None and seen.isdisjoint(reads):
                 continue  # none of its metrics was ever logged: it cannot fire, and never has
-            found = check(step, metrics)
+            found = check(step, metrics) if entry is None or entry(metrics) else None
             if found is None:
                 if state.fired:
                     state.update(None, clear=self._back_to_normal(rule, metrics))
             elif state.update(found.severity):
                 fired.append(found)
         return fired
+
+    def _entries(self) -> dict[HealthRule, Callable[[dict], bool]]:
+        """For the rules that judge a window where every step must pass, what this step's own values must pass: where
+        they do not, the rule's check cannot find anything, and is not run (most steps of a healthy run)."""
+        t = self.t
+
+        def entropy_below(factor: float) -> Callable[[dict], bool]:
+            def entry(m: dict) -> bool:
+                entropy, base = m.get("entropy"), self.entropy_baseline
+                return bool(base) and is_number(entropy) and entropy < factor * base
+
+            return entry
+
+        def at_least(key: str, low: float) -> Callable[[dict], bool]:
+            return lambda m: is_number(value := m.get(key)) and value >= low
+
+        def no_signal(m: dict) -> bool:
+            zero, std = m.get("frac_reward_zero_std"), m.get("reward_std")
+            return (is_number(zero) and zero >= 0.99) or (is_number(std) and std == 0)
+
+        def kl_high(m: dict) -> bool:
+            kl = m.get("kl")
+            return is_number(kl) and (kl > t.kl_high or kl >= t.kl_growth_floor)
+
+        return {
+            HealthRule.MODE_COLLAPSE: entropy_below(t.entropy_falling),
+            HealthRule.KL_EXPLOSION: kl_high,
+            HealthRule.ENTROPY_COLLAPSE: entropy_below(t.entropy_collapse),
+            HealthRule.NO_LEARNING_SIGNAL: no_signal,
+            HealthRule.TRUNCATION: at_least("completions/clipped_ratio", t.truncation_ratio),
+            HealthRule.CLIP_RATIO_HIGH: at_least(health_drift.CLIP_REGION, t.clip_ratio_high),
+        }
 
     def feed_eval(self, event: Eval) -> list[HealthWarning]:
         """The warnings that fire at a held-out eval (``reward_task_divergence``); call it after each one, the
