@@ -147,7 +147,7 @@ def test_repetition_is_the_repeated_share_of_word_pairs_or_of_a_long_runs_4_gram
         words = text.split()
         joined = "".join(words)
         if len(words) >= 3:
-            items = [(a, b) for a, b in zip(words, words[1:])]
+            items = [(words[i], words[i + 1]) for i in range(len(words) - 1)]
         elif len(joined) >= 16:
             items = [joined[i : i + 4] for i in range(len(joined) - 3)]
         else:

@@ -42,7 +42,6 @@ from trainer_core.contract.run.events import (
 from trainer_core.contract.run.folder import RunFolder
 from trainer_core.contract.run.status import EXIT_BAD_INPUT, EXIT_CODES, Status
 
-
 PRINT_BATCH = 256  # lines printed at once at most: a long backlog (a piped watch of a finished run) goes in parts
 
 
