@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
+from collections.abc import KeysView
 from dataclasses import dataclass
 from itertools import islice, repeat
 from statistics import fmean, median
@@ -128,8 +129,12 @@ class Window:
         self._early: dict[str, list[float]] = {}
         self._filling: dict[str, list[float]] = {}  # the early values of the metrics still short of a baseline
         self._columns: dict[str, deque] = {}
-        self.seen: set[str] = set()
         self.count = 0
+
+    @property
+    def seen(self) -> KeysView[str]:
+        """Every metric logged so far: those with a column."""
+        return self._columns.keys()
 
     def append(self, step: int, metrics: dict) -> None:
         self.steps.append((step, metrics))
@@ -139,7 +144,6 @@ class Window:
             column = columns.get(key)
             if column is None:
                 column = columns[key] = deque(repeat(None, len(self.steps) - 1), maxlen=self.steps.maxlen)
-                self.seen.add(key)
                 self._early[key] = filling[key] = []
             column.append(value)
             early = filling.get(key)
