@@ -29,6 +29,7 @@ PLAIN = str(ROOT / "examples" / "pattern_env.py")
 PROMPTS = 64  # the eval's default --eval-max-prompts
 AGREEMENT = 0.9
 RUN_EVAL_MARGIN = 1.6  # the run's evals, timed while it trained, against a transformers eval timed now
+ENGINE_MARGIN = 1.25  # vllm against transformers, both timed now: a loaded 2-core suite read up to 1.07 (best of 2)
 FLAGS = (
     "--rl-num-generations", "4", "--batch-size", "8", "--rl-max-new-tokens", "12", "--rl-kl-coef", "0",
     "--rl-top-k", "0", "--lr", "2e-3", "--max-steps", "4", "--save-steps", "2", "--eval-generations", "4",
@@ -134,7 +135,8 @@ def test_grpo_tui_eval_scores_three_models_through_one_engine_and_agrees(
 def test_an_eval_through_vllm_is_not_slower_than_transformers(full_run, vllm_bin, user_cache):  # noqa: F811
     """The same three models (base, best, final), prompts, samples and temperature (the run's), in this session:
     the run's own evals of them through its colocated engine (weight sync included), and ``grpo-tui eval --engine
-    vllm`` (one engine start, not counted), against ``--engine transformers``: not slower. Each engine's eval runs
+    vllm`` (one engine start, not counted), against ``--engine transformers``: not slower beyond the noise of a loaded
+    machine (``ENGINE_MARGIN``; the regression guarded, evals in waves of 8, measured 2.4x). Each engine's eval runs
     twice, in the order ABBA, and each model counts its faster time: one eval of a model takes about a second, and the
     suite's other worker, training beside it, moved a single measurement by up to 1.5x. The run's evals were timed earlier, while it trained, so other work on the machine then and now moves their
     ratio to the transformers eval (up to 1.31 measured on a loaded 2-core machine); what that ratio guards is
@@ -149,7 +151,7 @@ def test_an_eval_through_vllm_is_not_slower_than_transformers(full_run, vllm_bin
     recorded = {e.step: e.seconds for e in events_of(full_run) if isinstance(e, Eval)}
     seconds["the run's engine"] = sum(recorded[step] for step in steps)
     print(", ".join(f"{name}: {value:.3f} s" for name, value in seconds.items()), f"(steps {steps})")
-    assert seconds["vllm"] <= seconds["transformers"], seconds
+    assert seconds["vllm"] <= ENGINE_MARGIN * seconds["transformers"], seconds
     assert seconds["the run's engine"] <= RUN_EVAL_MARGIN * seconds["transformers"], seconds
 
 
